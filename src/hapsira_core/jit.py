@@ -1,0 +1,219 @@
+"""The one place that knows how code is compiled for the active target.
+
+Algorithms are written once as :func:`hjit` functions (plain Python on
+tuples and ``math``). This module turns them into
+
+* ``cpu``: ``numba.njit`` functions and an ``njit`` loop over objects,
+* ``parallel``: ``numba.njit`` functions inside ``guvectorize(target="parallel")``,
+* ``cuda``: ``numba.cuda.jit(device=True)`` functions inside a ``cuda.jit``
+  kernel, one thread per object, launched by :class:`ObjectKernel`.
+
+Everything CUDA-specific lives here, so that a change of GPU backend touches
+one module.
+"""
+
+import numpy as np
+import numba
+
+from . import settings
+
+__all__ = ["hjit", "vjit", "gjit", "switch", "Arg", "ObjectKernel", "TARGET"]
+
+TARGET = settings.TARGET
+
+if TARGET == "cuda":
+    from numba import cuda
+else:
+    cuda = None
+
+
+def hjit(func=None, **options):
+    """Compile a helper (device) function for the active target.
+
+    ``cpu``/``parallel``: ``numba.njit``; ``cuda``: ``numba.cuda.jit(device=True)``.
+    Floating-point errors follow IEEE semantics on every target (a division by
+    zero gives inf or NaN, never a Python exception), so that one object's bad
+    arithmetic becomes its own failure status instead of aborting the batch.
+    Use as ``@hjit`` or ``@hjit(option=value)``; options go to numba.
+    """
+    if func is None:
+        return lambda f: hjit(f, **options)
+    if TARGET == "cuda":
+        return cuda.jit(device=True, **options)(func)
+    options.setdefault("cache", settings.CACHE)
+    options.setdefault("error_model", "numpy")
+    if settings.DEBUG:
+        options.setdefault("boundscheck", True)
+        options.setdefault("debug", True)
+    return numba.njit(**options)(func)
+
+
+def vjit(signatures, **options):
+    """``numba.vectorize`` for the active target (element-wise ufuncs)."""
+    target = "cuda" if TARGET == "cuda" else TARGET
+    return numba.vectorize(signatures, target=target, **options)
+
+
+def gjit(signatures, layout, **options):
+    """``numba.guvectorize`` for the active target (generalised ufuncs).
+
+    Note: numba-cuda 0.30 cannot run cuda gufuncs under its simulator; prefer
+    :class:`ObjectKernel` for per-object work.
+    """
+    target = "cuda" if TARGET == "cuda" else TARGET
+    return numba.guvectorize(signatures, layout, target=target, **options)
+
+
+def switch(functions, nargs):
+    """One :func:`hjit` function ``call(i, a1..an)`` that calls ``functions[i]``.
+
+    Device functions cannot be stored in an array or indexed from a tuple at
+    run time on the GPU, so the dispatch is an ``if`` chain generated here,
+    with the functions as compile-time constants. Each function takes the
+    same ``nargs`` arguments and returns a float; an index out of range gives
+    NaN.
+    """
+    names = ", ".join(f"a{j}" for j in range(nargs))
+    lines = [f"def call(i, {names}):"]
+    for index in range(len(functions)):
+        lines.append(f"    if i == {index}:")
+        lines.append(f"        return fn{index}({names})")
+    lines.append("    return math.nan")
+    namespace = {f"fn{index}": fn for index, fn in enumerate(functions)}
+    namespace["math"] = __import__("math")
+    exec(compile("\n".join(lines), f"<hapsira switch of {len(functions)}>", "exec"), namespace)
+    return hjit(namespace["call"], cache=False) if TARGET != "cuda" else hjit(namespace["call"])
+
+
+class Arg:
+    """One array argument of an :class:`ObjectKernel`.
+
+    ``core``: the names of the per-object dimensions (``()`` for none).
+    ``per_object``: the array has a leading object axis of length N (or 1,
+    then broadcast to every object); otherwise it is shared by all objects.
+    ``output``: written by the kernel; outputs are per-object, and the body
+    must write every element of its rows.
+    """
+
+    def __init__(self, name, dtype, core, per_object=True, output=False):
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.core = tuple(core)
+        self.per_object = per_object or output
+        self.output = output
+
+    def numba_type(self):
+        scalar = numba.from_dtype(self.dtype)
+        return scalar[(slice(None),) * len(self.core)] if self.core else scalar
+
+
+class ObjectKernel:
+    """Run ``body(row_0, ..., row_n)`` once per object on the active target.
+
+    ``body`` is an :func:`hjit` function taking one argument per :class:`Arg`:
+    a per-object argument arrives as that object's row, a shared one whole.
+    Inputs come first in ``args``, outputs last. Calling the kernel with
+    numpy arrays (or, on cuda, arrays exposing ``__cuda_array_interface__``,
+    used in place) fills the numpy output arrays it is given.
+    """
+
+    def __init__(self, body, args):
+        self.body = body
+        self.args = list(args)
+        outputs = [a.output for a in self.args]
+        if not any(outputs) or outputs != sorted(outputs):
+            raise ValueError("ObjectKernel args: inputs first, then at least one output")
+        self.n_inputs = outputs.index(True)
+        self._compiled = None
+
+    def _row(self, arg, index="i"):
+        if not arg.per_object:
+            return arg.name
+        if arg.output:
+            return f"{arg.name}[{index}]"
+        return f"{arg.name}[{index} if {arg.name}.shape[0] != 1 else 0]"
+
+    def _source(self):
+        names = ", ".join(a.name for a in self.args)
+        rows = ", ".join(self._row(a) for a in self.args)
+        first_out = self.args[self.n_inputs].name
+        if TARGET == "cpu":
+            return (f"def kernel({names}):\n"
+                    f"    for i in range({first_out}.shape[0]):\n"
+                    f"        body({rows})\n")
+        if TARGET == "parallel":
+            return (f"def kernel({names}, unused):\n"
+                    f"    body({names})\n")
+        return (f"def kernel({names}):\n"
+                f"    i = cuda.grid(1)\n"
+                f"    if i < {first_out}.shape[0]:\n"
+                f"        body({rows})\n")
+
+    def _layout(self):
+        # Every array is a gufunc input (outputs marked writable: numba wants
+        # output dimensions defined by inputs); "->()" is a throwaway output.
+        return ",".join("(" + ",".join(a.core) + ")" for a in self.args) + "->()"
+
+    def compile(self):
+        if self._compiled is not None:
+            return self._compiled
+        namespace = {"body": self.body, "cuda": cuda}
+        exec(compile(self._source(), "<hapsira object kernel>", "exec"), namespace)
+        kernel = namespace["kernel"]
+        if TARGET == "cpu":
+            self._compiled = numba.njit(error_model="numpy")(kernel)
+        elif TARGET == "parallel":
+            signature = numba.void(*(a.numba_type() for a in self.args),
+                                   numba.types.int8[:])
+            writable = tuple(a.name for a in self.args if a.output)
+            self._compiled = numba.guvectorize(
+                [signature], self._layout(), target="parallel",
+                writable_args=writable)(kernel)
+        else:
+            self._compiled = cuda.jit(kernel)
+        return self._compiled
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self.args):
+            raise TypeError(f"expected {len(self.args)} arrays, got {len(arrays)}")
+        kernel = self.compile()
+        if TARGET == "cpu":
+            kernel(*arrays)
+        elif TARGET == "parallel":
+            if arrays[self.n_inputs].shape[0] > 0:
+                kernel(*arrays)
+        else:
+            self._launch(kernel, arrays)
+
+    def _launch(self, kernel, arrays):
+        n = arrays[self.n_inputs].shape[0]
+        if n == 0:
+            return
+        stream = cuda.stream()
+        device = []
+        for arg, array in zip(self.args, arrays):
+            if arg.output:
+                device.append(cuda.device_array(array.shape, array.dtype, stream=stream))
+            elif hasattr(array, "__cuda_array_interface__"):
+                device.append(array)
+            else:
+                device.append(cuda.to_device(np.ascontiguousarray(array), stream=stream))
+        block = settings.CUDA_BLOCK
+        kernel[(n + block - 1) // block, block, stream](*device)
+        for arg, array, on_device in zip(self.args, arrays, device):
+            if arg.output:
+                on_device.copy_to_host(array, stream=stream)
+        stream.synchronize()
+
+    def resources(self):
+        """Registers and local memory per thread of the compiled cuda kernel(s)."""
+        if TARGET != "cuda" or self._compiled is None:
+            return {}
+        return {
+            str(sig): {
+                "registers": k.regs_per_thread,
+                "local_bytes": k.local_mem_per_thread,
+                "shared_bytes": k.shared_mem_per_block,
+            }
+            for sig, k in self._compiled.overloads.items()
+        }

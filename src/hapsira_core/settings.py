@@ -1,0 +1,87 @@
+"""Settings read once from ``HAPSIRA_*`` environment variables at import.
+
+=================  ==================================  =========
+variable           meaning                             default
+=================  ==================================  =========
+``HAPSIRA_TARGET`` ``cpu``, ``parallel`` or ``cuda``   ``cpu``
+``HAPSIRA_CACHE``  numba on-disk cache (``0``/``1``)   ``0``
+``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
+``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
+=================  ==================================  =========
+
+A bad value raises :class:`ValueError` naming the variable, the value and
+what is valid. Settings cannot change after import: compiled code depends on
+them, so change the environment and start a new process instead.
+"""
+
+import os
+
+TARGETS = ("cpu", "parallel", "cuda")
+_BOOLEANS = {"0": False, "false": False, "no": False, "off": False,
+             "1": True, "true": True, "yes": True, "on": True}
+
+
+def _choice(name, default, options):
+    value = os.environ.get(name, default).strip().lower()
+    if value not in options:
+        raise ValueError(
+            f"{name}={os.environ.get(name)!r} is not valid; "
+            f"expected one of {', '.join(repr(o) for o in options)}"
+        )
+    return value
+
+
+def _boolean(name, default):
+    value = os.environ.get(name, default).strip().lower()
+    if value not in _BOOLEANS:
+        raise ValueError(
+            f"{name}={os.environ.get(name)!r} is not valid; "
+            "expected 0/1, true/false, yes/no or on/off"
+        )
+    return _BOOLEANS[value]
+
+
+def _positive_int(name, default):
+    raw = os.environ.get(name, str(default)).strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r} is not valid; expected a positive integer")
+    return value
+
+
+def cuda_simulator_enabled():
+    """True when numba's CUDA simulator is switched on (``NUMBA_ENABLE_CUDASIM``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0").strip() not in ("", "0")
+
+
+def _check_cuda_usable():
+    if cuda_simulator_enabled():
+        return
+    hint = (
+        "HAPSIRA_TARGET=cuda needs a CUDA GPU with a working driver and "
+        "numba-cuda (pip install 'hapsira-cowell[cuda]'); to run the cuda "
+        "target without a GPU, set NUMBA_ENABLE_CUDASIM=1 (the simulator, "
+        "slow, for testing)"
+    )
+    try:
+        from numba import cuda
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise RuntimeError(f"{hint}. numba.cuda failed to import: {error}") from error
+    try:
+        usable = cuda.is_available()
+    except Exception as error:  # pragma: no cover - driver specific
+        raise RuntimeError(f"{hint}. Probing the GPU failed: {error}") from error
+    if not usable:
+        raise RuntimeError(f"{hint}. No usable GPU was found.")
+
+
+TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
+CACHE = _boolean("HAPSIRA_CACHE", "0")
+DEBUG = _boolean("HAPSIRA_DEBUG", "0")
+CUDA_BLOCK = _positive_int("HAPSIRA_CUDA_BLOCK", 128)
+
+if TARGET == "cuda":
+    _check_cuda_usable()

@@ -1,0 +1,160 @@
+"""Events for :func:`hapsira_cowell.cowell`: zeros of ``g(t, rr, vv, k, p)``.
+
+Semantics follow ``scipy.integrate.solve_ivp``: an event occurs where ``g``
+changes sign in the allowed ``direction`` (+1 upward only, -1 downward only,
+0 both), its time is found with Brent's method on the dense output, and a
+terminal event stops the object at that time. ``terminal`` may be ``True``
+(stop at the first occurrence), ``False``, or an int n (stop at the n-th).
+
+Built-in events keep their numbers (altitudes, radii, latitudes) as data, so
+a new value never recompiles.
+"""
+
+import math
+
+from astropy import units as u
+
+from hapsira_core.jit import hjit
+from hapsira_core.vec import norm
+
+from .units import to_float
+
+__all__ = ["Event", "AltitudeCrossEvent", "LithobrakeEvent", "LatitudeCrossEvent",
+           "NodeCrossEvent"]
+
+
+def _terminal_count(terminal):
+    if isinstance(terminal, bool):
+        return int(terminal)
+    if isinstance(terminal, int) and terminal >= 0:
+        return terminal
+    raise ValueError(f"terminal: expected True, False or a non-negative int, got {terminal!r}")
+
+
+def _direction(direction):
+    try:
+        value = float(direction)
+    except (TypeError, ValueError):
+        value = math.nan
+    if value not in (-1.0, 0.0, 1.0):
+        raise ValueError(f"direction: expected -1, 0 or +1, got {direction!r}")
+    return value
+
+
+_ADAPTERS = {}
+
+
+def _with_constants(g):
+    """``g(t, rr, vv, k, p)`` as ``g(t, rr, vv, k, p, c)``: the solver's one call form."""
+    if g not in _ADAPTERS:
+        @hjit
+        def adapted(t, rr, vv, k, p, c):
+            return g(t, rr, vv, k, p)
+        _ADAPTERS[g] = adapted
+    return _ADAPTERS[g]
+
+
+class Event:
+    """A user event: ``g(t, rr, vv, k, p) -> float``, an ``hjit`` function.
+
+    ``t`` s, ``rr`` km, ``vv`` km/s, ``k`` km^3/s^2, ``p`` the object's
+    params row. See the module docstring for ``terminal`` and ``direction``.
+    """
+
+    def __init__(self, g, terminal=False, direction=0):
+        if not callable(g):
+            raise ValueError(f"g: expected an hjit function, got {type(g).__name__}")
+        self.g = g
+        self._device_function = None  # set by built-in events: g takes c
+        self.terminal = terminal
+        self.max_occurrences = _terminal_count(terminal)
+        self.direction = _direction(direction)
+
+    @property
+    def device_function(self):
+        """The compiled ``g(t, rr, vv, k, p, c)`` the solver calls."""
+        if self._device_function is not None:
+            return self._device_function
+        return _with_constants(self.g)
+
+    @property
+    def constants(self):
+        """Numbers handed to :attr:`device_function` as ``c``."""
+        return ()
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(terminal={self.terminal!r}, "
+                f"direction={int(self.direction)})")
+
+
+@hjit
+def _altitude(t, rr, vv, k, p, c):
+    return norm(rr) - c[1] - c[0]
+
+
+class AltitudeCrossEvent(Event):
+    """Crossing of the altitude ``alt`` above a sphere of radius ``R``.
+
+    ``alt``, ``R``: km or length Quantities. Defaults detect a descent and
+    stop there (re-entry).
+    """
+
+    def __init__(self, alt, R, terminal=True, direction=-1):
+        super().__init__(_altitude, terminal, direction)
+        self._device_function = _altitude
+        self.alt = to_float(alt, u.km, "alt")
+        self.R = to_float(R, u.km, "R")
+        if self.R <= 0:
+            raise ValueError(f"R: expected a positive radius, got {self.R} km")
+
+
+    @property
+    def constants(self):
+        return (self.alt, self.R)
+
+
+class LithobrakeEvent(AltitudeCrossEvent):
+    """Impact on the surface of a sphere of radius ``R`` (km): stops the object."""
+
+    def __init__(self, R, terminal=True):
+        super().__init__(0.0, R, terminal=terminal, direction=-1)
+
+
+@hjit
+def _latitude(t, rr, vv, k, p, c):
+    return math.asin(rr[2] / norm(rr)) - c[0]
+
+
+class LatitudeCrossEvent(Event):
+    """Crossing of the geocentric latitude ``lat`` (rad, or an angle Quantity).
+
+    Latitude from the position in the attractor's equatorial frame:
+    ``asin(z / r)``.
+    """
+
+    def __init__(self, lat, terminal=False, direction=0):
+        super().__init__(_latitude, terminal, direction)
+        self._device_function = _latitude
+        self.lat = to_float(lat, u.rad, "lat")
+        if abs(self.lat) > math.pi / 2:
+            raise ValueError(f"lat: expected a latitude within +-90 deg, got {self.lat} rad")
+
+
+    @property
+    def constants(self):
+        return (self.lat,)
+
+
+@hjit
+def _node(t, rr, vv, k, p, c):
+    return rr[2]
+
+
+class NodeCrossEvent(Event):
+    """Crossing of the equatorial plane (``z = 0``): ``direction=+1`` ascending
+    node, ``-1`` descending node, ``0`` both."""
+
+    def __init__(self, terminal=False, direction=0):
+        super().__init__(_node, terminal, direction)
+        self._device_function = _node
+

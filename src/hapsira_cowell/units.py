@@ -1,0 +1,44 @@
+"""Conversion of user inputs (floats, arrays, astropy Quantities) to the internal units.
+
+Internally everything is km, s, km/s, km^3/s^2, rad. Plain numbers are taken
+to be in those units already.
+"""
+
+import numpy as np
+from astropy import units as u
+from astropy.time import TimeDelta
+
+
+def is_quantity(value):
+    return isinstance(value, (u.Quantity, TimeDelta))
+
+
+def to_value(value, unit, name):
+    """``value`` in ``unit`` as float64 (a scalar or an array).
+
+    Quantities are converted; anything else is taken to be in ``unit``
+    already. An incompatible unit raises ``ValueError`` naming ``name``.
+    """
+    if isinstance(value, TimeDelta):
+        value = value.to(u.s)
+    if isinstance(value, u.Quantity):
+        try:
+            value = value.to_value(unit, equivalencies=u.dimensionless_angles())
+        except u.UnitConversionError as error:
+            raise ValueError(f"{name}: expected a quantity in {unit} or a compatible unit, "
+                             f"got {value.unit}") from error
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: expected real numbers, got {type(value).__name__}") from error
+
+
+def to_float(value, unit, name):
+    """A scalar in ``unit`` as a Python float; see :func:`to_value`."""
+    array = to_value(value, unit, name)
+    if array.ndim != 0:
+        raise ValueError(f"{name}: expected a scalar, got shape {array.shape}")
+    result = float(array)
+    if not np.isfinite(result):
+        raise ValueError(f"{name}: expected a finite number, got {result}")
+    return result
