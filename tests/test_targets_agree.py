@@ -1,0 +1,48 @@
+"""The active target against another one, run in its own process (one target per process)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from hapsira_core import settings
+from hapsira_cowell import cowell
+from reference import K_EARTH, varied_orbits
+
+SCRIPT = """
+import json, sys, numpy as np
+from hapsira_cowell import cowell
+case = json.loads(sys.stdin.read())
+res = cowell(case["k"], np.array(case["r0"]), np.array(case["v0"]), np.array(case["tofs"]))
+print(json.dumps({"rr": res.rr.tolist(), "status": res.status.tolist(),
+                  "nsteps": res.nsteps.tolist()}))
+"""
+
+
+def run_in(target, case):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAPSIRA_")}
+    env["HAPSIRA_TARGET"] = target
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run([sys.executable, "-c", SCRIPT], input=json.dumps(case), env=env,
+                          capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(done.stdout)
+
+
+def test_same_answer_as_other_target():
+    orbits = varied_orbits(seed=5)
+    r0 = np.array([o[0] for o in orbits.values()])
+    v0 = np.array([o[1] for o in orbits.values()])
+    tofs = np.array([3000.0, 40000.0])
+    res = cowell(K_EARTH, r0, v0, tofs)
+    other = "parallel" if settings.TARGET == "cpu" else "cpu"
+    ref = run_in(other, {"k": K_EARTH, "r0": r0.tolist(), "v0": v0.tolist(),
+                         "tofs": tofs.tolist()})
+    np.testing.assert_array_equal(res.status, ref["status"])
+    np.testing.assert_array_equal(res.nsteps, ref["nsteps"])
+    if settings.TARGET in ("cpu", "parallel"):
+        # the same machine code on the host: bit for bit
+        np.testing.assert_array_equal(res.rr, np.array(ref["rr"]))
+    else:
+        np.testing.assert_allclose(res.rr, np.array(ref["rr"]), rtol=1e-12)

@@ -1,0 +1,60 @@
+"""Bad input: a ValueError naming the argument and what was expected (no compile needed)."""
+
+import numpy as np
+import pytest
+from astropy import units as u
+
+from hapsira_cowell import cowell
+from hapsira_cowell.events import AltitudeCrossEvent, Event
+
+K = 398600.4418
+R0 = np.array([[7000.0, 0.0, 0.0], [0.0, 8000.0, 100.0]])
+V0 = np.array([[0.0, 7.5, 0.1], [-7.0, 0.0, 0.2]])
+T = np.array([60.0, 120.0])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(k=-1.0), "k: expected a positive"),
+    (dict(k=np.nan), "k: expected a positive"),
+    (dict(k=[1.0, 2.0]), "k: expected a positive"),
+    (dict(k=3.0 * u.km), "k: expected a quantity"),
+    (dict(r0=np.ones((2, 2))), r"r0: expected shape \(3,\) or \(N, 3\)"),
+    (dict(r0=np.ones((2, 3, 1))), "r0: expected shape"),
+    (dict(v0=np.ones(3)), "r0, v0: shapes differ"),
+    (dict(v0=np.ones((3, 3))), "r0, v0: number of objects differs"),
+    (dict(r0=[["a", "b", "c"]] * 2), "r0: expected real numbers"),
+    (dict(r0=R0 * u.s), "r0: expected a quantity in km"),
+    (dict(tofs=[]), "tofs: expected a non-empty"),
+    (dict(tofs=[[1.0, 2.0]]), "tofs: expected a non-empty 1-D"),
+    (dict(tofs=[10.0, 5.0]), "tofs: expected times sorted"),
+    (dict(tofs=[-10.0, -5.0]), "tofs: expected times sorted"),
+    (dict(tofs=[-10.0, 5.0]), "tofs: expected times all of one sign"),
+    (dict(tofs=[1.0, np.nan]), "tofs: expected finite"),
+    (dict(tofs=T * u.km), "tofs: expected a quantity in s"),
+    (dict(rtol=-1e-9), "rtol: expected finite non-negative"),
+    (dict(atol=-1.0), "atol: expected finite non-negative"),
+    (dict(atol=np.ones(3)), r"atol: expected a scalar or 6 values"),
+    (dict(params=np.ones((3, 2))), "params: expected shape"),
+    (dict(events=[lambda t: t]), r"events\[0\]: expected an hapsira_cowell.events.Event"),
+    (dict(max_steps=0), "max_steps: expected an integer >= 1"),
+    (dict(max_steps=1.5), "max_steps: expected an integer"),
+    (dict(max_event_records=-1), "max_event_records: expected an integer >= 0"),
+    (dict(f=3.0), "f: expected an hjit function"),
+])
+def test_bad_argument_raises_naming_it(kwargs, match):
+    args = dict(k=K, r0=R0, v0=V0, tofs=T)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        cowell(args.pop("k"), args.pop("r0"), args.pop("v0"), args.pop("tofs"), **args)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: AltitudeCrossEvent(100.0, -1.0), "R: expected a positive"),
+    (lambda: AltitudeCrossEvent(100.0 * u.s, 6378.0), "alt: expected a quantity in km"),
+    (lambda: AltitudeCrossEvent(100.0, 6378.0, direction=2), "direction: expected -1, 0 or"),
+    (lambda: AltitudeCrossEvent(100.0, 6378.0, terminal=-2), "terminal: expected"),
+    (lambda: Event(42), "g: expected an hjit function"),
+])
+def test_bad_event_arguments(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
