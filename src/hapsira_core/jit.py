@@ -12,8 +12,11 @@ Everything CUDA-specific lives here, so that a change of GPU backend touches
 one module.
 """
 
-import numpy as np
+import warnings
+
 import numba
+import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from . import settings
 
@@ -201,7 +204,10 @@ class ObjectKernel:
             else:
                 device.append(cuda.to_device(np.ascontiguousarray(array), stream=stream))
         block = settings.CUDA_BLOCK
-        kernel[(n + block - 1) // block, block, stream](*device)
+        with warnings.catch_warnings():
+            # numba warns about small grids; a small batch is the user's choice
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            kernel[(n + block - 1) // block, block, stream](*device)
         for arg, array, on_device in zip(self.args, arrays, device):
             if arg.output:
                 on_device.copy_to_host(array, stream=stream)
