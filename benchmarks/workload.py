@@ -27,12 +27,13 @@ def two_body_j2(t, rr, vv, k, p):
 
 def leo_cloud(n, seed=0):
     """n LEO states (km, km/s): perigee 300-1200 km, e < 0.02, any inclination."""
-    rng = np.random.default_rng(seed)
-    rp = R + rng.uniform(300.0, 1200.0, n)
-    ecc = rng.uniform(0.0, 0.02, n)
+    # one row of draws per object, so that leo_cloud(n)[:m] == leo_cloud(m)
+    u = np.random.default_rng(seed).random((n, 6))
+    rp = R + 300.0 + 900.0 * u[:, 0]
+    ecc = 0.02 * u[:, 1]
     p = rp * (1 + ecc)
-    inc = np.arccos(rng.uniform(-1, 1, n))
-    raan, argp, nu = rng.uniform(0, 2 * math.pi, (3, n))
+    inc = np.arccos(2 * u[:, 2] - 1)
+    raan, argp, nu = 2 * math.pi * u[:, 3:].T
     r_pqw = np.stack([np.cos(nu), np.sin(nu), np.zeros(n)], -1) * (p / (1 + ecc * np.cos(nu)))[:, None]
     v_pqw = np.stack([-np.sin(nu), ecc + np.cos(nu), np.zeros(n)], -1) * np.sqrt(K / p)[:, None]
     cO, sO, ci, si, cw, sw = np.cos(raan), np.sin(raan), np.cos(inc), np.sin(inc), np.cos(argp), np.sin(argp)

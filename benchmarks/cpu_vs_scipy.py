@@ -1,0 +1,122 @@
+"""The reference workload on the cpu and parallel targets beside scipy, in one run.
+
+    python benchmarks/cpu_vs_scipy.py [--n-scipy 20] [--n-cpu 500] [--n-parallel 2000]
+
+Reports microseconds per object-day (wall clock, compile excluded: each target
+is warmed up on two objects first), accepted steps per object, and the largest
+position difference from scipy on the objects scipy ran. Each target runs in
+its own process (the target is fixed at import). Writes
+``benchmarks/results/cpu_vs_scipy.json`` and prints a markdown table.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+TARGET_SCRIPT = """
+import json, sys, time, numpy as np
+sys.path.insert(0, {here!r})
+import workload
+from hapsira_cowell import cowell
+r0, v0 = workload.leo_cloud({n}, seed=0)
+tofs = np.array([workload.DAY])
+t = time.perf_counter()
+cowell(workload.K, r0[:2], v0[:2], tofs, f=workload.two_body_j2)
+compile_s = time.perf_counter() - t
+best = None
+for _ in range(3):
+    t = time.perf_counter()
+    res = cowell(workload.K, r0, v0, tofs, f=workload.two_body_j2)
+    best = min(best or 1e99, time.perf_counter() - t)
+np.save({rr_path!r}, res.rr[:, -1])
+print(json.dumps({{"seconds": best, "compile_s": compile_s, "n_objects": {n},
+                  "mean_steps": float(res.nsteps.mean()), "failed": int((res.status < 0).sum())}}))
+"""
+
+
+def run_target(target, n, rr_path):
+    env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="0")
+    script = TARGET_SCRIPT.format(here=HERE, n=n, rr_path=rr_path)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_scipy(n):
+    from scipy.integrate import solve_ivp
+
+    import workload
+    r0, v0 = workload.leo_cloud(n, seed=0)
+    final = np.empty((n, 3))
+    steps = []
+    t = time.perf_counter()
+    for i in range(n):
+        sol = solve_ivp(workload.scipy_rhs, (0.0, workload.DAY), np.concatenate([r0[i], v0[i]]),
+                        method="DOP853", rtol=workload.RTOL, atol=workload.ATOL)
+        final[i] = sol.y[:3, -1]
+        steps.append(len(sol.t) - 1)
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "n_objects": n, "mean_steps": float(np.mean(steps))}, final
+
+
+def machine():
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n-scipy", type=int, default=20)
+    parser.add_argument("--n-cpu", type=int, default=500)
+    parser.add_argument("--n-parallel", type=int, default=2000)
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "cpu_vs_scipy.json"))
+    args = parser.parse_args()
+
+    import numba
+    import scipy
+    results = {"machine": machine(), "workload": "LEO cloud, two-body + J2, 1 day, rtol 1e-11, atol 1e-12",
+               "versions": {"numpy": np.__version__, "numba": numba.__version__, "scipy": scipy.__version__},
+               "peers": {}}
+    scipy_result, scipy_final = run_scipy(args.n_scipy)
+    results["peers"]["scipy DOP853 (1 core)"] = scipy_result
+    rr_path = os.path.join(HERE, "results", "_final.npy")
+    for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel)):
+        name = f"hapsira {target}" + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)")
+        result = run_target(target, n, rr_path)
+        final = np.load(rr_path)[: args.n_scipy]
+        diff = np.linalg.norm(final - scipy_final, axis=1) / np.linalg.norm(scipy_final, axis=1)
+        result["max_rel_pos_diff_vs_scipy"] = float(diff.max())
+        results["peers"][name] = result
+    os.remove(rr_path)
+    for result in results["peers"].values():
+        result["us_per_object_day"] = 1e6 * result["seconds"] / result["n_objects"]
+    base = results["peers"]["scipy DOP853 (1 core)"]["us_per_object_day"]
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as out:
+        json.dump(results, out, indent=2)
+    print(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores")
+    print("| peer | objects | us / object-day | speed-up vs scipy | steps / object | max rel. pos. diff vs scipy |")
+    print("|---|---|---|---|---|---|")
+    for name, r in results["peers"].items():
+        diff = r.get("max_rel_pos_diff_vs_scipy")
+        print(f"| {name} | {r['n_objects']} | {r['us_per_object_day']:.0f} | "
+              f"{base / r['us_per_object_day']:.0f}x | {r['mean_steps']:.0f} | "
+              f"{'' if diff is None else f'{diff:.1e}'} |")
+
+
+if __name__ == "__main__":
+    main()
