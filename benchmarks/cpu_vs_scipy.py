@@ -93,7 +93,8 @@ def main():
                "peers": {}}
     scipy_result, scipy_final = run_scipy(args.n_scipy)
     results["peers"]["scipy DOP853 (1 core)"] = scipy_result
-    rr_path = os.path.join(HERE, "results", "_final.npy")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    rr_path = os.path.join(os.path.dirname(args.out), "_final.npy")
     for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel)):
         name = f"hapsira {target}" + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)")
         result = run_target(target, n, rr_path)
@@ -105,7 +106,6 @@ def main():
     for result in results["peers"].values():
         result["us_per_object_day"] = 1e6 * result["seconds"] / result["n_objects"]
     base = results["peers"]["scipy DOP853 (1 core)"]["us_per_object_day"]
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as out:
         json.dump(results, out, indent=2)
     print(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores")
