@@ -7,14 +7,9 @@ an output time or an event.
 """
 
 from ..jit import hjit
-from .state import axpy, combine, rhs, sub
+from .rk import stage
+from .state import axpy, combine13, combine14, combine15, combine16, sub
 from .tableau import A, C, D
-
-
-@hjit
-def extra_stage(f, t_old, y_old, h, ks, s, k, p):
-    y_s = axpy(h, combine(A[s], ks), y_old)
-    return ks + (rhs(f, t_old + C[s] * h, y_s, k, p),)
 
 
 @hjit
@@ -29,9 +24,9 @@ def coefficients(f, t_old, y_old, y_new, ks, h, k, p):
     ``ks``: the 13 derivatives returned by the step (``ks[0]`` at ``y_old``,
     ``ks[12]`` at ``y_new``).
     """
-    ks = extra_stage(f, t_old, y_old, h, ks, 13, k, p)
-    ks = extra_stage(f, t_old, y_old, h, ks, 14, k, p)
-    ks = extra_stage(f, t_old, y_old, h, ks, 15, k, p)
+    ks = ks + (stage(f, t_old, y_old, h, combine13(A[13], ks), C[13], k, p),)
+    ks = ks + (stage(f, t_old, y_old, h, combine14(A[14], ks), C[14], k, p),)
+    ks = ks + (stage(f, t_old, y_old, h, combine15(A[15], ks), C[15], k, p),)
     dy = sub(y_new, y_old)
     f_old = ks[0]
     f_new = ks[12]
@@ -39,10 +34,10 @@ def coefficients(f, t_old, y_old, y_new, ks, h, k, p):
         dy,
         axpy(-1.0, dy, scale(h, f_old)),
         axpy(-h, axpy(1.0, f_old, f_new), scale(2.0, dy)),
-        scale(h, combine(D[0], ks)),
-        scale(h, combine(D[1], ks)),
-        scale(h, combine(D[2], ks)),
-        scale(h, combine(D[3], ks)),
+        scale(h, combine16(D[0], ks)),
+        scale(h, combine16(D[1], ks)),
+        scale(h, combine16(D[2], ks)),
+        scale(h, combine16(D[3], ks)),
     )
 
 

@@ -8,7 +8,10 @@ step-size control) and II.10 (DOP853), with the constants and error norm that
 import math
 
 from ..jit import hjit
-from .state import axpy, combine, rhs, scaled_sum_squares
+from .state import (
+    axpy, combine1, combine2, combine3, combine4, combine5, combine6, combine7, combine8,
+    combine9, combine10, combine11, combine12, combine13, rhs, scaled_sum_squares,
+)
 from .tableau import A, B, C, E3, E5, ERROR_ESTIMATOR_ORDER
 
 SAFETY = 0.9
@@ -61,10 +64,9 @@ def initial_step(f, t0, y0, f0, t_bound, direction, rtol, atol, k, p):
 
 
 @hjit
-def next_stage(f, t, y, h, ks, s, k, p):
-    """Append stage ``s`` (its derivative) to the tuple of stages ``ks``."""
-    y_s = axpy(h, combine(A[s], ks), y)
-    return ks + (rhs(f, t + C[s] * h, y_s, k, p),)
+def stage(f, t, y, h, increment, c, k, p):
+    """Derivative at ``t + c h``, ``y + h * increment``: one Runge-Kutta stage."""
+    return rhs(f, t + c * h, axpy(h, increment, y), k, p)
 
 
 @hjit
@@ -76,26 +78,26 @@ def rk_stages(f, t, y, f0, h, k, p):
     and the dense output need). Costs 12 evaluations of ``f``.
     """
     ks = (f0,)
-    ks = next_stage(f, t, y, h, ks, 1, k, p)
-    ks = next_stage(f, t, y, h, ks, 2, k, p)
-    ks = next_stage(f, t, y, h, ks, 3, k, p)
-    ks = next_stage(f, t, y, h, ks, 4, k, p)
-    ks = next_stage(f, t, y, h, ks, 5, k, p)
-    ks = next_stage(f, t, y, h, ks, 6, k, p)
-    ks = next_stage(f, t, y, h, ks, 7, k, p)
-    ks = next_stage(f, t, y, h, ks, 8, k, p)
-    ks = next_stage(f, t, y, h, ks, 9, k, p)
-    ks = next_stage(f, t, y, h, ks, 10, k, p)
-    ks = next_stage(f, t, y, h, ks, 11, k, p)
-    y_new = axpy(h, combine(B, ks), y)
+    ks = ks + (stage(f, t, y, h, combine1(A[1], ks), C[1], k, p),)
+    ks = ks + (stage(f, t, y, h, combine2(A[2], ks), C[2], k, p),)
+    ks = ks + (stage(f, t, y, h, combine3(A[3], ks), C[3], k, p),)
+    ks = ks + (stage(f, t, y, h, combine4(A[4], ks), C[4], k, p),)
+    ks = ks + (stage(f, t, y, h, combine5(A[5], ks), C[5], k, p),)
+    ks = ks + (stage(f, t, y, h, combine6(A[6], ks), C[6], k, p),)
+    ks = ks + (stage(f, t, y, h, combine7(A[7], ks), C[7], k, p),)
+    ks = ks + (stage(f, t, y, h, combine8(A[8], ks), C[8], k, p),)
+    ks = ks + (stage(f, t, y, h, combine9(A[9], ks), C[9], k, p),)
+    ks = ks + (stage(f, t, y, h, combine10(A[10], ks), C[10], k, p),)
+    ks = ks + (stage(f, t, y, h, combine11(A[11], ks), C[11], k, p),)
+    y_new = axpy(h, combine12(B, ks), y)
     return y_new, ks + (rhs(f, t + h, y_new, k, p),)
 
 
 @hjit
 def error_norm(ks, h, scale):
     """DOP853's combined 5th/3rd order error estimate (scipy's norm)."""
-    err5 = scaled_sum_squares(combine(E5, ks), scale)
-    err3 = scaled_sum_squares(combine(E3, ks), scale)
+    err5 = scaled_sum_squares(combine13(E5, ks), scale)
+    err3 = scaled_sum_squares(combine13(E3, ks), scale)
     if err5 == 0.0 and err3 == 0.0:
         return 0.0
     return abs(h) * err5 / math.sqrt((err5 + 0.01 * err3) * 6.0)

@@ -40,20 +40,27 @@ def sub(x, y):
             x[3] - y[3], x[4] - y[4], x[5] - y[5])
 
 
-@hjit
-def combine(weights, ks):
-    """``sum_j weights[j] * ks[j]`` for a tuple of states ``ks``."""
-    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
-    for j in range(len(ks)):
-        w = weights[j]
-        kj = ks[j]
-        s0 += w * kj[0]
-        s1 += w * kj[1]
-        s2 += w * kj[2]
-        s3 += w * kj[3]
-        s4 += w * kj[4]
-        s5 += w * kj[5]
-    return (s0, s1, s2, s3, s4, s5)
+def _combination(n):
+    """``combine{n}(weights, ks) = sum_j weights[j] * ks[j]`` over ``n`` states.
+
+    Written out term by term (generated here once per ``n``): a loop with a
+    run-time index into a tuple compiles to a switch that the GPU compiler
+    does not always unroll, which pushes the stages out of registers.
+    """
+    lines = [f"def combine{n}(weights, ks):"]
+    for i in range(6):
+        terms = " + ".join(f"weights[{j}] * ks[{j}][{i}]" for j in range(n))
+        lines.append(f"    s{i} = {terms}")
+    lines.append("    return (s0, s1, s2, s3, s4, s5)")
+    namespace = {}
+    exec(compile("\n".join(lines), f"<combine{n}>", "exec"), namespace)
+    return hjit(namespace[f"combine{n}"], cache=False)
+
+
+#: ``COMBINE[n]`` sums ``n`` weighted states; index it with a constant.
+COMBINE = tuple(_combination(n) if n else None for n in range(17))
+combine1, combine2, combine3, combine4, combine5, combine6, combine7, combine8 = COMBINE[1:9]
+combine9, combine10, combine11, combine12, combine13, combine14, combine15, combine16 = COMBINE[9:]
 
 
 @hjit
@@ -65,8 +72,10 @@ def is_finite(y):
 @hjit
 def scaled_sum_squares(x, scale):
     """``sum((x / scale) ** 2)``."""
-    s = 0.0
-    for i in range(6):
-        q = x[i] / scale[i]
-        s += q * q
-    return s
+    q0 = x[0] / scale[0]
+    q1 = x[1] / scale[1]
+    q2 = x[2] / scale[2]
+    q3 = x[3] / scale[3]
+    q4 = x[4] / scale[4]
+    q5 = x[5] / scale[5]
+    return q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3 + q4 * q4 + q5 * q5
