@@ -16,7 +16,6 @@ import warnings
 
 import numba
 import numpy as np
-from numba.core.errors import NumbaPerformanceWarning
 
 from . import settings
 
@@ -206,7 +205,7 @@ class ObjectKernel:
         block = settings.CUDA_BLOCK
         with warnings.catch_warnings():
             # numba warns about small grids; a small batch is the user's choice
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            warnings.filterwarnings("ignore", message=".*Grid size")
             kernel[(n + block - 1) // block, block, stream](*device)
         for arg, array, on_device in zip(self.args, arrays, device):
             if arg.output:
