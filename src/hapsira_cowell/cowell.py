@@ -116,8 +116,8 @@ def _states(r0, v0):
             shape = tuple(value.__cuda_array_interface__["shape"])
             dtype = np.dtype(value.__cuda_array_interface__["typestr"])
             if len(shape) != 2 or shape[1] != 3 or dtype != np.float64:
-                raise ValueError(f"{name}: a device array must be (N, 3) float64, "
-                                 f"got {shape} {dtype}")
+                raise ValueError(f"{name}: expected shape (N, 3) and float64 for a device "
+                                 f"array, got {shape} {dtype}")
             arrays.append(value)
             continue
         array = to_value(value, unit, name)
