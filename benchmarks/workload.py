@@ -56,3 +56,46 @@ def scipy_rhs(t, y):
                      c * x + factor * x * (5 * z2 - 1),
                      c * yy + factor * yy * (5 * z2 - 1),
                      c * z + factor * z * (5 * z2 - 3)])
+
+
+# --- variant: + exponential-atmosphere drag and a terminal re-entry at 100 km ---
+RHO_REF = 0.25  # kg/km^3 (2.5e-10 kg/m^3) at 200 km altitude
+H_REF = 200.0  # km
+SCALE_HEIGHT = 40.0  # km: a thermosphere-like exponential, smooth for the integrator
+C_D = 2.2
+REENTRY_ALT = 100.0  # km
+
+
+@hjit
+def two_body_j2_drag(t, rr, vv, k, p):
+    """Two-body + J2 + exponential drag; ``p[0]`` = area-to-mass ratio, km^2/kg."""
+    drr, dvv = two_body_j2(t, rr, vv, k, p)
+    r = math.sqrt(rr[0] * rr[0] + rr[1] * rr[1] + rr[2] * rr[2])
+    v = math.sqrt(vv[0] * vv[0] + vv[1] * vv[1] + vv[2] * vv[2])
+    rho = 0.25 * math.exp(-(r - 6378.137 - 200.0) / 40.0)
+    c = -0.5 * rho * 2.2 * p[0] * v
+    return drr, (dvv[0] + c * vv[0], dvv[1] + c * vv[1], dvv[2] + c * vv[2])
+
+
+def drag_cloud(n, seed=0):
+    """LEO states with perigees 130-600 km and area-to-mass ratios 0.001-0.1 m^2/kg
+    (returned in km^2/kg as an (n, 1) params array): some re-enter within a day."""
+    u = np.random.default_rng(seed + 1000).random((n, 2))
+    r0, v0 = leo_cloud(n, seed)
+    rp = np.linalg.norm(r0, axis=1)
+    # shrink each orbit radially towards a perigee altitude of 130-600 km
+    scale = (R + 130.0 + 470.0 * u[:, 0]) / rp
+    r0 = r0 * scale[:, None]
+    v0 = v0 / np.sqrt(scale)[:, None]
+    return r0, v0, (1e-3 * 10 ** (2 * u[:, 1]) * 1e-6)[:, None]
+
+
+def scipy_rhs_drag(area_to_mass):
+    def rhs(t, y):
+        d = scipy_rhs(t, y)
+        r = math.sqrt(y[0] ** 2 + y[1] ** 2 + y[2] ** 2)
+        v = math.sqrt(y[3] ** 2 + y[4] ** 2 + y[5] ** 2)
+        c = -0.5 * RHO_REF * math.exp(-(r - R - H_REF) / SCALE_HEIGHT) * C_D * area_to_mass * v
+        d[3:] += c * y[3:]
+        return d
+    return rhs
