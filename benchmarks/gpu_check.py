@@ -77,6 +77,7 @@ def main():
     parser.add_argument("--sort", action="store_true",
                         help="order the timed objects by expected step count")
     parser.add_argument("--label", default="")
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--budget", type=float, default=240.0,
                         help="skip sizes predicted to take longer than this (s)")
     args = parser.parse_args()
@@ -143,11 +144,15 @@ def time_sizes(report, tofs, args):
             order = expected_steps_order(r0, v0)
             r0, v0 = r0[order], v0[order]
         cowell(workload.K, r0[:64], v0[:64], tofs, f=workload.two_body_j2)
-        t = time.perf_counter()
-        res = cowell(workload.K, r0, v0, tofs, f=workload.two_body_j2)
-        seconds = time.perf_counter() - t
+        runs = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            res = cowell(workload.K, r0, v0, tofs, f=workload.two_body_j2)
+            runs.append(time.perf_counter() - t)
+        seconds = float(np.median(runs))
         steps = int(res.nsteps.sum())
-        timings.append({"label": args.label, "n_objects": size, "seconds": seconds, "orbit_steps": steps,
+        timings.append({"label": args.label, "n_objects": size, "seconds": seconds,
+                        "seconds_min_max": [min(runs), max(runs)], "orbit_steps": steps,
                         "orbit_steps_per_s": steps / seconds,
                         "us_per_object_day": 1e6 * seconds / size,
                         "failed": int((res.status < 0).sum())})

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Nsight Compute on one launch of the reference kernel (1e5 objects), after
+# ci/gpu/run.sh installed the wheels. Writes $OUT/ncu.txt.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-gpu-out}
+export PYTHONPATH=/tmp/site:$PWD/src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+cat > /tmp/one_launch.py <<'PY'
+import sys, numpy as np
+sys.path.insert(0, "benchmarks")
+import workload
+from hapsira_cowell import cowell
+r0, v0 = workload.leo_cloud(100_000, seed=2)
+cowell(workload.K, r0, v0, np.array([workload.DAY / 2, workload.DAY]), f=workload.two_body_j2)
+PY
+timeout 400 "$NCU" --target-processes all -k regex:kernel --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section InstructionStats \
+    python3 /tmp/one_launch.py > "$OUT/ncu.txt" 2>&1
+tail -150 "$OUT/ncu.txt" | grep -v "^ *-" | grep -E "[A-Za-z]" | head -120
