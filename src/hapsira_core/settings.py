@@ -7,10 +7,6 @@ variable           meaning                             default
 ``HAPSIRA_CACHE``  numba on-disk cache (``0``/``1``)   ``0``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
-``HAPSIRA_DENSE``  ``keep`` the stages of each step    ``recompute`` on cuda,
-                   for a dense output, or              ``keep`` elsewhere
-                   ``recompute`` them when one is
-                   needed (frees GPU registers)
 =================  ==================================  =========
 
 A bad value raises :class:`ValueError` naming the variable, the value and
@@ -86,8 +82,6 @@ TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
 CACHE = _boolean("HAPSIRA_CACHE", "0")
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _positive_int("HAPSIRA_CUDA_BLOCK", 128)
-DENSE = _choice("HAPSIRA_DENSE", "recompute" if TARGET == "cuda" else "keep",
-                ("keep", "recompute"))
 
 if TARGET == "cuda":
     _check_cuda_usable()

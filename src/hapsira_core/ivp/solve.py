@@ -8,11 +8,10 @@ after ``max_steps`` accepted steps (so that no GPU thread loops forever).
 
 import math
 
-from .. import settings
 from ..jit import hjit
 from . import dense
 from .events import is_triggered, locate
-from .rk import initial_step, rk_stages, step
+from .rk import initial_step, step
 from .state import event_value, is_finite, rhs
 
 #: Status codes written to ``info[0]``.
@@ -34,11 +33,6 @@ ICONF_SIZE = 2
 #: ``scratch[e, :]`` per event: value of g at the last step end, root this step.
 SCRATCH_G = 0
 SCRATCH_ROOT = 1
-
-#: Rebuild a step's stages when its dense output is needed instead of keeping
-#: them alive after every step: 12 more evaluations of f on such steps, but on a
-#: GPU the 13 stage states no longer occupy registers between steps.
-RECOMPUTE_STAGES = settings.DENSE == "recompute"
 
 
 @hjit
@@ -149,13 +143,8 @@ def solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
         # Placeholder of the interpolant's type; built only when needed.
         coeffs = (y, y, y, y, y, y, y)
         if need_dense:
-            if RECOMPUTE_STAGES:
-                coeffs = dense.coefficients(f, t, y, y_new, rk_stages(f, t, y, fy, h, k, p)[1],
-                                            h, k, p)
-                nfev += 15
-            else:
-                coeffs = dense.coefficients(f, t, y, y_new, ks, h, k, p)
-                nfev += 3
+            coeffs = dense.coefficients(f, t, y, y_new, ks, h, k, p)
+            nfev += 3
 
         # Locate the roots; the earliest terminal one (in time order) stops the object.
         t_stop = t_new
