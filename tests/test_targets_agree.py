@@ -52,3 +52,16 @@ def test_same_answer_as_other_target():
         assert np.all(np.abs(res.nsteps - np.array(ref["nsteps"])) <= 1)
         assert relative_error(res.rr, np.array(ref["rr"])) < 1e-9
 
+
+
+def test_chunked_launches_equal_one_launch():
+    """HAPSIRA_CUDA_CHUNK splits the objects into launches (cuda); other targets ignore it."""
+    orbits = varied_orbits(seed=8)
+    r0 = np.array([o[0] for o in orbits.values()])
+    v0 = np.array([o[1] for o in orbits.values()])
+    tofs = np.array([1000.0, 4000.0])
+    res = cowell(K_EARTH, r0, v0, tofs)
+    ref = run_in(settings.TARGET, {"k": K_EARTH, "r0": r0.tolist(), "v0": v0.tolist(),
+                                   "tofs": tofs.tolist()}, HAPSIRA_CUDA_CHUNK="4")
+    np.testing.assert_array_equal(res.status, ref["status"])
+    np.testing.assert_array_equal(res.rr, np.array(ref["rr"]))

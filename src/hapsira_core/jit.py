@@ -190,27 +190,53 @@ class ObjectKernel:
             self._launch(kernel, arrays)
 
     def _launch(self, kernel, arrays):
+        """Copy in, run and copy out in chunks of objects on two alternating streams.
+
+        Chunks bound the GPU memory in use whatever N is, and let one chunk's
+        copies overlap the other stream's computation. Shared arrays are
+        copied once; arrays already on the device are sliced in place.
+        """
         n = arrays[self.n_inputs].shape[0]
         if n == 0:
             return
-        stream = cuda.stream()
-        device = []
-        for arg, array in zip(self.args, arrays):
-            if arg.output:
-                device.append(cuda.device_array(array.shape, array.dtype, stream=stream))
-            elif hasattr(array, "__cuda_array_interface__"):
-                device.append(array)
-            else:
-                device.append(cuda.to_device(np.ascontiguousarray(array), stream=stream))
+        streams = (cuda.stream(), cuda.stream())
+        shared = {}
+        for index, (arg, array) in enumerate(zip(self.args, arrays)):
+            if not arg.per_object or array.shape[0] == 1:
+                shared[index] = self._to_device(array, streams[0])
+        streams[0].synchronize()
+        chunk = settings.CUDA_CHUNK
         block = settings.CUDA_BLOCK
-        with warnings.catch_warnings():
-            # numba warns about small grids; a small batch is the user's choice
-            warnings.filterwarnings("ignore", message=".*Grid size")
-            kernel[(n + block - 1) // block, block, stream](*device)
-        for arg, array, on_device in zip(self.args, arrays, device):
-            if arg.output:
-                on_device.copy_to_host(array, stream=stream)
-        stream.synchronize()
+        for number, start in enumerate(range(0, n, chunk)):
+            stop = min(start + chunk, n)
+            stream = streams[number % 2]
+            device = []
+            for index, (arg, array) in enumerate(zip(self.args, arrays)):
+                if index in shared:
+                    device.append(shared[index])
+                elif arg.output:
+                    device.append(cuda.device_array((stop - start,) + array.shape[1:],
+                                                    array.dtype, stream=stream))
+                else:
+                    device.append(self._to_device(array, stream, start, stop))
+            with warnings.catch_warnings():
+                # numba warns about small grids; a small batch is the user's choice
+                warnings.filterwarnings("ignore", message=".*Grid size")
+                kernel[(stop - start + block - 1) // block, block, stream](*device)
+            for arg, array, on_device in zip(self.args, arrays, device):
+                if arg.output:
+                    on_device.copy_to_host(array[start:stop], stream=stream)
+        for stream in streams:
+            stream.synchronize()
+
+    @staticmethod
+    def _to_device(array, stream, start=None, stop=None):
+        if hasattr(array, "__cuda_array_interface__") and not isinstance(array, np.ndarray):
+            array = cuda.as_cuda_array(array)
+            return array if start is None else array[start:stop]
+        if start is not None:
+            array = array[start:stop]
+        return cuda.to_device(np.ascontiguousarray(array), stream=stream)
 
     def resources(self):
         """Registers and local memory per thread of the compiled cuda kernel(s)."""

@@ -7,6 +7,7 @@ variable           meaning                             default
 ``HAPSIRA_CACHE``  numba on-disk cache (``0``/``1``)   ``0``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
+``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``1048576``
 =================  ==================================  =========
 
 A bad value raises :class:`ValueError` naming the variable, the value and
@@ -82,6 +83,7 @@ TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
 CACHE = _boolean("HAPSIRA_CACHE", "0")
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _positive_int("HAPSIRA_CUDA_BLOCK", 128)
+CUDA_CHUNK = _positive_int("HAPSIRA_CUDA_CHUNK", 1 << 20)
 
 if TARGET == "cuda":
     _check_cuda_usable()
