@@ -14,7 +14,7 @@ from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud(100_000, seed=2)
 cowell(workload.K, r0, v0, np.array([workload.DAY / 2, workload.DAY]), f=workload.two_body_j2)
 PY
-timeout 400 "$NCU" --target-processes all -k regex:kernel --launch-count 1 \
+timeout 400 "$NCU" --target-processes all --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats --section InstructionStats \
