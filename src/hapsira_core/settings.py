@@ -5,6 +5,7 @@ variable           meaning                             default
 =================  ==================================  =========
 ``HAPSIRA_TARGET`` ``cpu``, ``parallel`` or ``cuda``   ``cpu``
 ``HAPSIRA_CACHE``  numba on-disk cache (``0``/``1``)   ``0``
+``HAPSIRA_CACHE_DIR``  where cached kernels live       ``~/.cache/hapsira-cowell``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``1048576``
@@ -81,6 +82,9 @@ def _check_cuda_usable():
 
 TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
 CACHE = _boolean("HAPSIRA_CACHE", "0")
+CACHE_DIR = os.path.expanduser(os.environ.get(
+    "HAPSIRA_CACHE_DIR",
+    os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _positive_int("HAPSIRA_CUDA_BLOCK", 128)
 CUDA_CHUNK = _positive_int("HAPSIRA_CUDA_CHUNK", 1 << 20)
