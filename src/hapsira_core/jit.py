@@ -174,7 +174,10 @@ class ObjectKernel:
                 [signature], self._layout(), target="parallel",
                 writable_args=writable, cache=cache)(kernel)
         else:
-            self._compiled = cuda.jit(kernel, cache=cache)
+            options = {"cache": cache}
+            if settings.CUDA_MAX_REGISTERS and not settings.cuda_simulator_enabled():
+                options["max_registers"] = settings.CUDA_MAX_REGISTERS  # the simulator rejects it
+            self._compiled = cuda.jit(kernel, **options)
         return self._compiled
 
     def _kernel_function(self):

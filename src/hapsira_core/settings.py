@@ -9,6 +9,7 @@ variable           meaning                             default
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``1048576``
+``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
 =================  ==================================  =========
 
 A bad value raises :class:`ValueError` naming the variable, the value and
@@ -43,14 +44,15 @@ def _boolean(name, default):
     return _BOOLEANS[value]
 
 
-def _positive_int(name, default):
+def _integer(name, default, minimum=1):
     raw = os.environ.get(name, str(default)).strip()
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value <= 0:
-        raise ValueError(f"{name}={raw!r} is not valid; expected a positive integer")
+        value = minimum - 1
+    if value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name}={raw!r} is not valid; expected {kind}")
     return value
 
 
@@ -86,8 +88,9 @@ CACHE_DIR = os.path.expanduser(os.environ.get(
     "HAPSIRA_CACHE_DIR",
     os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
-CUDA_BLOCK = _positive_int("HAPSIRA_CUDA_BLOCK", 128)
-CUDA_CHUNK = _positive_int("HAPSIRA_CUDA_CHUNK", 1 << 20)
+CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
+CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 20)
+CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
 
 if TARGET == "cuda":
     _check_cuda_usable()
