@@ -32,10 +32,13 @@ def run_in(target, case, **settings_env):
     return json.loads(done.stdout)
 
 
+def orbits(seed):
+    states = varied_orbits(seed).values()
+    return np.array([r for r, _ in states]), np.array([v for _, v in states])
+
+
 def test_same_answer_as_other_target():
-    orbits = varied_orbits(seed=5)
-    r0 = np.array([o[0] for o in orbits.values()])
-    v0 = np.array([o[1] for o in orbits.values()])
+    r0, v0 = orbits(seed=5)
     tofs = np.array([3000.0, 40000.0])
     res = cowell(K_EARTH, r0, v0, tofs)
     other = "parallel" if settings.TARGET == "cpu" else "cpu"
@@ -56,9 +59,7 @@ def test_same_answer_as_other_target():
 
 def test_chunked_launches_equal_one_launch():
     """HAPSIRA_CUDA_CHUNK splits the objects into launches (cuda); other targets ignore it."""
-    orbits = varied_orbits(seed=8)
-    r0 = np.array([o[0] for o in orbits.values()])
-    v0 = np.array([o[1] for o in orbits.values()])
+    r0, v0 = orbits(seed=8)
     tofs = np.array([1000.0, 4000.0])
     res = cowell(K_EARTH, r0, v0, tofs)
     ref = run_in(settings.TARGET, {"k": K_EARTH, "r0": r0.tolist(), "v0": v0.tolist(),
