@@ -1,9 +1,16 @@
 """scipy references and test orbits shared by the test modules."""
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
+
+#: The real debris catalogs, read in place beside the repository (``../shared/data``);
+#: HAPSIRA_TEST_DATA points elsewhere (e.g. on a GPU machine that has no ../shared).
+DATA_DIR = Path(os.environ.get("HAPSIRA_TEST_DATA",
+                               Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 K_EARTH = 398600.4418  # km^3/s^2
 R_EARTH = 6378.137  # km

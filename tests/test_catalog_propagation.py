@@ -9,12 +9,13 @@ from hapsira_core import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import fengyun_1c  # noqa: E402
+from reference import DATA_DIR  # noqa: E402
 
 
 def test_fengyun_1c_whole_catalog_one_day():
     # The simulator runs Python per thread: a slice of the catalog there.
     limit = 24 if settings.TARGET == "cuda" and settings.cuda_simulator_enabled() else None
-    catalog, ok, res = fengyun_1c.propagate(limit=limit)
+    catalog, ok, res = fengyun_1c.propagate(DATA_DIR / "fengyun-1c-debris.tle", limit=limit)
     n = len(catalog) if limit is None else limit
     assert len(catalog) == 1918
     assert res.status.shape == (n,) and res.rr.shape == (n, 25, 3)

@@ -1,14 +1,11 @@
 """TLE catalogs: the real debris clouds in ../shared/data, and broken ones made from them."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from sgp4.api import Satrec
 
 from hapsira_cowell.io import from_tle, tle_checksum
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from reference import DATA_DIR as DATA
 COUNTS = {"fengyun-1c": 1918, "cosmos-2251": 641, "iridium-33": 119, "cosmos-1408": 10}
 
 

@@ -17,7 +17,7 @@ from hapsira_cowell.ephem import Ephemeris, position
 from hapsira_cowell.events import AltitudeCrossEvent
 from hapsira_cowell.perturbations import (
     J2_perturbation, J3_perturbation, atmospheric_drag_exponential, atmospheric_drag_us76,
-    radiation_pressure, shadow_function, third_body, two_body,
+    radiation_pressure, third_body, two_body,
 )
 from reference import J2_EARTH, K_EARTH, R_EARTH, Reference, coe_to_rv, relative_error
 
@@ -196,10 +196,13 @@ def test_us76_density_against_published_values():
         assert abs(density_us76.py_func(float(alt)) / 1e9 / rho - 1) < 2e-3, alt
 
 
-def test_shadow_function_cases():
+def test_shadow_model_cases():
+    """The conical shadow model of the scipy reference (the kernel's shadow_function
+    matches it through test_each_perturbation_matches_scipy[srp])."""
     sun = np.array([1.496e8, 0.0, 0.0])
-    assert shadow_function.py_func((7000.0, 0.0, 0.0), tuple(sun), R_EARTH, 696000.0) == 1.0
-    assert shadow_function.py_func((-7000.0, 0.0, 0.0), tuple(sun), R_EARTH, 696000.0) == 0.0
-    # at the umbra's edge, part of the disc is visible
-    edge = shadow_function.py_func((-7000.0, R_EARTH + 1.0, 0.0), tuple(sun), R_EARTH, 696000.0)
-    assert 0.0 < edge < 1.0
+    assert np_shadow(np.array([7000.0, 0.0, 0.0]), sun, R_EARTH, 696000.0) == 1.0
+    assert np_shadow(np.array([-7000.0, 0.0, 0.0]), sun, R_EARTH, 696000.0) == 0.0
+    # at the umbra's edge, part of the disc is visible; the fraction grows outwards
+    edge = [np_shadow(np.array([-7000.0, R_EARTH + dy, 0.0]), sun, R_EARTH, 696000.0)
+            for dy in (-20.0, 0.0, 20.0)]
+    assert 0.0 < edge[0] < edge[1] < edge[2] < 1.0
