@@ -11,6 +11,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src:${PYTHONPATH:-}
 export PYTHONUNBUFFERED=1
+# the debris catalogs, carried in .gpu_shared/ (../shared does not travel)
+[ -d .gpu_shared ] && export HAPSIRA_TEST_DATA=$PWD/.gpu_shared
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/nvidia-smi.txt"
 timeout "${CHECK_TIMEOUT:-330}" python3 benchmarks/gpu_check.py --out "$OUT" ${CHECK_ARGS:-} 2>&1 | tee "$OUT/gpu_check.log"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
