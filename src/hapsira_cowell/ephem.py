@@ -29,7 +29,7 @@ from hapsira_core.jit import hjit
 
 from .units import to_float
 
-__all__ = ["Ephemeris", "position", "HEADER"]
+__all__ = ["Ephemeris", "position", "interpolate", "HEADER"]
 
 #: Numbers before the samples in a table: t0 (s), dt (s), number of samples.
 HEADER = 3
@@ -91,12 +91,16 @@ class Ephemeris:
         """Host-side evaluation at ``t`` (s; scalar or array) with the kernel's rule."""
         table = self.to_params()
         scalar = np.ndim(t) == 0
-        out = np.array([_hermite(table, 0, ti) for ti in np.atleast_1d(t).astype(np.float64)])
+        out = np.array([interpolate(table, 0, ti) for ti in np.atleast_1d(t).astype(np.float64)])
         return out[0] if scalar else out
 
 
-def _hermite(p, offset, t):
-    """Cubic Hermite interpolation of the table at ``p[offset:]``; time clamped to its span."""
+def interpolate(p, offset, t):
+    """Cubic Hermite interpolation of the table at ``p[offset:]``; time clamped to its span.
+
+    Plain Python, callable on the host on every target (``position`` is the
+    same function compiled for kernels; on a GPU it cannot be called from the host).
+    """
     o = int(offset)
     t0 = p[o]
     dt = p[o + 1]
@@ -126,4 +130,4 @@ def _hermite(p, offset, t):
 
 
 #: ``position(p, offset, t) -> (x, y, z)`` km: the table at ``p[offset:]`` at ``t`` s.
-position = hjit(_hermite)
+position = hjit(interpolate)
