@@ -59,3 +59,14 @@ def test_params_change_the_answer_without_recompiling():
 def test_params_shape_is_checked():
     with pytest.raises(ValueError, match="params"):
         cowell(K_EARTH, R0, V0, TOFS, f=j2_scaled, params=np.ones((3, 1)))
+
+
+def test_broadcast_views_as_inputs_give_the_same_answer():
+    # x[:, None] and np.broadcast_to give stride-0 views; they are copied to plain arrays
+    scale = np.array([1.0, 0.5, 2.0, 1.0])
+    res = cowell(K_EARTH, R0, V0, TOFS, f=j2_scaled, params=scale[:, None])
+    copied = cowell(K_EARTH, R0, V0, TOFS, f=j2_scaled, params=scale[:, None].copy())
+    np.testing.assert_array_equal(res.rr, copied.rr)
+    same = cowell(K_EARTH, np.broadcast_to(R0[0], (3, 3)), np.broadcast_to(V0[0], (3, 3)), TOFS,
+                  f=j2_scaled, params=[1.0])
+    assert np.all(same.rr == same.rr[0])

@@ -271,7 +271,9 @@ class ObjectKernel:
             return array if start is None else array[start:stop]
         if start is not None:
             array = array[start:stop]
-        return cuda.to_device(np.ascontiguousarray(array), stream=stream)
+        if not array.flags.c_contiguous or 0 in array.strides:
+            array = array.copy(order="C")  # stride-0 views are slow in kernels
+        return cuda.to_device(array, stream=stream)
 
     def resources(self):
         """Registers and local memory per thread of the compiled cuda kernel(s)."""

