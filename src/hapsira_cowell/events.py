@@ -12,22 +12,25 @@ a new value never recompiles.
 
 import math
 
+import numpy as np
 from astropy import units as u
 
 from hapsira_core.jit import hjit
-from hapsira_core.vec import norm
+from hapsira_core.vec import cross, dot, norm
+
+from .ephem import position
 
 from .units import to_float
 
 __all__ = ["Event", "AltitudeCrossEvent", "LithobrakeEvent", "LatitudeCrossEvent",
-           "NodeCrossEvent"]
+           "NodeCrossEvent", "EclipseEvent", "UmbraEvent", "PenumbraEvent", "shadow_angle"]
 
 
 def _terminal_count(terminal):
-    if isinstance(terminal, bool):
+    if isinstance(terminal, (bool, np.bool_)):
         return int(terminal)
-    if isinstance(terminal, int) and terminal >= 0:
-        return terminal
+    if isinstance(terminal, (int, np.integer)) and terminal >= 0:
+        return int(terminal)
     raise ValueError(f"terminal: expected True, False or a non-negative int, got {terminal!r}")
 
 
@@ -158,3 +161,96 @@ class NodeCrossEvent(Event):
         super().__init__(_node, terminal, direction)
         self._device_function = _node
 
+
+
+@hjit
+def shadow_angle(rr, rs, R, R_sun, umbra):
+    """Signed angular distance (rad) of ``rr`` from the shadow's edge; < 0 inside.
+
+    ``rr``: the object's position, ``rs``: the Sun's position, both km from the
+    attractor's centre in one frame; ``R``, ``R_sun``: radii, km. ``umbra``:
+    1.0 for the umbra (the Sun's disc wholly hidden), -1.0 for the penumbra
+    (any part of it hidden). Seen from the object, the attractor's disc has
+    the angular radius ``b = asin(R / |rr|)``, the Sun's ``a = asin(R_sun /
+    |rs - rr|)``, and their centres are ``c`` apart; the result is
+    ``c - b + a`` (umbra) or ``c - b - a`` (penumbra). Zero exactly on the
+    surface of the umbra (penumbra) cone: the cone of lines tangent to both
+    spheres on the same (opposite) sides. (For the *fraction* of the Sun's disc
+    that is visible, see :func:`hapsira_cowell.perturbations.shadow_function`;
+    it is constant outside the penumbra, so it cannot locate a crossing.)
+    """
+    d = (rs[0] - rr[0], rs[1] - rr[1], rs[2] - rr[2])
+    r = norm(rr)
+    # angle between -rr (to the attractor) and d (to the Sun); rr x d = rr x rs
+    c = math.atan2(norm(cross(rr, rs)), -dot(rr, d))
+    b = math.asin(min(1.0, R / r))
+    a = math.asin(min(1.0, R_sun / norm(d)))
+    return c - b + umbra * a
+
+
+@hjit
+def _eclipse(t, rr, vv, k, p, c):
+    rs = position(p, int(c[2]), t)
+    return shadow_angle(rr, rs, c[0], c[1], c[3])
+
+
+_KINDS = {"umbra": 1.0, "penumbra": -1.0}
+
+
+class EclipseEvent(Event):
+    """Entry into or exit from the attractor's shadow (conical model).
+
+    ``R``: the attractor's radius, ``R_sun``: the Sun's, km or length
+    Quantities. ``offset``: where the Sun's ephemeris table
+    (:meth:`hapsira_cowell.ephem.Ephemeris.to_params`) starts in the params
+    row ``p``; the table gives the Sun relative to the attractor, in the
+    frame of the orbit. ``kind``: ``"umbra"`` (total eclipse) or
+    ``"penumbra"`` (partial or total).
+
+    ``g`` is :func:`shadow_angle` (rad): negative inside the shadow, so
+    ``direction=-1`` detects entries, ``+1`` exits, ``0`` both.
+    """
+
+    def __init__(self, R, R_sun, offset, kind="umbra", terminal=False, direction=0):
+        super().__init__(_eclipse, terminal, direction)
+        self._device_function = _eclipse
+        self.R = _radius(R, "R")
+        self.R_sun = _radius(R_sun, "R_sun")
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
+            raise ValueError(f"offset: expected a non-negative int (index into the params "
+                             f"row), got {offset!r}")
+        self.offset = int(offset)
+        if kind not in _KINDS:
+            raise ValueError(f"kind: expected 'umbra' or 'penumbra', got {kind!r}")
+        self.kind = kind
+
+    @property
+    def constants(self):
+        return (self.R, self.R_sun, float(self.offset), _KINDS[self.kind])
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(R={self.R}, R_sun={self.R_sun}, offset={self.offset}, "
+                f"kind={self.kind!r}, terminal={self.terminal!r}, "
+                f"direction={int(self.direction)})")
+
+
+class UmbraEvent(EclipseEvent):
+    """Crossing of the umbra's edge: the Sun wholly hidden inside; see :class:`EclipseEvent`."""
+
+    def __init__(self, R, R_sun, offset, terminal=False, direction=0):
+        super().__init__(R, R_sun, offset, "umbra", terminal, direction)
+
+
+class PenumbraEvent(EclipseEvent):
+    """Crossing of the penumbra's outer edge: the Sun at least partly hidden
+    inside (the umbra included); see :class:`EclipseEvent`."""
+
+    def __init__(self, R, R_sun, offset, terminal=False, direction=0):
+        super().__init__(R, R_sun, offset, "penumbra", terminal, direction)
+
+
+def _radius(value, name):
+    radius = to_float(value, u.km, name)
+    if radius <= 0:
+        raise ValueError(f"{name}: expected a positive radius, got {radius} km")
+    return radius
