@@ -42,11 +42,12 @@ def radial_momentum(t, rr, vv, k, p):
 
 # Three LEO objects, 4 h (about 2.4 revolutions):
 # 0: e = 0.05, perigee ~350 km, apogee ~1050 km, i = 51.6 deg
-# 1: near-circular sun-synchronous-like, i = 97.5 deg, ~700 km
+# 1: sun-synchronous-like, i = 97.5 deg, 630-770 km (e = 0.01: not smaller, or
+#    the 700 km crossings become too shallow to locate to 1e-6 s across targets)
 # 2: e = 0.08, i = 35 deg, perigee ~220 km
 _ELEMENTS = [
     (R_EARTH + 700.0, 0.05, 51.6, 0.4, 1.1, 0.3),
-    (R_EARTH + 700.0, 0.002, 97.5, 0.3, 0.2, 2.5),
+    (R_EARTH + 700.0, 0.01, 97.5, 0.3, 0.2, 2.5),
     (R_EARTH + 800.0, 0.08, 35.0, 4.0, 3.0, 5.0),
 ]
 R0, V0 = [], []
