@@ -14,8 +14,24 @@ the kernel by cubic Hermite interpolation::
         r_moon = position(p, 2, t)
         ...
 
-Positions are geocentric, in GCRS axes (ICRS-aligned), km; times are seconds
-since ``epoch`` (the t = 0 of the propagation).
+Positions are geocentric and geometric (no light time, no aberration: what
+gravity and radiation pressure need), in GCRS axes (ICRS-aligned), km; times
+are seconds since ``epoch`` (the t = 0 of the propagation).
+
+Accuracy. The interpolation error against astropy at the default steps is
+below 0.5 m for the Sun (6 h samples) and 2 m for the Moon (1 h samples),
+measured over 30 days (``tests/test_ephem.py`` asserts 1 m and 5 m). The built-in
+ephemeris itself is the limit: ERFA ``epv00`` (Earth, hence the Sun: RMS
+3.7 km, max 11 km against JPL DE406 over 1900-2100) and ``moon98`` (Moon:
+RMS 6.1 km, max 32 km against ELP/MPP02 over 1950-2100), per their
+documentation. The interpolation error falls only linearly with the step:
+the built-in velocities differ from the derivatives of the positions (by
+about 3 mm/s for the Moon, 1 mm/s for the Sun), and cubic Hermite
+interpolation takes both at face value.
+
+Outside the table the position is clamped: the first (last) sample holds
+before (after) it. :meth:`Ephemeris.from_body` adds one sample beyond each
+end of the requested span.
 """
 
 import math
@@ -34,7 +50,8 @@ __all__ = ["Ephemeris", "position", "interpolate", "HEADER"]
 #: Numbers before the samples in a table: t0 (s), dt (s), number of samples.
 HEADER = 3
 
-#: Default sampling step per body (s): cubic Hermite error below ~0.05 km.
+#: Default sampling step per body (s); other bodies: one day. Interpolation
+#: error at these steps: Sun < 0.5 m, Moon < 2 m (see the module's docstring).
 DEFAULT_STEP = {"sun": 6 * 3600.0, "moon": 3600.0}
 
 
@@ -62,10 +79,15 @@ class Ephemeris:
 
     @classmethod
     def from_body(cls, body, epoch, tof_min, tof_max, step=None):
-        """Sample ``body`` (an astropy solar-system body name) around ``epoch``.
+        """Sample ``body`` relative to the Earth's centre around ``epoch``.
 
-        Covers ``[tof_min, tof_max]`` seconds after ``epoch`` (floats, Quantities
-        or TimeDelta; negative for backward runs) with one extra sample each side.
+        ``body``: an astropy solar-system body name (``"sun"``, ``"moon"``,
+        ``"jupiter"``, ...); ``epoch``: astropy ``Time``, the t = 0 of the
+        propagation; ``tof_min``, ``tof_max``: the span in s after ``epoch``
+        (floats, Quantities or TimeDelta; negative for backward runs), covered
+        with one extra sample each side; ``step``: s between samples (default
+        :data:`DEFAULT_STEP`). Positions km and velocities km/s in GCRS axes,
+        from astropy's built-in ephemeris (no downloads).
         """
         tof_min = to_float(tof_min, u.s, "tof_min")
         tof_max = to_float(tof_max, u.s, "tof_max")
