@@ -4,22 +4,40 @@ Units everywhere: km, s, kg (so GM in km^3/s^2, accelerations in km/s^2).
 Combine them in your own right-hand side::
 
     @hjit
-    def f(t, rr, vv, k, p):
+    def f(t, rr, vv, k, p):                 # p[0]: C_D, p[1]: A/m (km^2/kg)
         drr, dvv = two_body(t, rr, vv, k, p)
-        a = J2_perturbation(t, rr, vv, k, 1.08262668e-3, 6378.137)
-        return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
+        a = J2_perturbation(t, rr, vv, k, J2_EARTH, R_EARTH)
+        d = atmospheric_drag_us76(t, rr, vv, k, R_EARTH, p[0], p[1])
+        return drr, (dvv[0] + a[0] + d[0], dvv[1] + a[1] + d[1], dvv[2] + a[2] + d[2])
+
+Per-object numbers (C_D, A/m, C_R, ...) come from the params row ``p``;
+bodies' positions from ephemeris tables in it (:mod:`hapsira_cowell.ephem`).
+The module's constants (``J2_EARTH``, ...) are compile-time constants.
 """
 
 import math
 
 from hapsira_core.jit import hjit
-from hapsira_core.vec import norm
+from hapsira_core.vec import cross, norm
 
 from .atmosphere import density_us76
 
 __all__ = ["two_body", "J2_perturbation", "J3_perturbation", "atmospheric_drag",
            "atmospheric_drag_exponential", "atmospheric_drag_us76", "third_body",
-           "radiation_pressure", "shadow_function"]
+           "radiation_pressure", "shadow_function",
+           "J2_EARTH", "J3_EARTH", "R_EARTH", "K_MOON", "K_SUN", "R_SUN", "WDIVC_SUN"]
+
+# Constants for the examples and tests (pass them as arguments; per-object
+# numbers belong in the params row instead).
+J2_EARTH = 1.08262668e-3  # Earth's J2, dimensionless (EGM-96; poliastro's value)
+J3_EARTH = -2.5327e-6  # Earth's J3, dimensionless (poliastro's value)
+R_EARTH = 6378.137  # km, WGS-84 equatorial radius
+K_MOON = 4902.800066  # km^3/s^2, the Moon's GM (JPL DE-series value)
+K_SUN = 1.32712440018e11  # km^3/s^2, the Sun's GM (IAU/JPL)
+R_SUN = 695700.0  # km, the Sun's radius (IAU 2015 nominal; as the eclipse events' docs)
+#: The Sun's luminosity over (4 pi c), kg km/s^2: IAU 2015 nominal 3.828e26 W over
+#: 4 pi 299792458 m/s (N), times 1e-3 km/m. The pressure at 1 au is WDIVC_SUN / au^2.
+WDIVC_SUN = 3.828e26 / (4.0 * math.pi * 299792458.0) * 1e-3
 
 
 @hjit
@@ -55,9 +73,14 @@ def J3_perturbation(t, rr, vv, k, J3, R):
     """Acceleration (km/s^2) from the attractor's third zonal harmonic J3.
 
     ``J3`` dimensionless (Earth: -2.5327e-6), ``R`` equatorial radius km,
-    ``rr`` km in the attractor's equatorial frame. Vallado, *Fundamentals of
-    Astrodynamics and Applications*, 4th ed., eq. 8-30 (as poliastro writes it:
-    ``0.5 k J3 R^3 / r^5`` times a polynomial in ``cos(phi) = z / r``).
+    ``k`` km^3/s^2, ``rr`` km in the attractor's equatorial frame (``t``,
+    ``vv`` unused). The gradient of the J3 term of the zonal potential,
+    ``U3 = -(k / r) J3 (R / r)^3 P3(z / r)``, ``P3(x) = (5 x^3 - 3 x) / 2``:
+    ``a = 0.5 k J3 R^3 / r^5 * (5 x / r (7 c^3 - 3 c), 5 y / r (7 c^3 - 3 c),
+    3 (35/3 c^4 - 10 c^2 + 1))`` with ``c = z / r`` (the form poliastro
+    documents, after Curtis, *Orbital Mechanics for Engineering Students*,
+    problem 12.8; Vallado, *Fundamentals of Astrodynamics and Applications*,
+    zonal harmonics).
     """
     r = norm(rr)
     c = rr[2] / r
@@ -72,9 +95,13 @@ def J3_perturbation(t, rr, vv, k, J3, R):
 def atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho):
     """Drag acceleration (km/s^2) for a given density, along the inertial velocity.
 
-    ``a = -0.5 rho C_D (A/m) |v| v``: ``C_D`` dimensionless, ``A_over_m``
-    km^2/kg, ``rho`` kg/km^3 (1 kg/m^3 = 1e9 kg/km^3), ``vv`` km/s. The
-    atmosphere is taken at rest in the inertial frame, as poliastro does.
+    ``a = -0.5 rho C_D (A/m) |v| v`` (Vallado, *Fundamentals of
+    Astrodynamics*, atmospheric drag; poliastro's ``atmospheric_drag``):
+    ``C_D`` dimensionless, ``A_over_m`` km^2/kg (1 m^2/kg = 1e-6 km^2/kg),
+    ``rho`` kg/km^3 (1 kg/m^3 = 1e9 kg/km^3), ``vv`` km/s; ``t``, ``rr``,
+    ``k`` unused. The atmosphere is taken at rest in the inertial frame, as
+    poliastro does; for a co-rotating one pass the velocity relative to the
+    air, ``vv - omega x rr``, as ``vv``.
     """
     v = norm(vv)
     c = -0.5 * rho * C_D * A_over_m * v
@@ -85,8 +112,10 @@ def atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho):
 def atmospheric_drag_exponential(t, rr, vv, k, R, C_D, A_over_m, H0, rho0):
     """Drag (km/s^2) in an exponential atmosphere ``rho0 exp(-(r - R) / H0)``.
 
-    ``R`` km (where the density is ``rho0``, kg/km^3), ``H0`` scale height km,
-    ``C_D`` dimensionless, ``A_over_m`` km^2/kg. See :func:`atmospheric_drag`.
+    ``R`` km (the radius where the density is ``rho0``, kg/km^3; poliastro
+    uses the attractor's radius and its surface density), ``H0`` scale height
+    km, ``C_D`` dimensionless, ``A_over_m`` km^2/kg, ``rr`` km, ``vv`` km/s.
+    See :func:`atmospheric_drag`.
     """
     rho = rho0 * math.exp(-(norm(rr) - R) / H0)
     return atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho)
@@ -96,8 +125,10 @@ def atmospheric_drag_exponential(t, rr, vv, k, R, C_D, A_over_m, H0, rho0):
 def atmospheric_drag_us76(t, rr, vv, k, R, C_D, A_over_m):
     """Drag (km/s^2) with the U.S. Standard Atmosphere 1976 density at ``|r| - R``.
 
-    ``R`` km (altitude above a sphere of that radius), ``C_D`` dimensionless,
-    ``A_over_m`` km^2/kg. See :func:`hapsira_cowell.atmosphere.density_us76`.
+    ``R`` km (altitude above a sphere of that radius: the Earth's equatorial
+    radius understates the geodetic altitude near the poles by up to 21 km),
+    ``C_D`` dimensionless, ``A_over_m`` km^2/kg, ``rr`` km, ``vv`` km/s. See
+    :func:`hapsira_cowell.atmosphere.density_us76` and :func:`atmospheric_drag`.
     """
     rho = density_us76(norm(rr) - R)
     return atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho)
@@ -107,9 +138,14 @@ def atmospheric_drag_us76(t, rr, vv, k, R, C_D, A_over_m):
 def third_body(t, rr, vv, k, k_third, r_third):
     """Acceleration (km/s^2) from a third body, direct minus indirect term.
 
-    ``k_third`` its GM (km^3/s^2), ``r_third`` its position relative to the
-    attractor (km, a 3-tuple, e.g. from :func:`hapsira_cowell.ephem.position`).
-    ``a = k3 ((r3 - r) / |r3 - r|^3 - r3 / |r3|^3)`` (Vallado eq. 8-35).
+    ``a = k3 ((r3 - r) / |r3 - r|^3 - r3 / |r3|^3)``: the pull on the object
+    minus the pull on the attractor (whose frame is not inertial).
+    Montenbruck & Gill, *Satellite Orbits*, Sec. 3.3 (Sun and Moon as point
+    masses); Vallado, *Fundamentals of Astrodynamics*, third-body perturbations.
+    ``k_third`` its GM (km^3/s^2; Moon :data:`K_MOON`, Sun :data:`K_SUN`),
+    ``r_third`` its position relative to the attractor (km, a 3-tuple, e.g.
+    from :func:`hapsira_cowell.ephem.position`), ``rr`` km; ``t``, ``vv``,
+    ``k`` unused.
     """
     dx = r_third[0] - rr[0]
     dy = r_third[1] - rr[1]
@@ -123,11 +159,18 @@ def third_body(t, rr, vv, k, k_third, r_third):
 
 @hjit
 def shadow_function(rr, r_star, R, R_star):
-    """Fraction of the star's disc visible from ``rr`` (1 lit, 0 umbra), conical model.
+    """Fraction of the star's disc visible from ``rr``: 1 lit, 0 umbra, between in penumbra.
 
-    Montenbruck & Gill, *Satellite Orbits*, Sec. 3.4.2: the apparent discs of
-    the star (radius ``R_star``) and the attractor (``R``) seen from the
-    object, and their overlap. ``rr``, ``r_star`` km relative to the attractor.
+    Conical shadow model (Montenbruck & Gill, *Satellite Orbits*, 2000, Sec.
+    3.4.2): seen from the object, the star's disc has the angular radius
+    ``a = asin(R_star / |r_star - rr|)``, the attractor's ``b = asin(R / |rr|)``,
+    their centres are ``c`` apart, and the hidden part is the area of overlap of
+    the two discs. ``rr``, ``r_star``: km from the attractor's centre, one
+    frame; ``R``, ``R_star``: the attractor's and the star's radii, km.
+    (Not the same as :func:`hapsira_cowell.events.shadow_angle`, the signed
+    angular distance to the shadow's edge used by the eclipse events; both
+    use the same discs, so the fraction leaves 1 (0) exactly where the
+    penumbra (umbra) event fires.)
     """
     sx = r_star[0] - rr[0]
     sy = r_star[1] - rr[1]
@@ -136,8 +179,10 @@ def shadow_function(rr, r_star, R, R_star):
     r = norm(rr)
     a = math.asin(min(1.0, R_star / d_star))  # apparent radius of the star
     b = math.asin(min(1.0, R / r))  # apparent radius of the attractor
-    cos_c = -(rr[0] * sx + rr[1] * sy + rr[2] * sz) / (r * d_star)
-    c = math.acos(max(-1.0, min(1.0, cos_c)))  # angle between their centres
+    # angle between -rr (towards the attractor) and the star; atan2 keeps it
+    # accurate near 0 and pi, and rr x (r_star - rr) = rr x r_star
+    c = math.atan2(norm(cross(rr, r_star)),
+                   -(rr[0] * sx + rr[1] * sy + rr[2] * sz))
     if c >= a + b:
         return 1.0
     if c <= b - a:
@@ -146,26 +191,41 @@ def shadow_function(rr, r_star, R, R_star):
         return 1.0 - (b * b) / (a * a)
     x = (c * c + a * a - b * b) / (2.0 * c)
     y = math.sqrt(max(0.0, a * a - x * x))
-    area = a * a * math.acos(x / a) + b * b * math.acos((c - x) / b) - c * y
+    area = a * a * math.acos(max(-1.0, min(1.0, x / a))) \
+        + b * b * math.acos(max(-1.0, min(1.0, (c - x) / b))) - c * y
     return 1.0 - area / (math.pi * a * a)
 
 
 @hjit
 def radiation_pressure(t, rr, vv, k, R, C_R, A_over_m, Wdivc_s, r_star):
-    """Solar radiation pressure (km/s^2), with the conical shadow of the attractor.
+    """Radiation pressure of a star (km/s^2), away from it, in the attractor's conical shadow.
 
-    ``R`` attractor radius km, ``C_R`` reflectivity coefficient, ``A_over_m``
-    km^2/kg, ``Wdivc_s`` the star's luminosity over the speed of light, W/(km/s)
-    (kg km/s^2; Sun: 3.828e26 W / 299792.458 km/s = 1.2769e21), ``r_star``
-    the star's position relative to the attractor (km). The pressure at
-    distance d is ``Wdivc_s / (4 pi d^2)``, pushing away from the star, scaled
-    by the visible fraction of the Sun's disc (radius 696000 km) from
-    :func:`shadow_function`, as in Curtis, *Orbital Mechanics*, eq. 10.106.
+    ``a = nu C_R (A/m) Wdivc_s / d^2 * (rr - r_star) / d``, ``d = |rr - r_star|``
+    (Curtis, *Orbital Mechanics for Engineering Students*, solar radiation
+    pressure, ``p = -nu (S/c) (C_R A / m) u``, the section poliastro cites as
+    12.9; the flux falls off as 1/d^2). ``t``, ``vv``, ``k`` unused.
+
+    * ``R``: the attractor's radius, km (its shadow);
+    * ``C_R``: radiation pressure coefficient, dimensionless (1 absorbing, 2 mirror);
+    * ``A_over_m``: area-to-mass ratio, km^2/kg (1 m^2/kg = 1e-6 km^2/kg);
+    * ``Wdivc_s``: the star's radiated power over the speed of light and 4 pi,
+      kg km/s^2, i.e. the radiation pressure times the squared distance, as
+      poliastro/hapsira document it (their ``Wdivc_sun`` = 1.0203759306204136e14
+      can be passed as is; :data:`WDIVC_SUN` is the IAU nominal value);
+    * ``r_star``: the star's position relative to the attractor, km (a
+      3-tuple, e.g. from :func:`hapsira_cowell.ephem.position`);
+    * ``nu``: :func:`shadow_function` with the star's radius taken as the
+      Sun's, :data:`R_SUN` (695700 km).
+
+    Unlike poliastro (direction and distance of the star from the attractor, and
+    a cylindrical, all-or-nothing shadow), the push is along the star-object
+    line at the star-object distance, and the penumbra is partial; at GEO the
+    two directions differ by up to 3e-4 rad and the magnitudes by 6e-4.
     """
     sx = rr[0] - r_star[0]
     sy = rr[1] - r_star[1]
     sz = rr[2] - r_star[2]
     d = norm((sx, sy, sz))
-    nu = shadow_function(rr, r_star, R, 696000.0)
-    c = nu * C_R * A_over_m * Wdivc_s / (4.0 * math.pi * d * d) / d * 1e-6
+    nu = shadow_function(rr, r_star, R, R_SUN)
+    c = nu * C_R * A_over_m * Wdivc_s / (d * d * d)
     return (c * sx, c * sy, c * sz)
