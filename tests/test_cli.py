@@ -1,0 +1,350 @@
+"""The hapsira-cowell command line, its plots, and the compile-error helper.
+
+The CLI runs in subprocesses, each compiling the solver once (15-30 s): the
+tests are few and each checks a lot. They use the target of the environment
+they run in, except cuda under numba's simulator, where they use the cpu
+target (the simulator runs the solver in Python, far too slowly).
+"""
+
+import ast
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hapsira_core import settings
+from hapsira_core.jit import hjit
+from hapsira_cowell import STATUS_MESSAGES, cowell
+from hapsira_cowell import cli
+from hapsira_cowell.errors import CallbackCompileError, user_function_error
+from hapsira_cowell.events import Event
+from hapsira_cowell.perturbations import two_body
+
+from reference import DATA_DIR  # ../shared/data beside the repository (or HAPSIRA_TEST_DATA)
+
+SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+CLI_TARGET = "cpu" if SIMULATED else settings.TARGET
+IRIDIUM = DATA_DIR / "iridium-33-debris.tle"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run_cli(*args, cwd, timeout=600):
+    env = dict(os.environ, HAPSIRA_CACHE="0")
+    return subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", *map(str, args)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_ok(done):
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr
+
+
+def assert_png(path, min_bytes=20_000):
+    data = Path(path).read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    assert len(data) > min_bytes  # a real plot, not an empty canvas
+
+
+# ------------------------------------------------------------- end to end (subprocess)
+
+def test_propagate_tle_catalog_to_npz(tmp_path):
+    out, plot = tmp_path / "result.npz", tmp_path / "altitude.png"
+    done = run_cli("propagate", IRIDIUM, "--tof", "1d", "--every", "6h",
+                   "--perturbations", "j2,drag", "--out", out, "--plot", plot,
+                   "--target", CLI_TARGET, cwd=tmp_path)
+    assert_ok(done)
+    assert "objects: 119" in done.stdout and "throughput:" in done.stdout
+
+    with np.load(out, allow_pickle=False) as result:
+        data = {key: result[key] for key in result.files}
+    n, m = 119, 5
+    np.testing.assert_array_equal(data["tofs"], [0.0, 21600.0, 43200.0, 64800.0, 86400.0])
+    assert data["names"].shape == (n,) and data["names"][0] == "IRIDIUM 33"
+    assert data["rr"].shape == data["vv"].shape == (n, m, 3)
+    assert data["status"].shape == data["reentry"].shape == data["nsteps"].shape == (n,)
+    assert data["frame"] == "TEME" and data["perturbations"] == "j2,drag"
+    assert set(data["status"].tolist()) <= set(STATUS_MESSAGES)
+    # every object: whole rows of numbers, then (after a stop) whole rows of NaN
+    for rr, vv, status, reentry in zip(data["rr"], data["vv"], data["status"],
+                                       data["reentry"]):
+        finite = np.isfinite(rr).all(axis=1)
+        assert np.array_equal(finite, np.isfinite(rr).any(axis=1))
+        assert np.array_equal(finite, np.isfinite(vv).all(axis=1))
+        assert np.array_equal(finite, np.arange(m) < finite.sum())
+        if status == 0:
+            assert finite.all() and np.isnan(reentry)
+        elif status == 1:
+            assert 0 < reentry <= 86400.0
+    done_objects = data["status"] == 0
+    assert done_objects.sum() > 100  # Iridium 33 debris: 500-1000 km, all stay up for a day
+    r = np.linalg.norm(data["rr"][done_objects], axis=-1)
+    assert np.all((r > 6378.137 + 100) & (r < 6378.137 + 2000))
+
+    # the start is every object's SGP4 state at the catalog's latest epoch
+    from astropy.time import Time
+    from hapsira_cowell.io import from_tle
+    catalog = from_tle(IRIDIUM)
+    r0, v0, ok = catalog.states_at(catalog.epochs.max())
+    assert abs((Time(str(data["epoch"]), scale="utc") - catalog.epochs.max()).sec) < 1e-5
+    assert list(data["names"]) == catalog.names
+    np.testing.assert_allclose(data["rr"][ok, 0], r0[ok], rtol=1e-12)
+    np.testing.assert_allclose(data["vv"][ok, 0], v0[ok], rtol=1e-12)
+    assert_png(plot)
+
+
+def test_propagate_csv_states_to_csv(tmp_path):
+    catalog = tmp_path / "states.csv"
+    catalog.write_text(
+        "# a comment line\n"
+        "name,x,y,z,vx,vy,vz,area_to_mass\n"
+        "high,7000.0,0.0,0.0,0.0,7.546,0.0,\n"
+        "\"low, fragment\",6528.137,0.0,0.0,0.0,0.0,7.814,0.1\n"
+        "broken,nan,0.0,0.0,0.0,7.5,0.0,\n")
+    out = tmp_path / "out.csv"
+    done = run_cli("propagate", catalog, "--tof", "6h", "--every", "2h", "--perturbations",
+                   "drag,j2", "--format", "csv", "--out", out, "--target", CLI_TARGET,
+                   cwd=tmp_path)
+    assert_ok(done)
+    import csv
+    with open(out, newline="") as source:
+        rows = list(csv.DictReader(source))
+    assert list(rows[0]) == ["name", "t", "x", "y", "z", "vx", "vy", "vz", "status",
+                             "reentry"]  # no utc column: a CSV catalog has no epoch
+    assert len(rows) == 3 * 4  # one row per object and time: 0, 2, 4, 6 h
+    by_name = {}
+    for row in rows:
+        by_name.setdefault(row["name"], []).append(row)
+    assert [float(r["t"]) for r in by_name["high"]] == [0.0, 7200.0, 14400.0, 21600.0]
+    assert float(by_name["high"][0]["x"]) == 7000.0 and float(by_name["high"][0]["vy"]) == 7.546
+    assert {r["status"] for r in by_name["high"]} == {"0"}
+    # 150 km with 0.1 m^2/kg: re-enters within hours; NaN rows after it
+    low = by_name["low, fragment"]
+    assert {r["status"] for r in low} == {"1"}
+    assert 0 < float(low[0]["reentry"]) < 21600.0
+    assert np.isnan(float(low[-1]["x"]))
+    assert {r["status"] for r in by_name["broken"]} == {"-3"}
+    assert "status -3: 1" in done.stdout and "re-entries: 1" in done.stdout
+
+
+def test_demo_writes_plots(tmp_path):
+    out = tmp_path / "demo.png"
+    done = run_cli("demo", "--n", "60", "--out", out, "--target", CLI_TARGET, cwd=tmp_path)
+    assert_ok(done)
+    assert "objects: 60" in done.stdout
+    reentries = int(done.stdout.split("re-entries: ")[1].split()[0])
+    assert reentries >= 3  # the demo's low fragments come down within the day
+    assert_png(out)
+    assert_png(tmp_path / "demo-tracks.png")
+
+
+BAD_INPUTS = {
+    "unknown perturbation": (["--perturbations", "j2,foo"], "'foo'"),
+    "unreadable file": (["--catalog", "missing.tle"], "missing.tle"),
+    "bad duration": (["--tof", "1x"], "'1x'"),
+    "negative duration": (["--every", "-10min"], "--every"),
+    "unknown format": (["--format", "xlsx"], "'xlsx'"),
+    "not a catalog": (["--catalog", "garbage.txt"], "garbage.txt"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
+    extra, expected = BAD_INPUTS[case]
+    (tmp_path / "garbage.txt").write_text("this is\nnot a catalog\nof anything\n")
+    catalog = str(IRIDIUM)
+    if extra[0] == "--catalog":
+        catalog, extra = extra[1], extra[2:]
+    done = run_cli("propagate", catalog, *extra, "--out", "out.npz", "--target", CLI_TARGET,
+                   cwd=tmp_path, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("hapsira-cowell: error: ") and expected in lines[0]
+    assert done.stdout == ""
+    assert not (tmp_path / "out.npz").exists()
+
+
+# ------------------------------------------------------------------- in process, fast
+
+def test_durations_and_perturbations():
+    assert cli.parse_duration("1d") == 86400.0
+    assert cli.parse_duration("1.5d") == 129600.0
+    assert cli.parse_duration("6h") == 21600.0
+    assert cli.parse_duration("90min") == 5400.0
+    assert cli.parse_duration("30s") == 30.0
+    for bad in ("", "1", "1x", "0s", "-1h", "10m", "d", "nan d", "1e999s"):
+        with pytest.raises(cli.UsageError):
+            cli.parse_duration(bad)
+    assert cli.parse_perturbations("drag, J2") == ("j2", "drag")
+    assert cli.parse_perturbations("none") == ()
+    with pytest.raises(cli.UsageError, match="'j4'"):
+        cli.parse_perturbations("j2,j4")
+    np.testing.assert_array_equal(cli.make_tofs(86400.0, 21600.0), [0, 21600, 43200, 64800, 86400])
+    np.testing.assert_array_equal(cli.make_tofs(100.0, 30.0), [0, 30, 60, 90, 100])
+    np.testing.assert_array_equal(cli.make_tofs(100.0, 500.0), [0, 100])
+
+
+def _fake_chunks():
+    """Two chunks of a (3 objects, 2 times) result: what the writers receive."""
+    from types import SimpleNamespace
+    rr = np.arange(18.0).reshape(3, 2, 3) + 7000.0
+    vv = np.arange(18.0).reshape(3, 2, 3) / 10.0
+    rr[2, 1] = vv[2, 1] = np.nan
+    status = np.array([0, 0, 1])
+    reentry = np.array([np.nan, np.nan, 30.0])
+    chunks = []
+    for first, last in ((0, 2), (2, 3)):
+        res = SimpleNamespace(rr=rr[first:last], vv=vv[first:last], status=status[first:last],
+                              nsteps=np.full(last - first, 7))
+        chunks.append((first, last, res, reentry[first:last]))
+    return ["a", "b, c", "d"], rr, vv, status, reentry, chunks
+
+
+@pytest.mark.parametrize("fmt", ["npz", "csv", "parquet"])
+def test_writers_chunk_by_chunk(tmp_path, fmt):
+    from astropy.time import Time
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    names, rr, vv, status, reentry, chunks = _fake_chunks()
+    tofs = np.array([0.0, 60.0])
+    path = str(tmp_path / f"out.{fmt}")
+    epoch = Time("2025-02-15T15:28:59.424", scale="utc")
+    if fmt == "npz":
+        sink = cli._NpzWriter(path, names, tofs, {"epoch": np.array("e")})
+        for first, last, res, t_reentry in chunks:
+            sink.write(first, last, res, t_reentry)
+    else:
+        sink = cli._RowWriter(path, fmt, tofs, cli._output_columns(epoch, tofs))
+        for first, last, res, t_reentry in chunks:
+            sink.write(names[first:last], res, t_reentry)
+    sink.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{fmt}"]  # no leftovers
+    if fmt == "npz":
+        with np.load(path, allow_pickle=False) as data:
+            np.testing.assert_array_equal(data["rr"], rr)
+            np.testing.assert_array_equal(data["vv"], vv)
+            np.testing.assert_array_equal(data["reentry"], reentry)
+            assert list(data["names"]) == names and data["epoch"] == "e"
+            assert data["status"].tolist() == [0, 0, 1] and data["nsteps"].tolist() == [7] * 3
+        return
+    if fmt == "csv":
+        import csv
+        with open(path, newline="") as source:
+            rows = list(csv.DictReader(source))
+        values = np.array([[float(r[c]) for c in ("x", "y", "z", "vx", "vy", "vz")]
+                           for r in rows])
+        tol = 1e-9
+    else:
+        import pyarrow.parquet as pq
+        table = pq.read_table(path).to_pydict()
+        rows = [dict(zip(table, values)) for values in zip(*table.values())]
+        values = np.array([[r[c] for c in ("x", "y", "z", "vx", "vy", "vz")] for r in rows])
+        tol = 0.0
+    assert [r["name"] for r in rows] == ["a", "a", "b, c", "b, c", "d", "d"]
+    assert [float(r["t"]) for r in rows] == [0.0, 60.0] * 3
+    assert rows[1]["utc"] == "2025-02-15T15:29:59.424000"
+    assert [int(r["status"]) for r in rows] == [0, 0, 0, 0, 1, 1]
+    assert float(rows[4]["reentry"]) == 30.0
+    np.testing.assert_allclose(values, np.concatenate([rr, vv], -1).reshape(6, 6), rtol=tol,
+                               atol=tol)
+
+
+def test_cli_imports_no_solver_at_module_level():
+    # the target is fixed when hapsira_core is imported: main() must set it first
+    tree = ast.parse(Path(cli.__file__).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [("." * node.level) + (node.module or "")]
+        else:
+            continue
+        assert not any(n.startswith(("hapsira_core", "hapsira_cowell", ".")) for n in names), names
+
+
+def test_built_right_hand_side_matches_perturbations():
+    from hapsira_cowell.perturbations import (J2_EARTH, J2_perturbation,
+                                              atmospheric_drag_exponential)
+    f = cli.build_rhs(("drag", "j2"))
+    assert cli.build_rhs(("j2", "drag")) is f  # one function per set: compiled once
+    if settings.TARGET == "cuda":
+        return  # device functions cannot be called from the host
+    rr, vv, p = (6600.0, 100.0, 300.0), (0.1, 7.7, 0.2), np.array([2.2, 1e-8])
+    drr, dvv = f(0.0, rr, vv, 398600.4418, p)
+    expected = np.array(two_body(0.0, rr, vv, 398600.4418, p)[1]) \
+        + J2_perturbation(0.0, rr, vv, 398600.4418, J2_EARTH, 6378.137) \
+        + atmospheric_drag_exponential(0.0, rr, vv, 398600.4418, 6378.137 + cli.H_RHO0,
+                                       2.2, 1e-8, cli.H0, cli.RHO0)
+    assert drr == vv
+    np.testing.assert_allclose(dvv, expected, rtol=1e-14)
+
+
+def test_throughput_plot_reads_benchmark_files(tmp_path):
+    from hapsira_cowell.plots import benchmark_points, throughput
+    bench = {"name": "box", "target": "cuda", "runs": [
+        {"variant": "j2", "n_objects": 1000, "seconds": 0.01,
+         "peers": {"scipy": {"n_objects": 1000, "seconds": 50.0}}},
+        {"variant": "j2", "n_objects": 10000, "seconds": 0.02,
+         "peers": {"scipy": {"n_objects": 10000, "seconds": 500.0}}}]}
+    points = benchmark_points(bench, "file")
+    assert points == {"hapsira cuda (box), j2": [(1000, 1e5), (10000, 5e5)],
+                      "scipy, j2": [(1000, 20.0), (10000, 20.0)]}
+    path = tmp_path / "bench.json"
+    path.write_text(__import__("json").dumps(bench))
+    assert_png(throughput([path], tmp_path / "throughput.png"))
+
+
+# ---------------------------------------------------------- compile errors in callbacks
+
+@hjit
+def broken_rhs(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    bad = rr[0] + "km"  # a number plus a string: numba cannot type this
+    return drr, (dvv[0] + bad, dvv[1], dvv[2])
+
+
+@hjit
+def broken_event(t, rr, vv, k, p):
+    return rr.altitude  # tuples have no such attribute
+
+
+def _line_of(function, text):
+    lines, first = inspect.getsourcelines(function.py_func)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.skipif(SIMULATED, reason="the CUDA simulator runs Python: nothing is compiled")
+@pytest.mark.parametrize("which", ["f", "event"])
+def test_user_function_error_names_the_callback_and_line(which):
+    f, events = (broken_rhs, []) if which == "f" else (two_body, [Event(broken_event)])
+    user = broken_rhs if which == "f" else broken_event
+    offending = 'bad = rr[0] + "km"' if which == "f" else "return rr.altitude"
+    try:
+        cowell(398600.4418, np.array([7000.0, 0.0, 0.0]), np.array([0.0, 7.5, 0.0]), [60.0],
+               f=f, events=events)
+    except Exception as exc:  # noqa: BLE001 - numba's TypingError (or LoweringError)
+        error = user_function_error(exc, [f] + [e.g for e in events])
+        numba_message = str(exc)
+    else:
+        pytest.fail("the broken callback compiled")
+    assert isinstance(error, CallbackCompileError) and isinstance(error, TypeError)
+    name = user.py_func.__name__
+    head = (f"user function '{name}' ({inspect.getsourcefile(user.py_func)}:"
+            f"{_line_of(user, offending)}) does not compile: {offending}")
+    assert str(error).splitlines()[0].startswith(head), str(error).splitlines()[0]
+    assert error.function == name and error.source_line.startswith(offending)
+    # numba's own explanation follows
+    assert "numba says:" in str(error) and error.detail in str(error)
+    explanation = "No implementation of function" if which == "f" else \
+        "Unknown attribute 'altitude'"
+    assert explanation in error.detail and explanation in numba_message
+
+
+def test_user_function_error_leaves_other_errors_alone():
+    exc = ValueError("r0: expected shape (3,) or (N, 3)")
+    assert user_function_error(exc, [broken_rhs, None]) is exc
