@@ -264,7 +264,6 @@ def _read_csv(path):
 
 
 def _read_tle(path):
-    from astropy.time import Time  # noqa: F401  (from_tle returns Time)
     from .io import from_tle
 
     label = os.path.basename(os.fspath(path))
@@ -287,7 +286,7 @@ def _read_tle(path):
     epoch = catalog.epochs.max()
     r0, v0, ok = catalog.states_at(epoch)
     spread = (epoch - catalog.epochs.min()).to_value("s")
-    notes.append(f"SGP4 brought every object to the latest epoch, {epoch.utc.iso} UTC "
+    notes.append(f"SGP4 took the objects to the catalog's latest epoch, {epoch.utc.iso} UTC "
                  f"(epochs spread over {format_duration(spread) if spread > 0 else '0 s'})")
     if not ok.all():
         notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
