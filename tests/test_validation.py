@@ -58,3 +58,22 @@ def test_bad_argument_raises_naming_it(kwargs, match):
 def test_bad_event_arguments(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_a_user_function_that_does_not_compile_is_named_first(simulated):
+    if simulated:
+        pytest.skip("numba's CUDA simulator runs the Python source: nothing is compiled")
+    from hapsira_core.jit import hjit
+    from hapsira_cowell.errors import CallbackCompileError
+
+    @hjit
+    def broken_rhs(t, rr, vv, k, p):
+        a = rr[0] + "not a number"
+        return vv, (a, a, a)
+
+    with pytest.raises(CallbackCompileError) as info:
+        cowell(K, R0, V0, T, f=broken_rhs)
+    message = str(info.value)
+    assert message.startswith("user function '") and "broken_rhs' (" in message.splitlines()[0]
+    assert 'a = rr[0] + "not a number"' in message.splitlines()[0]
+    assert "test_validation.py:" in message.splitlines()[0]

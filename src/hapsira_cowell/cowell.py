@@ -9,6 +9,7 @@ from hapsira_core import ivp
 from hapsira_core.ivp import solve as solve_module
 from hapsira_core.jit import TARGET, Arg, ObjectKernel, hjit, switch
 
+from .errors import user_function_error
 from .events import Event
 from .perturbations import two_body
 from .units import is_quantity, to_value
@@ -263,8 +264,17 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     scratch = np.empty((n, slots, 2))
 
     kernel = _kernel(f, tuple(e.device_function for e in events))
-    kernel(r0, v0, tofs, params, fconf, iconf, ev_direction, ev_max, ev_consts,
-           rr, vv, info, t_events, n_events, scratch)
+    try:
+        kernel(r0, v0, tofs, params, fconf, iconf, ev_direction, ev_max, ev_consts,
+               rr, vv, info, t_events, n_events, scratch)
+    except Exception as exc:
+        if not type(exc).__module__.startswith("numba"):
+            raise
+        # A compile error: name the user's function and line first, numba's detail after.
+        error = user_function_error(exc, [f] + [e.g for e in events])
+        if error is exc:
+            raise
+        raise error from exc
 
     t_events = [t_events[:, e, :records] for e in range(n_ev)]
     n_events = n_events[:, :n_ev]
