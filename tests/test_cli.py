@@ -324,14 +324,20 @@ def test_user_function_error_names_the_callback_and_line(which):
     f, events = (broken_rhs, []) if which == "f" else (two_body, [Event(broken_event)])
     user = broken_rhs if which == "f" else broken_event
     offending = 'bad = rr[0] + "km"' if which == "f" else "return rr.altitude"
+    functions = [f] + [e.g for e in events]
     try:
         cowell(398600.4418, np.array([7000.0, 0.0, 0.0]), np.array([0.0, 7.5, 0.0]), [60.0],
                f=f, events=events)
     except Exception as exc:  # noqa: BLE001 - numba's TypingError (or LoweringError)
-        error = user_function_error(exc, [f] + [e.g for e in events])
-        numba_message = str(exc)
+        raised = exc
     else:
         pytest.fail("the broken callback compiled")
+    # cowell() may already raise the helper's error from numba's: test the helper on numba's
+    numba_error = raised.__cause__ if isinstance(raised, CallbackCompileError) else raised
+    assert type(numba_error).__module__.startswith("numba")
+    error = user_function_error(numba_error, functions)
+    numba_message = str(numba_error)
+    assert user_function_error(error, functions) is error  # idempotent
     assert isinstance(error, CallbackCompileError) and isinstance(error, TypeError)
     name = user.py_func.__name__
     head = (f"user function '{name}' ({inspect.getsourcefile(user.py_func)}:"

@@ -96,14 +96,50 @@ class _Function:
             or f"'{short}'" in text
 
 
-def _message(exc):
-    """numba's text: the exception's message and those it was raised from, once each."""
-    parts, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        parts.append(str(exc))
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _chain(exc):
+    """The exception and those it was raised from, once each (ours left out)."""
+    seen = []
+    while exc is not None and all(exc is not e for e in seen):
+        seen.append(exc)
         exc = exc.__cause__ or exc.__context__
-    return "\n".join(parts)
+    return [e for e in seen if not isinstance(e, CallbackCompileError)]
+
+
+def _message(exc):
+    """numba's text: the messages of the exception chain, without terminal colours."""
+    return _ANSI.sub("", "\n".join(str(e) for e in _chain(exc)))
+
+
+def _frame_places(exc):
+    """Places numba was typing or lowering, from the traceback's frames, innermost first.
+
+    numba-cuda's TypingError carries no places in its message, but its
+    traceback keeps numba's frames: their ``loc`` objects (file, line) and the
+    functions being compiled (``func_id.func``). Returns ``(places, functions)``.
+    """
+    places, functions = [], []
+    for error in _chain(exc):
+        frames, tb = [], error.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for frame in reversed(frames):
+            for value in list(frame.f_locals.values()):
+                try:
+                    for candidate in (value, getattr(value, "loc", None)):
+                        path = getattr(candidate, "filename", None)
+                        line = getattr(candidate, "line", None)
+                        if isinstance(path, str) and isinstance(line, int):
+                            places.append((path, line))
+                    func = getattr(getattr(value, "func_id", None), "func", None)
+                    if inspect.isfunction(func):
+                        functions.append(func)
+                except Exception:  # noqa: BLE001 - a property that does not answer
+                    continue
+    return places, functions
 
 
 def _tidy(detail):
@@ -122,25 +158,31 @@ def user_function_error(exc, functions):
 
     ``functions``: the user's functions (``f`` and the events' ``g``; hjit
     dispatchers or plain functions; None entries are ignored). numba's message
-    (and its causes) is searched for places in these functions: the first one
-    listed, numba's innermost, is the offending line (for an error inside a
-    helper the user's function calls, the line of that call). Returns a
+    (and its causes), then the places held by numba's frames in the
+    traceback (numba-cuda's messages name none), are searched for places in
+    these functions: the first one, numba's innermost, is the offending line
+    (for an error inside a helper the user's function calls, the line of
+    that call). Returns a
     :class:`CallbackCompileError` (a ``TypeError``) whose message starts with
     ``"user function 'name' (file:line) does not compile: <source line>"``,
     then numba's message; or ``exc`` itself when no user function is
-    involved (then re-raise it unchanged).
+    involved (then re-raise it unchanged), or when it is a
+    :class:`CallbackCompileError` already.
 
     A plain Python function (not ``@hjit``) that numba cannot type gives
     ``"user function 'name' (file:line) is not compiled: decorate it with
     @hjit ..."``.
     """
+    if isinstance(exc, CallbackCompileError):
+        return exc  # already told in the user's terms
     text = _message(exc)
     detail = _tidy(text)
     candidates = [_Function(fn) for fn in functions if fn is not None]
 
-    for match in _LOCATIONS.finditer(text):
-        path = match.group("a") or match.group("c")
-        line = int(match.group("b") or match.group("d"))
+    places = [(m.group("a") or m.group("c"), int(m.group("b") or m.group("d")))
+              for m in _LOCATIONS.finditer(text)]
+    frame_places, compiling = _frame_places(exc)
+    for path, line in places + frame_places:
         for fn in candidates:
             if fn.contains(path, line):
                 source = linecache.getline(fn.filename, line).strip() or None
@@ -156,7 +198,7 @@ def user_function_error(exc, functions):
                 fn.name, fn.filename, fn.first, None, detail)
 
     for fn in candidates:
-        if fn.named_in(text):
+        if fn.named_in(text) or any(fn.py is func for func in compiling):
             return _build(fn, fn.filename, fn.first, None, detail)
     return exc
 
