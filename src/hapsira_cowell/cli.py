@@ -13,8 +13,8 @@ this module imports nothing of ``hapsira_core`` (nor ``cowell``) at module
 level: :func:`main` sets ``HAPSIRA_TARGET`` first and imports afterwards. When
 the package was already imported on another target (the ``hapsira_cowell``
 package imports its solver, so ``python -m hapsira_cowell.cli`` and the
-console script both do), :func:`main` runs itself again in a fresh process
-with the requested target.
+console script both do), :func:`main` runs the command in a child process
+with the requested target and returns its exit status.
 """
 
 import argparse
@@ -826,13 +826,13 @@ def _select_target(target, argv):
     if os.environ.get(_RERUN) == target:
         raise UsageError(f"--target {target}: this process is already set up for "
                          f"{settings.TARGET} and running again did not help")
+    # A child process rather than exec: main() may be called from a user's own
+    # Python process, which must survive it.
+    import subprocess
     env = dict(os.environ, HAPSIRA_TARGET=target, **{_RERUN: target})
     command = [sys.executable, "-c", _CHILD.format(prog=PROG), *argv]
     sys.stdout.flush()
     sys.stderr.flush()
-    if os.name == "posix":
-        os.execve(sys.executable, command, env)
-    import subprocess
     try:
         return subprocess.call(command, env=env)
     except KeyboardInterrupt:
