@@ -68,12 +68,20 @@ def _save(fig, path):
     return path
 
 
-def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300, title=None):
+def _evenly(indices, count):
+    """At most ``count`` of ``indices``, evenly picked."""
+    if indices.size <= count:
+        return indices
+    return indices[np.unique(np.linspace(0, indices.size - 1, count).astype(int))]
+
+
+def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300,
+                     max_reentries=40, title=None):
     """Altitude ``|r| - R`` (km) of each object against time, re-entries marked.
 
     Objects that stayed in orbit are thin grey lines (at most ``max_lines`` of
     them, evenly picked), objects that re-entered (status 1) coloured lines
-    ending at a cross at their re-entry time, on ``reentry_altitude`` (km;
+    (at most ``max_reentries``) ending at a cross at their re-entry time, on ``reentry_altitude`` (km;
     drawn as a dashed line) when given. Objects that failed (status < 0) are
     drawn in red up to their failure.
     """
@@ -86,14 +94,14 @@ def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300, t
 
     fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
     stayed = np.flatnonzero(status == 0)
-    shown = stayed[np.unique(np.linspace(0, stayed.size - 1, min(stayed.size, max_lines))
-                             .astype(int))] if stayed.size else stayed
+    shown = _evenly(stayed, max_lines)
     for k, i in enumerate(shown):
         ax.plot(t, altitude[i], color="0.55", lw=0.5, alpha=0.5,
                 label=(f"in orbit at the end ({stayed.size}"
                        + (f", {shown.size} shown" if shown.size < stayed.size else "") + ")")
                 if k == 0 else None)
-    down = np.flatnonzero(status == 1)
+    all_down = np.flatnonzero(status == 1)
+    down = _evenly(all_down, max_reentries)
     colours = plt.cm.plasma(np.linspace(0.0, 0.85, max(down.size, 1)))
     for k, i in enumerate(down):
         ok = np.isfinite(altitude[i])
@@ -102,7 +110,9 @@ def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300, t
             times = np.append(times, reentry[i] / scale)
             alts = np.append(alts, reentry_altitude)
         ax.plot(times, alts, color=colours[k], lw=1.2,
-                label=f"re-entered ({down.size})" if k == 0 else None)
+                label=(f"re-entered ({all_down.size}"
+                       + (f", {down.size} shown" if down.size < all_down.size else "") + ")")
+                if k == 0 else None)
     if down.size and reentry_altitude is not None:
         ax.plot(reentry[down] / scale, np.full(down.size, reentry_altitude), "x", color="k",
                 ms=7, mew=1.5, label="re-entry time", zorder=5)
