@@ -1,15 +1,24 @@
 """DOP853 dense output: the 7th order interpolant over one accepted step.
 
 Hairer, Norsett & Wanner, *Solving ODEs I*, Sec. II.6 and the DOP853 code,
-in the form ``scipy.integrate.DOP853`` uses. Building the interpolant costs 3
-extra evaluations of ``f``, so the solver builds it only for steps that hold
-an output time or an event.
+in the form ``scipy.integrate.DOP853`` uses. The interpolant weights all 12
+stages of the step and 3 more; the step does not keep its stages (they would
+not fit in a GPU thread's registers), so the interpolant evaluates them
+again: 14 evaluations of ``f``, spent only on steps that hold an output time
+or an event.
 """
 
 from ..jit import hjit
-from .rk import stage
-from .state import axpy, combine13, combine14, combine15, combine16, sub
-from .tableau import A, C, D
+from .stages import compile_stages, weights
+from .state import axpy, sub
+from .tableau import A, C, D, N_STAGES
+
+#: ``interpolant_sums(f, t, y, h, k, p, f_old, f_new) -> (sum_i D[r][i] k_i for r in 0..3)``.
+interpolant_sums = compile_stages(
+    "dop853_interpolant_sums",
+    [(i, C[i], weights(A[i])) for i in list(range(1, N_STAGES)) + [13, 14, 15]],
+    {f"d{r}": weights(D[r]) for r in range(len(D))},
+    given=(0, N_STAGES))
 
 
 @hjit
@@ -18,26 +27,22 @@ def scale(a, x):
 
 
 @hjit
-def coefficients(f, t_old, y_old, y_new, ks, h, k, p):
-    """The 7 interpolation coefficient states of a step.
+def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, k, p):
+    """The 7 interpolation coefficient states of the step from ``t_old`` by ``h``.
 
-    ``ks``: the 13 derivatives returned by the step (``ks[0]`` at ``y_old``,
-    ``ks[12]`` at ``y_new``).
+    ``f_old``, ``f_new``: the derivatives at ``y_old`` and ``y_new``. Costs 14
+    evaluations of ``f``.
     """
-    ks = ks + (stage(f, t_old, y_old, h, combine13(A[13], ks), C[13], k, p),)
-    ks = ks + (stage(f, t_old, y_old, h, combine14(A[14], ks), C[14], k, p),)
-    ks = ks + (stage(f, t_old, y_old, h, combine15(A[15], ks), C[15], k, p),)
+    d0, d1, d2, d3 = interpolant_sums(f, t_old, y_old, h, k, p, f_old, f_new)
     dy = sub(y_new, y_old)
-    f_old = ks[0]
-    f_new = ks[12]
     return (
         dy,
         axpy(-1.0, dy, scale(h, f_old)),
         axpy(-h, axpy(1.0, f_old, f_new), scale(2.0, dy)),
-        scale(h, combine16(D[0], ks)),
-        scale(h, combine16(D[1], ks)),
-        scale(h, combine16(D[2], ks)),
-        scale(h, combine16(D[3], ks)),
+        scale(h, d0),
+        scale(h, d1),
+        scale(h, d2),
+        scale(h, d3),
     )
 
 

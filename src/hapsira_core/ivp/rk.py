@@ -8,16 +8,14 @@ step-size control) and II.10 (DOP853), with the constants and error norm that
 import math
 
 from ..jit import hjit
-from .state import (
-    axpy, combine1, combine2, combine3, combine4, combine5, combine6, combine7, combine8,
-    combine9, combine10, combine11, combine12, combine13, rhs, scaled_sum_squares,
-)
-from .tableau import A, B, C, E3, E5, ERROR_ESTIMATOR_ORDER
+from .stages import compile_stages, weights
+from .state import axpy, rhs, scaled_sum_squares, weighted_sum_squares
+from .tableau import A, B, C, E3, E5, ERROR_ESTIMATOR_ORDER, N_STAGES
 
 SAFETY = 0.9
 MIN_FACTOR = 0.2  # smallest factor by which a step shrinks after a rejection
 MAX_FACTOR = 10.0  # largest factor by which a step grows
-ERROR_EXPONENT = -1.0 / (ERROR_ESTIMATOR_ORDER + 1)
+assert ERROR_ESTIMATOR_ORDER == 7  # step_factor takes the 8th root
 
 
 @hjit
@@ -63,44 +61,48 @@ def initial_step(f, t0, y0, f0, t_bound, direction, rtol, atol, k, p):
     return min(100.0 * h0, h1, interval)
 
 
-@hjit
-def stage(f, t, y, h, increment, c, k, p):
-    """Derivative at ``t + c h``, ``y + h * increment``: one Runge-Kutta stage."""
-    return rhs(f, t + c * h, axpy(h, increment, y), k, p)
+#: ``step_sums(f, t, y, h, k, p, f0) -> (sum b_i k_i, sum e5_i k_i, sum e3_i k_i)``:
+#: the 12 stages of a step, evaluated in as few registers as the tableau allows.
+step_sums = compile_stages(
+    "dop853_step_sums",
+    [(i, C[i], weights(A[i])) for i in range(1, N_STAGES)],
+    {"b": weights(B), "e5": weights(E5), "e3": weights(E3)},
+    given=(0,))
 
 
 @hjit
-def rk_stages(f, t, y, f0, h, k, p):
-    """The 12 stages of one DOP853 step, the new state and its derivative.
+def rk_step(f, t, y, f0, h, k, p):
+    """One DOP853 step of size ``h`` from ``(t, y)``, ``f0 = f(t, y)`` (II.10).
 
-    Returns ``(y_new, ks)`` where ``ks`` holds the 12 stage derivatives and,
-    last, the derivative at ``y_new`` (13 states: what the error estimate
-    and the dense output need). Costs 12 evaluations of ``f``.
+    Returns ``(y_new, f_new, err5, err3)``: the new state, its derivative
+    (the next step's first stage), and the unscaled 5th and 3rd order error
+    vectors (``h`` times them estimate the local error). Costs 12
+    evaluations of ``f``.
     """
-    ks = (f0,)
-    ks = ks + (stage(f, t, y, h, combine1(A[1], ks), C[1], k, p),)
-    ks = ks + (stage(f, t, y, h, combine2(A[2], ks), C[2], k, p),)
-    ks = ks + (stage(f, t, y, h, combine3(A[3], ks), C[3], k, p),)
-    ks = ks + (stage(f, t, y, h, combine4(A[4], ks), C[4], k, p),)
-    ks = ks + (stage(f, t, y, h, combine5(A[5], ks), C[5], k, p),)
-    ks = ks + (stage(f, t, y, h, combine6(A[6], ks), C[6], k, p),)
-    ks = ks + (stage(f, t, y, h, combine7(A[7], ks), C[7], k, p),)
-    ks = ks + (stage(f, t, y, h, combine8(A[8], ks), C[8], k, p),)
-    ks = ks + (stage(f, t, y, h, combine9(A[9], ks), C[9], k, p),)
-    ks = ks + (stage(f, t, y, h, combine10(A[10], ks), C[10], k, p),)
-    ks = ks + (stage(f, t, y, h, combine11(A[11], ks), C[11], k, p),)
-    y_new = axpy(h, combine12(B, ks), y)
-    return y_new, ks + (rhs(f, t + h, y_new, k, p),)
+    b, err5, err3 = step_sums(f, t, y, h, k, p, f0)
+    y_new = axpy(h, b, y)
+    return y_new, rhs(f, t + h, y_new, k, p), err5, err3
 
 
 @hjit
-def error_norm(ks, h, scale):
+def error_norm(err5, err3, h, scale):
     """DOP853's combined 5th/3rd order error estimate (scipy's norm)."""
-    err5 = scaled_sum_squares(combine13(E5, ks), scale)
-    err3 = scaled_sum_squares(combine13(E3, ks), scale)
-    if err5 == 0.0 and err3 == 0.0:
+    inverse = (1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2],
+               1.0 / scale[3], 1.0 / scale[4], 1.0 / scale[5])
+    e5 = weighted_sum_squares(err5, inverse)
+    e3 = weighted_sum_squares(err3, inverse)
+    if e5 == 0.0 and e3 == 0.0:
         return 0.0
-    return abs(h) * err5 / math.sqrt((err5 + 0.01 * err3) * 6.0)
+    return abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * 6.0)
+
+
+@hjit
+def step_factor(err):
+    """``SAFETY * err ** (-1/8)``: the step-size factor for an error ``err``.
+
+    The 8th root as three square roots: on the GPU a tenth of a ``pow``.
+    """
+    return SAFETY / math.sqrt(math.sqrt(math.sqrt(err)))
 
 
 @hjit
@@ -119,9 +121,10 @@ def ulp_toward(t, direction):
 def step(f, t, y, f0, h_abs, t_bound, direction, rtol, atol, k, p):
     """Try steps from ``(t, y)`` until one is accepted (scipy's ``_step_impl``).
 
-    Returns ``(ok, t_new, y_new, ks, h, h_abs_next, nfev)``; ``ok`` is False
+    Returns ``(ok, t_new, y_new, f_new, h, h_abs_next, nfev)``; ``ok`` is False
     when the step size fell below 10 ulp of ``t`` (then only ``nfev`` is
-    meaningful): a singularity, or a state that is no longer finite. ``ks[0]`` is ``f0`` and ``ks[12]`` the derivative at ``y_new``.
+    meaningful): a singularity, or a state that is no longer finite.
+    ``f_new`` is the derivative at ``y_new``.
     """
     min_step = 10.0 * ulp_toward(t, direction)
     if h_abs < min_step:
@@ -134,19 +137,19 @@ def step(f, t, y, f0, h_abs, t_bound, direction, rtol, atol, k, p):
             t_new = t_bound
         h = t_new - t
         h_abs = abs(h)
-        y_new, ks = rk_stages(f, t, y, f0, h, k, p)
+        y_new, f_new, err5, err3 = rk_step(f, t, y, f0, h, k, p)
         nfev += 12
-        err = error_norm(ks, h, error_scale(y, y_new, rtol, atol))
+        err = error_norm(err5, err3, h, error_scale(y, y_new, rtol, atol))
         if err < 1.0:
             if err == 0.0:
                 factor = MAX_FACTOR
             else:
-                factor = min(MAX_FACTOR, SAFETY * err ** ERROR_EXPONENT)
+                factor = min(MAX_FACTOR, step_factor(err))
             if rejected:
                 factor = min(1.0, factor)
-            return True, t_new, y_new, ks, h, h_abs * factor, nfev
-        h_abs *= max(MIN_FACTOR, SAFETY * err ** ERROR_EXPONENT)
+            return True, t_new, y_new, f_new, h, h_abs * factor, nfev
+        h_abs *= max(MIN_FACTOR, step_factor(err))
         rejected = True
         # Written so that a NaN error (a non-finite state) also ends here.
         if not h_abs >= min_step:
-            return False, t_new, y_new, ks, h, h_abs, nfev
+            return False, t_new, y_new, f_new, h, h_abs, nfev

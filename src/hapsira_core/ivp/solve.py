@@ -120,7 +120,7 @@ def solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
         if nsteps >= max_steps:
             status = MAX_STEPS
             break
-        ok, t_new, y_new, ks, h, h_abs, step_nfev = step(
+        ok, t_new, y_new, f_new, h, h_abs, step_nfev = step(
             f, t, y, fy, h_abs, t_end, direction, rtol, atol, k, p)
         nfev += step_nfev
         if not ok:
@@ -143,8 +143,8 @@ def solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
         # Placeholder of the interpolant's type; built only when needed.
         coeffs = (y, y, y, y, y, y, y)
         if need_dense:
-            coeffs = dense.coefficients(f, t, y, y_new, ks, h, k, p)
-            nfev += 3
+            coeffs = dense.coefficients(f, t, y, fy, y_new, f_new, h, k, p)
+            nfev += 14
 
         # Locate the roots; the earliest terminal one (in time order) stops the object.
         t_stop = t_new
@@ -173,7 +173,7 @@ def solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
             break
         t = t_new
         y = y_new
-        fy = ks[12]
+        fy = f_new
         if direction * (t - t_end) >= 0.0:
             break
     info[0] = status

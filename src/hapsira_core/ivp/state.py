@@ -40,29 +40,6 @@ def sub(x, y):
             x[3] - y[3], x[4] - y[4], x[5] - y[5])
 
 
-def _combination(n):
-    """``combine{n}(weights, ks) = sum_j weights[j] * ks[j]`` over ``n`` states.
-
-    Written out term by term (generated here once per ``n``): a loop with a
-    run-time index into a tuple compiles to a switch that the GPU compiler
-    does not always unroll, which pushes the stages out of registers.
-    """
-    lines = [f"def combine{n}(weights, ks):"]
-    for i in range(6):
-        terms = " + ".join(f"weights[{j}] * ks[{j}][{i}]" for j in range(n))
-        lines.append(f"    s{i} = {terms}")
-    lines.append("    return (s0, s1, s2, s3, s4, s5)")
-    namespace = {}
-    exec(compile("\n".join(lines), f"<combine{n}>", "exec"), namespace)
-    return hjit(namespace[f"combine{n}"], cache=False)
-
-
-#: ``COMBINE[n]`` sums ``n`` weighted states; index it with a constant.
-COMBINE = tuple(_combination(n) if n else None for n in range(17))
-combine1, combine2, combine3, combine4, combine5, combine6, combine7, combine8 = COMBINE[1:9]
-combine9, combine10, combine11, combine12, combine13, combine14, combine15, combine16 = COMBINE[9:]
-
-
 @hjit
 def is_finite(y):
     return (math.isfinite(y[0]) and math.isfinite(y[1]) and math.isfinite(y[2])
@@ -72,10 +49,17 @@ def is_finite(y):
 @hjit
 def scaled_sum_squares(x, scale):
     """``sum((x / scale) ** 2)``."""
-    q0 = x[0] / scale[0]
-    q1 = x[1] / scale[1]
-    q2 = x[2] / scale[2]
-    q3 = x[3] / scale[3]
-    q4 = x[4] / scale[4]
-    q5 = x[5] / scale[5]
+    return weighted_sum_squares(x, (1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2],
+                                    1.0 / scale[3], 1.0 / scale[4], 1.0 / scale[5]))
+
+
+@hjit
+def weighted_sum_squares(x, weight):
+    """``sum((x * weight) ** 2)``."""
+    q0 = x[0] * weight[0]
+    q1 = x[1] * weight[1]
+    q2 = x[2] * weight[2]
+    q3 = x[3] * weight[3]
+    q4 = x[4] * weight[4]
+    q5 = x[5] * weight[5]
     return q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3 + q4 * q4 + q5 * q5
