@@ -18,7 +18,7 @@ The module's constants (``J2_EARTH``, ...) are compile-time constants.
 import math
 
 from hapsira_core.jit import hjit
-from hapsira_core.vec import cross, norm
+from hapsira_core.vec import cross, norm, norm_and_inverse_cube
 
 from .atmosphere import density_us76
 
@@ -47,8 +47,8 @@ def two_body(t, rr, vv, k, p):
     ``rr`` km, ``vv`` km/s, ``k`` km^3/s^2; ``t`` and ``p`` are unused. This
     is the default ``f`` of :func:`hapsira_cowell.cowell`.
     """
-    r = norm(rr)
-    c = -k / (r * r * r)
+    _, inverse_r3 = norm_and_inverse_cube(rr)
+    c = -k * inverse_r3
     return vv, (c * rr[0], c * rr[1], c * rr[2])
 
 
@@ -60,9 +60,10 @@ def J2_perturbation(t, rr, vv, k, J2, R):
     equatorial radius, km; ``rr`` in the attractor's equatorial frame, km.
     Curtis, *Orbital Mechanics for Engineering Students*, eq. 12.30.
     """
-    r = norm(rr)
-    z2 = (rr[2] / r) ** 2
-    factor = 1.5 * k * J2 * R * R / r ** 5
+    r, inverse_r3 = norm_and_inverse_cube(rr)
+    inverse_r2 = r * inverse_r3
+    z2 = rr[2] * rr[2] * inverse_r2
+    factor = 1.5 * k * J2 * R * R * inverse_r3 * inverse_r2
     return (factor * rr[0] * (5.0 * z2 - 1.0),
             factor * rr[1] * (5.0 * z2 - 1.0),
             factor * rr[2] * (5.0 * z2 - 3.0))
@@ -82,13 +83,15 @@ def J3_perturbation(t, rr, vv, k, J3, R):
     problem 12.8; Vallado, *Fundamentals of Astrodynamics and Applications*,
     zonal harmonics).
     """
-    r = norm(rr)
-    c = rr[2] / r
-    factor = 0.5 * k * J3 * R ** 3 / r ** 5
-    horizontal = 5.0 / r * (7.0 * c ** 3 - 3.0 * c)
+    r, inverse_r3 = norm_and_inverse_cube(rr)
+    inverse_r2 = r * inverse_r3
+    inverse_r = r * inverse_r2
+    c = rr[2] * inverse_r
+    factor = 0.5 * k * J3 * R * R * R * inverse_r3 * inverse_r2
+    horizontal = 5.0 * inverse_r * (7.0 * c * c * c - 3.0 * c)
     return (factor * rr[0] * horizontal,
             factor * rr[1] * horizontal,
-            factor * 3.0 * (35.0 / 3.0 * c ** 4 - 10.0 * c ** 2 + 1.0))
+            factor * 3.0 * (35.0 / 3.0 * (c * c) * (c * c) - 10.0 * c * c + 1.0))
 
 
 @hjit

@@ -1,0 +1,122 @@
+"""Static resources of the cuda kernel for the reference workload, without a GPU.
+
+Compiles ``cowell``'s kernel for the workload's ``f`` to PTX for a compute
+capability (default 9.0, the H100), assembles it with ``ptxas`` and counts
+the SASS instructions by kind. Needs the CUDA toolkit's libNVVM, ``ptxas`` and
+``nvdisasm`` (``pip install "cuda-toolkit[nvvm,nvcc,nvdisasm]==13.*"``), no device::
+
+    HAPSIRA_TARGET=cuda python benchmarks/kernel_stats.py [--drag] [--cc 9.0]
+
+Counts are static (each instruction once, loops not unrolled): the step
+body is straight-line code, so they approximate the instructions per
+attempted step.
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numba
+from numba import cuda
+
+# Compiling needs no device: let hapsira's start-up check pass on a machine
+# without one, and give device functions the compute capability asked for.
+cuda.is_available = lambda: True
+CC = (9, 0)
+
+
+class _Device:
+    @property
+    def compute_capability(self):
+        return CC
+
+
+def _device():
+    return _Device()
+
+
+for _module in ("dispatcher", "compiler"):
+    setattr(sys.modules[f"numba.cuda.{_module}"], "get_current_device", _device)
+sys.path.insert(0, os.path.dirname(__file__))
+import workload  # noqa: E402
+
+import hapsira_cowell.cowell  # noqa: E402
+cowell_module = sys.modules["hapsira_cowell.cowell"]
+
+
+def nvidia_tool(name):
+    """The pip-installed toolkit's tool first: it matches the pip-installed libNVVM."""
+    try:
+        import nvidia.cu13
+        candidate = os.path.join(list(nvidia.cu13.__path__)[0], "bin", name)
+        if os.path.exists(candidate):
+            return candidate
+    except ImportError:
+        pass
+    return shutil.which(name)
+
+
+def kernel_ptx(f, cc):
+    kernel = cowell_module._kernel(f, ())
+    pyfunc = kernel._kernel_function()
+    types = []
+    for arg in kernel.args:
+        ndim = len(arg.core) + (1 if arg.per_object else 0)
+        types.append(numba.types.Array(numba.from_dtype(arg.dtype), ndim, "C"))
+    ptx, _ = cuda.compile_ptx(pyfunc, tuple(types), cc=cc)
+    return ptx
+
+
+def sass_counts(sass):
+    counts = collections.Counter()
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?", line)
+        if m:
+            counts[m.group(1)] += 1
+    return counts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cc", default="9.0")
+    parser.add_argument("--drag", action="store_true", help="the drag variant's f")
+    parser.add_argument("--keep", help="write the PTX and SASS to this folder")
+    args = parser.parse_args()
+    global CC
+    cc = CC = tuple(int(x) for x in args.cc.split("."))
+    f = workload.two_body_j2_drag if args.drag else workload.two_body_j2
+    ptx = kernel_ptx(f, cc)
+    arch = f"sm_{cc[0]}{cc[1]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx_path = os.path.join(tmp, "kernel.ptx")
+        cubin = os.path.join(tmp, "kernel.cubin")
+        with open(ptx_path, "w") as out:
+            out.write(ptx)
+        info = subprocess.run([nvidia_tool("ptxas"), f"-arch={arch}", "-v", "-O3",
+                               ptx_path, "-o", cubin], capture_output=True, text=True)
+        print(info.stderr.strip())
+        if info.returncode:
+            sys.exit("ptxas failed")
+        nvdisasm = nvidia_tool("nvdisasm")
+        sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True,
+                              check=True).stdout if nvdisasm else ""
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        with open(os.path.join(args.keep, "kernel.ptx"), "w") as out:
+            out.write(ptx)
+        with open(os.path.join(args.keep, "kernel.sass"), "w") as out:
+            out.write(sass)
+    counts = sass_counts(sass)
+    fp64 = sum(v for k, v in counts.items() if k.startswith("D") and k[1:4] in ("FMA", "MUL", "ADD", "SET", "MNM") or k in ("DSETP",))
+    print(f"SASS instructions: {sum(counts.values())}, FP64 arithmetic: {fp64}")
+    for name, n in counts.most_common(25):
+        print(f"  {name:10s} {n}")
+
+
+if __name__ == "__main__":
+    main()
