@@ -144,16 +144,21 @@ def time_sizes(report, tofs, args):
             order = expected_steps_order(r0, v0)
             r0, v0 = r0[order], v0[order]
         cowell(workload.K, r0[:64], v0[:64], tofs, f=workload.two_body_j2)
-        runs = []
+        runs, kernel_runs = [], []
+        kernel = next(k for key, k in _KERNELS.items() if key[1] is workload.two_body_j2)
         for _ in range(args.repeat):
             t = time.perf_counter()
             res = cowell(workload.K, r0, v0, tofs, f=workload.two_body_j2)
             runs.append(time.perf_counter() - t)
+            kernel_runs.append(kernel.last_kernel_seconds)
         seconds = float(np.median(runs))
+        kernel_seconds = float(np.median(kernel_runs))
         steps = int(res.nsteps.sum())
         timings.append({"label": args.label, "n_objects": size, "seconds": seconds,
                         "seconds_min_max": [min(runs), max(runs)], "orbit_steps": steps,
                         "orbit_steps_per_s": steps / seconds,
+                        "kernel_seconds": kernel_seconds,
+                        "kernel_orbit_steps_per_s": steps / kernel_seconds,
                         "us_per_object_day": 1e6 * seconds / size,
                         "failed": int((res.status < 0).sum())})
         print("timing", json.dumps(timings[-1]), flush=True)

@@ -85,6 +85,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0")
     parser.add_argument("--drag", action="store_true", help="the drag variant's f")
+    parser.add_argument("--max-registers", type=int, default=0,
+                        help="ptxas -maxrregcount (0: ptxas decides)")
     parser.add_argument("--keep", help="write the PTX and SASS to this folder")
     args = parser.parse_args()
     global CC
@@ -98,6 +100,7 @@ def main():
         with open(ptx_path, "w") as out:
             out.write(ptx)
         info = subprocess.run([nvidia_tool("ptxas"), f"-arch={arch}", "-v", "-O3",
+                               *([f"-maxrregcount={args.max_registers}"] if args.max_registers else []),
                                ptx_path, "-o", cubin], capture_output=True, text=True)
         print(info.stderr.strip())
         if info.returncode:

@@ -13,6 +13,7 @@ one module.
 """
 
 import importlib.util
+import math
 import os
 import warnings
 
@@ -22,7 +23,7 @@ import numpy as np
 from . import settings
 from .fingerprint import fingerprint
 
-__all__ = ["hjit", "vjit", "gjit", "switch", "Arg", "ObjectKernel", "TARGET"]
+__all__ = ["hjit", "vjit", "gjit", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET"]
 
 TARGET = settings.TARGET
 
@@ -51,6 +52,23 @@ def hjit(func=None, **options):
         options.setdefault("boundscheck", True)
         options.setdefault("debug", True)
     return numba.njit(**options)(func)
+
+
+def _rsqrt(x):
+    return 1.0 / math.sqrt(x)
+
+
+if TARGET == "cuda" and not settings.cuda_simulator_enabled():
+    from numba.cuda import libdevice
+
+    def _rsqrt(x):  # noqa: F811
+        return libdevice.rsqrt(x)
+
+
+#: ``rsqrt(x) = 1 / sqrt(x)``, within 1 ulp. On the GPU one reciprocal square
+#: root (libdevice) instead of a square root and a division, which halves the
+#: latency of a gravity term; elsewhere the two operations.
+rsqrt = hjit(_rsqrt)
 
 
 def vjit(signatures, **options):
@@ -97,15 +115,17 @@ class Arg:
     ``per_object``: the array has a leading object axis of length N (or 1,
     then broadcast to every object); otherwise it is shared by all objects.
     ``output``: written by the kernel; outputs are per-object, and the body
-    must write every element of its rows.
+    must write every element of its rows. ``scratch``: an output that is
+    working memory only: on the GPU it is never copied back to the host.
     """
 
-    def __init__(self, name, dtype, core, per_object=True, output=False):
+    def __init__(self, name, dtype, core, per_object=True, output=False, scratch=False):
         self.name = name
         self.dtype = np.dtype(dtype)
         self.core = tuple(core)
-        self.per_object = per_object or output
-        self.output = output
+        self.per_object = per_object or output or scratch
+        self.output = output or scratch
+        self.scratch = scratch
 
     def numba_type(self):
         scalar = numba.from_dtype(self.dtype)
@@ -130,6 +150,9 @@ class ObjectKernel:
             raise ValueError("ObjectKernel args: inputs first, then at least one output")
         self.n_inputs = outputs.index(True)
         self._compiled = None
+        #: cuda: seconds the last call's kernels ran (summed over chunks, from
+        #: events on their streams; chunks on two streams may overlap).
+        self.last_kernel_seconds = None
 
     def _row(self, arg, index="i"):
         if not arg.per_object:
@@ -227,9 +250,11 @@ class ObjectKernel:
     def _launch(self, kernel, arrays):
         """Copy in, run and copy out in chunks of objects on two alternating streams.
 
-        Chunks bound the GPU memory in use whatever N is, and let one chunk's
-        copies overlap the other stream's computation. Shared arrays are
-        copied once; arrays already on the device are sliced in place.
+        Chunks bound the GPU memory in use whatever N is. Each chunk's results
+        are copied back only after the next chunk has been queued, so that the
+        GPU computes one chunk while the host waits for the other's copies
+        (pageable host memory makes each copy block the host). Shared arrays
+        are copied once; arrays already on the device are sliced in place.
         """
         n = arrays[self.n_inputs].shape[0]
         if n == 0:
@@ -242,6 +267,8 @@ class ObjectKernel:
         streams[0].synchronize()
         chunk = settings.CUDA_CHUNK
         block = settings.CUDA_BLOCK
+        timing = []  # (start, stop) events around each chunk's kernel
+        queued = None  # the chunk whose results are still to be copied back
         for number, start in enumerate(range(0, n, chunk)):
             stop = min(start + chunk, n)
             stream = streams[number % 2]
@@ -254,15 +281,26 @@ class ObjectKernel:
                                                     array.dtype, stream=stream))
                 else:
                     device.append(self._to_device(array, stream, start, stop))
+            timing.append((cuda.event(), cuda.event()))
+            timing[-1][0].record(stream)
             with warnings.catch_warnings():
                 # numba warns about small grids; a small batch is the user's choice
                 warnings.filterwarnings("ignore", message=".*Grid size")
                 kernel[(stop - start + block - 1) // block, block, stream](*device)
-            for arg, array, on_device in zip(self.args, arrays, device):
-                if arg.output:
-                    on_device.copy_to_host(array[start:stop], stream=stream)
+            timing[-1][1].record(stream)
+            if queued is not None:
+                self._copy_back(arrays, *queued)
+            queued = (device, stream, start, stop)
+        self._copy_back(arrays, *queued)
         for stream in streams:
             stream.synchronize()
+        if not settings.cuda_simulator_enabled():  # the simulator keeps no time
+            self.last_kernel_seconds = sum(a.elapsed_time(b) for a, b in timing) / 1e3
+
+    def _copy_back(self, arrays, device, stream, start, stop):
+        for arg, array, on_device in zip(self.args, arrays, device):
+            if arg.output and not arg.scratch:
+                on_device.copy_to_host(array[start:stop], stream=stream)
 
     @staticmethod
     def _to_device(array, stream, start=None, stop=None):

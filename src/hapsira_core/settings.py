@@ -8,7 +8,7 @@ variable           meaning                             default
 ``HAPSIRA_CACHE_DIR``  where cached kernels live       ``~/.cache/hapsira-cowell``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
-``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``1048576``
+``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``262144``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
 =================  ==================================  =========
 
@@ -89,7 +89,7 @@ CACHE_DIR = os.path.expanduser(os.environ.get(
     os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
-CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 20)
+CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 18)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
 
 if TARGET == "cuda":

@@ -2,7 +2,7 @@
 
 import math
 
-from .jit import hjit
+from .jit import hjit, rsqrt
 
 
 @hjit
@@ -41,10 +41,11 @@ def norm(a):
 def norm_and_inverse_cube(a):
     """``(|a|, 1 / |a|^3)``.
 
-    Gravity terms written with these share one square root and one division
-    per evaluation of ``f``: the compiler merges identical expressions after
-    inlining, and FP64 divisions and roots are the costly part of a
+    Gravity terms written with these share one reciprocal square root per
+    evaluation of ``f`` (the compiler merges identical expressions after
+    inlining): FP64 divisions and roots are the long-latency part of a
     right-hand side on the GPU.
     """
-    r = norm(a)
-    return r, 1.0 / (r * r * r)
+    r2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2]
+    inverse_r = rsqrt(r2)
+    return r2 * inverse_r, inverse_r * inverse_r * inverse_r

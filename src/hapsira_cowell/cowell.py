@@ -44,7 +44,7 @@ _ARGS = (
     Arg("info", np.int64, ("ninfo",), output=True),
     Arg("t_events", np.float64, ("e", "c"), output=True),
     Arg("n_events", np.int64, ("e",), output=True),
-    Arg("scratch", np.float64, ("e", "two"), output=True),
+    Arg("scratch", np.float64, ("e", "two"), scratch=True),
 )
 
 _KERNELS = {}
@@ -124,7 +124,9 @@ def _states(r0, v0):
         array = to_value(value, unit, name)
         if array.ndim not in (1, 2) or array.shape[-1] != 3:
             raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
-        arrays.append(array.copy(order="C"))  # no stride-0 or strided views in kernels
+        if not array.flags.c_contiguous or 0 in array.strides or array.dtype != np.float64:
+            array = array.astype(np.float64, order="C")  # no stride-0 or strided views in kernels
+        arrays.append(array)
     r0, v0 = arrays
     single = getattr(r0, "ndim", 2) == 1
     if (getattr(v0, "ndim", 2) == 1) != single:
@@ -259,7 +261,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     rr = np.empty((n, m, 3))
     vv = np.empty((n, m, 3))
     info = np.empty((n, 3), dtype=np.int64)
-    t_events = np.empty((n, slots, max(records, 1)))
+    # without events the kernel still gets one slot; keep it one number wide
+    t_events = np.empty((n, slots, max(records, 1) if n_ev else 1))
     n_events = np.empty((n, slots), dtype=np.int64)
     scratch = np.empty((n, slots, 2))
 
