@@ -48,7 +48,7 @@ def two_body(t, rr, vv, k, p):
     is the default ``f`` of :func:`hapsira_cowell.cowell`.
     """
     _, inverse_r3 = norm_and_inverse_cube(rr)
-    c = -k * inverse_r3
+    c = -(k * inverse_r3)  # k * inverse_r3 is shared with the zonal terms
     return vv, (c * rr[0], c * rr[1], c * rr[2])
 
 
@@ -63,7 +63,8 @@ def J2_perturbation(t, rr, vv, k, J2, R):
     r, inverse_r3 = norm_and_inverse_cube(rr)
     inverse_r2 = r * inverse_r3
     z2 = rr[2] * rr[2] * inverse_r2
-    factor = 1.5 * k * J2 * R * R * inverse_r3 * inverse_r2
+    # constants grouped so that the compiler folds them; k / r^3 shared with two_body
+    factor = (k * inverse_r3) * (1.5 * J2 * R * R) * inverse_r2
     return (factor * rr[0] * (5.0 * z2 - 1.0),
             factor * rr[1] * (5.0 * z2 - 1.0),
             factor * rr[2] * (5.0 * z2 - 3.0))
@@ -87,7 +88,7 @@ def J3_perturbation(t, rr, vv, k, J3, R):
     inverse_r2 = r * inverse_r3
     inverse_r = r * inverse_r2
     c = rr[2] * inverse_r
-    factor = 0.5 * k * J3 * R * R * R * inverse_r3 * inverse_r2
+    factor = (k * inverse_r3) * (0.5 * J3 * R * R * R) * inverse_r2
     horizontal = 5.0 * inverse_r * (7.0 * c * c * c - 3.0 * c)
     return (factor * rr[0] * horizontal,
             factor * rr[1] * horizontal,
