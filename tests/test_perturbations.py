@@ -207,9 +207,12 @@ def test_per_object_area_to_mass_and_drag_lifetime_ordering():
             return np.linalg.norm(y[:3]) - R_EARTH - 100.0
         reentry.terminal, reentry.direction = True, -1
         ref = Reference(np_model(rows[i]), r0[i], v0[i], tofs, events=[reentry])
-        # The fits' small jumps at layer boundaries (120, 150 km) are kinks the
-        # two integrators step across differently: about 1e-3 s apart in ~1 h.
-        assert abs(life[i] - ref.t_events[0][0]) < 5e-3
+        # The fits' small jumps at layer boundaries (120, 150 km) are steps in
+        # the acceleration that no error estimate bounds: the result depends on
+        # where the steps fall. The host targets follow scipy's steps (1e-4 s
+        # apart); scipy at rtol 1e-12 moves 1.3e-3 s; the GPU, rounding
+        # differently (FMA, rsqrt), lands 1.5e-2 s away in 3 h (1.3e-6).
+        assert abs(life[i] - ref.t_events[0][0]) < 3e-2
 
 
 def test_j2_nodal_regression_matches_secular_rate():
