@@ -68,8 +68,11 @@ def variant_inputs(variant, n):
         r0, v0 = workload.leo_cloud(n, SEED)
         return r0, v0, dict(f=workload.two_body_j2)
     r0, v0, area_to_mass = workload.drag_cloud(n, SEED)
+    # a terminal event happens once: one record per object, not the default 64
+    # (8 bytes per record and object, copied back from the GPU)
     return r0, v0, dict(f=workload.two_body_j2_drag, params=area_to_mass,
-                        events=[AltitudeCrossEvent(workload.REENTRY_ALT, workload.R)])
+                        events=[AltitudeCrossEvent(workload.REENTRY_ALT, workload.R)],
+                        max_event_records=1)
 
 
 def reference(variant, n_ref):
