@@ -265,7 +265,7 @@ class ObjectKernel:
             if not arg.per_object or array.shape[0] == 1:
                 shared[index] = self._to_device(array, streams[0])
         streams[0].synchronize()
-        chunk = settings.CUDA_CHUNK
+        chunk = self._chunk_size(arrays, shared)
         block = settings.CUDA_BLOCK
         timing = []  # (start, stop) events around each chunk's kernel
         queued = None  # the chunk whose results are still to be copied back
@@ -296,6 +296,15 @@ class ObjectKernel:
             stream.synchronize()
         if not settings.cuda_simulator_enabled():  # the simulator keeps no time
             self.last_kernel_seconds = sum(a.elapsed_time(b) for a, b in timing) / 1e3
+
+    def _chunk_size(self, arrays, shared):
+        """Objects per launch: ``HAPSIRA_CUDA_CHUNK``, fewer if two chunks'
+        rows (inputs and outputs, one chunk per stream) would take more than
+        half of the GPU's free memory (many output times per object)."""
+        row_bytes = sum(array.dtype.itemsize * int(np.prod(array.shape[1:]))
+                        for index, array in enumerate(arrays) if index not in shared)
+        free, _ = cuda.current_context().get_memory_info()
+        return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
 
     def _copy_back(self, arrays, device, stream, start, stop):
         for arg, array, on_device in zip(self.args, arrays, device):
