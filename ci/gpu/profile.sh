@@ -14,7 +14,9 @@ from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud(100_000, seed=2)
 cowell(workload.K, r0, v0, np.array([workload.DAY / 2, workload.DAY]), f=workload.two_body_j2)
 PY
-timeout 400 "$NCU" --target-processes all --launch-count 1 \
+# a plain numba kernel first: shows whether ncu sees numba's launches at all
+timeout 120 "$NCU" --target-processes all python3 ci/gpu/tiny_ncu.py 2>&1 | grep -E "==PROF==|==WARNING==|==ERROR==|kernel|Duration" | head -5
+timeout 400 "$NCU" --target-processes all --launch-count 1 --kernel-name regex:kernel \
     --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats --section InstructionStats \
