@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-gpu-out}
-export PYTHONPATH=/tmp/site:$PWD/src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:$PWD/src:${PYTHONPATH:-} PYTHONUNBUFFERED=1 HAPSIRA_TARGET=cuda
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 cat > /tmp/one_launch.py <<'PY'
 import sys, numpy as np
