@@ -118,7 +118,7 @@ def ulp_toward(t, direction):
 
 
 @hjit
-def step(f, t, y, f0, h_abs, t_bound, direction, rtol, atol, k, p):
+def step(f, t, y, f0, h_abs, t_bound, direction, tolerances, k, p):
     """Try steps from ``(t, y)`` until one is accepted (scipy's ``_step_impl``).
 
     Returns ``(ok, t_new, y_new, f_new, h, h_abs_next, nfev)``; ``ok`` is False
@@ -139,6 +139,11 @@ def step(f, t, y, f0, h_abs, t_bound, direction, rtol, atol, k, p):
         h_abs = abs(h)
         y_new, f_new, err5, err3 = rk_step(f, t, y, f0, h, k, p)
         nfev += 12
+        # read here, not held in registers through the stages
+        rtol = (tolerances[0], tolerances[1], tolerances[2],
+                tolerances[3], tolerances[4], tolerances[5])
+        atol = (tolerances[6], tolerances[7], tolerances[8],
+                tolerances[9], tolerances[10], tolerances[11])
         err = error_norm(err5, err3, h, error_scale(y, y_new, rtol, atol))
         if err < 1.0:
             if err == 0.0:

@@ -121,7 +121,7 @@ def solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
             status = MAX_STEPS
             break
         ok, t_new, y_new, f_new, h, h_abs, step_nfev = step(
-            f, t, y, fy, h_abs, t_end, direction, rtol, atol, k, p)
+            f, t, y, fy, h_abs, t_end, direction, fconf[FCONF_RTOL:FCONF_SIZE], k, p)
         nfev += step_nfev
         if not ok:
             status = STEP_TOO_SMALL
