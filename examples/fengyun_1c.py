@@ -34,13 +34,14 @@ def j2_drag(t, rr, vv, k, p):
     return drr, (dvv[0] + a[0] + d[0], dvv[1] + a[1] + d[1], dvv[2] + a[2] + d[2])
 
 
-def propagate(path=DEFAULT, limit=None, seed=0):
+def propagate(path=DEFAULT, limit=None, seed=0, span=86400.0):
+    """The first ``limit`` objects (default all) over ``span`` seconds, 25 outputs."""
     catalog = from_tle(path)
     r0, v0, ok = catalog.states_at(catalog.epochs.max())
     n = len(catalog) if limit is None else min(limit, len(catalog))
     area_to_mass = 10 ** np.random.default_rng(seed).uniform(np.log10(0.005), -1.0, n) * 1e-6
     params = np.column_stack([np.full(n, 2.2), area_to_mass])
-    tofs = np.linspace(0.0, 86400.0, 25)
+    tofs = np.linspace(0.0, span, 25)
     res = cowell(K, r0[:n], v0[:n], tofs, f=j2_drag, params=params,
                  events=[AltitudeCrossEvent(100.0, R)])
     return catalog, ok[:n], res

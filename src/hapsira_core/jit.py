@@ -63,6 +63,12 @@ if TARGET == "cuda" and not settings.cuda_simulator_enabled():
 
     def _rsqrt(x):  # noqa: F811
         return libdevice.rsqrt(x)
+elif TARGET == "cuda":
+    def _rsqrt(x):  # noqa: F811
+        # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
+        # float64 gives inf as the GPU does (an object at the centre fails alone).
+        with np.errstate(divide="ignore"):
+            return np.float64(1.0) / np.float64(math.sqrt(x))
 
 
 #: ``rsqrt(x) = 1 / sqrt(x)``, within 1 ulp. On the GPU one reciprocal square
