@@ -208,8 +208,6 @@ def _fake_chunks():
 @pytest.mark.parametrize("fmt", ["npz", "csv", "parquet"])
 def test_writers_chunk_by_chunk(tmp_path, fmt):
     from astropy.time import Time
-    if fmt == "parquet":
-        pytest.importorskip("pyarrow")
     names, rr, vv, status, reentry, chunks = _fake_chunks()
     tofs = np.array([0.0, 60.0])
     path = str(tmp_path / f"out.{fmt}")
