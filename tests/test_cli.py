@@ -186,6 +186,25 @@ def test_durations_and_perturbations():
         cli.parse_perturbations("j2,j4")
     np.testing.assert_array_equal(cli.make_tofs(86400.0, 21600.0), [0, 21600, 43200, 64800, 86400])
     np.testing.assert_array_equal(cli.make_tofs(100.0, 30.0), [0, 30, 60, 90, 100])
+
+
+@pytest.mark.parametrize("option, good, bad", [
+    ("--drag-coefficient", ["2.2", "1e-3"], ["0", "-2", "nan", "inf", "x"]),
+    ("--area-to-mass", ["0.01"], ["0", "-0.01", "1e999"]),
+    ("--reentry-altitude", ["0", "120.5"], ["-1", "nan", "km"]),
+])
+def test_number_options_name_the_bound(option, good, bad):
+    parser = cli.build_parser()
+    dest = option[2:].replace("-", "_")
+    for text in good:
+        args = parser.parse_args(["propagate", "x.tle", option, text])
+        assert getattr(args, dest) == float(text)
+    expected = ">= 0" if option == "--reentry-altitude" else "positive"
+    for text in bad:
+        with pytest.raises(cli.UsageError) as error:
+            parser.parse_args(["propagate", "x.tle", option, text])
+        message = str(error.value)
+        assert option in message and expected in message and repr(text) in message
     np.testing.assert_array_equal(cli.make_tofs(100.0, 500.0), [0, 100])
 
 

@@ -711,24 +711,23 @@ def _positive_int(text):
     return value
 
 
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+def _finite_float(allow_zero):
+    """An argparse type: a finite number > 0 (or >= 0 with ``allow_zero``)."""
+    expected = "a number >= 0" if allow_zero else "a positive number"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value > 0 or (allow_zero and value == 0))):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
 
 
-def _non_negative_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+_positive_float = _finite_float(allow_zero=False)
+_non_negative_float = _finite_float(allow_zero=True)
 
 
 def build_parser():
