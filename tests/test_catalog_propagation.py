@@ -27,7 +27,7 @@ def test_fengyun_1c_whole_catalog_one_day():
     assert np.isfinite(res.rr[done]).all()
     r = np.linalg.norm(res.rr[done][:, -1], axis=-1)
     assert np.all((r > 6378.137 + 100) & (r < 6378.137 + 4000))
-    # re-entered objects: an event time within the day, NaN states after it
+    # re-entered objects: an event time within the span, NaN states after it
     reentered = res.status == 1
     t = res.t_events[0][reentered, 0]
     assert np.all((t > 0) & (t <= span))
