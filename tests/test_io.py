@@ -334,3 +334,116 @@ def test_states_at_flags_objects_sgp4_cannot_reach():
     assert cat.satnums[~ok].tolist() == [51435]
     assert np.isnan(r[~ok]).all() and np.isnan(v[~ok]).all()
     assert np.isfinite(r[ok]).all() and np.isfinite(v[ok]).all()
+
+
+# ------------------------------------------------------- characters outside ASCII (issue 14)
+
+# a digit of another script with the value of the ASCII one: Python's int() and float()
+# read them, so before they were rejected sgp4 read another orbit
+OTHER_DIGITS = {"Arabic-Indic": 0x0660, "fullwidth": 0xFF10, "Devanagari": 0x0966}
+
+
+@pytest.mark.parametrize("script", OTHER_DIGITS)
+@pytest.mark.parametrize("index, column, field", [
+    (2, 10, "inclination"),  # Iridium 33 line 2 '86.3914': the 3
+    (1, 20, "epoch day"),  # line 1 '25046.63678585': the 0
+    (2, 60, "mean motion"),
+])
+def test_a_digit_of_another_script_is_a_bad_field(script, index, column, field):
+    lines = lines_of("iridium-33")
+    line = lines[index]
+    digit = line[column]
+    assert digit.isdigit() and digit.isascii()
+    other = chr(OTHER_DIGITS[script] + int(digit))
+    assert int(other) == int(digit)  # what Python makes of it
+    changed = line[:column] + other + line[column + 1:]
+    assert len(changed) == 69
+    with pytest.warns(TLEWarning, match="skipped 1 malformed TLE entries of 119"):
+        cat = from_tle(edited(lines, index, changed))
+    assert len(cat) == 118 and cat.errors[0][0] == index + 1
+    message = cat.errors[0][1]
+    assert field in message and repr(other) in message and "non-ASCII" in message
+    assert f"column {column + 1}" in message
+    good = from_tle(lines)
+    np.testing.assert_array_equal(cat.r, good.r[1:])
+    with pytest.raises(ValueError, match=f"^line {index + 1}: line {index}: {field}"):
+        from_tle(edited(lines, index, changed), strict=True)
+
+
+def test_checksum_counts_only_ascii_digits():
+    line = lines_of("iridium-33")[1]
+    assert tle_checksum(line) == int(line[68])
+    fullwidth = line.replace("97051C", "\uff19\uff17051C")  # the 9 and the 7 of the designator
+    assert tle_checksum(fullwidth) == (int(line[68]) - 16) % 10
+    assert tle_checksum("1 ²²²" + line[5:]) == tle_checksum("1 " + "   " + line[5:])
+
+
+@pytest.mark.parametrize("index, column", [(1, 30), (2, 68), (2, 5), (1, 63)])
+def test_a_superscript_anywhere_skips_its_entry_alone(index, column):
+    """'²' is a digit to str.isdigit() but not to int(): it used to abort the whole file."""
+    lines = lines_of("iridium-33")
+    line = lines[3 * 40 + index]  # object 41
+    changed = line[:column] + "\u00b2" + line[column + 1:]
+    broken = edited(lines, 3 * 40 + index, changed)
+    with pytest.warns(TLEWarning, match="skipped 1 malformed"):
+        cat = from_tle(broken)
+    assert len(cat) == 118
+    assert cat.errors == [(3 * 40 + index + 1, cat.errors[0][1])]
+    assert "'\u00b2'" in cat.errors[0][1] and f"column {column + 1}" in cat.errors[0][1]
+    if column == 68:
+        assert "checksum" in cat.errors[0][1]
+    good = from_tle(lines)
+    keep = [i for i in range(119) if i != 40]
+    np.testing.assert_array_equal(cat.r, good.r[keep])
+    with pytest.raises(ValueError, match=f"^line {3 * 40 + index + 1}: .*non-ASCII"):
+        from_tle(broken, strict=True)
+
+
+def test_bytes_that_are_not_utf8_skip_their_entry(tmp_path):
+    lines = lines_of("cosmos-1408")
+    data = ("\n".join(lines) + "\n").encode("ascii")
+    at = data.index(lines[4].encode()) + 30  # object 2, line 1
+    path = tmp_path / "latin1.tle"
+    path.write_bytes(data[:at] + b"\xb2" + data[at + 1:])  # Latin-1 superscript two
+    cat = load_quietly(path)
+    assert len(cat) == 9 and [e[0] for e in cat.errors] == [5]
+    assert "U+FFFD" in cat.errors[0][1]
+
+
+def test_non_ascii_names_are_kept():
+    lines = lines_of("cosmos-1408")
+    cat = from_tle(edited(lines, 0, "COSMOS 1408 DEB \u00b2 \u00e9"))
+    assert cat.names[0] == "COSMOS 1408 DEB \u00b2 \u00e9" and cat.errors == []
+
+
+def test_byte_order_mark_is_not_part_of_the_first_name(tmp_path):
+    lines = lines_of("cosmos-1408")
+    path = tmp_path / "bom.tle"
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8-sig")
+    assert path.read_bytes()[:3] == b"\xef\xbb\xbf"
+    expected = from_tle(lines).names
+    assert expected[0] == lines[0].strip()
+    for source in (path, str(path), "\ufeff" + "\n".join(lines),
+                   ["\ufeff" + lines[0]] + lines[1:],
+                   [("\ufeff" + line if i == 0 else line).encode() for i, line in enumerate(lines)]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert from_tle(source).names == expected
+    # a file of bare pairs: the mark would sit before line 1's '1 '
+    bare = [line for line in lines if line[:2] in ("1 ", "2 ")]
+    cat = from_tle(["\ufeff" + bare[0]] + bare[1:])
+    assert len(cat) == 10 and cat.errors == []
+
+
+def test_repeated_catalog_numbers_are_named_in_a_warning():
+    lines = lines_of("cosmos-1408")
+    repeated = lines + lines[3:6] + lines[12:15]  # objects 2 and 5 again, at the end
+    with pytest.warns(TLEWarning) as caught:
+        cat = from_tle(repeated)
+    assert len(cat) == 12 and cat.errors == []  # both copies kept
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1
+    first, fifth = from_tle(lines).satnums[[1, 4]]
+    assert f"{first} (lines 5, 32)" in messages[0] and f"{fifth} (lines 14, 35)" in messages[0]
+    assert messages[0].startswith("2 catalog number(s) appear in more than one entry")
+    np.testing.assert_array_equal(cat.r[10], cat.r[1])

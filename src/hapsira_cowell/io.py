@@ -1,6 +1,6 @@
 """Reading debris catalogs: two-line element sets (TLE) to state vectors.
 
-:func:`from_tle` parses a CelesTrak-style catalog (a name line then lines 1
+`from_tle()` parses a CelesTrak-style catalog (a name line then lines 1
 and 2 per object, or bare pairs of lines) with the ``sgp4`` package and
 returns each object's TEME state (km, km/s) at its own epoch. Malformed
 entries are reported with their line numbers and skipped, so that one bad
@@ -18,18 +18,18 @@ from sgp4.api import Satrec, SatrecArray
 __all__ = ["TLECatalog", "TLEWarning", "from_tle", "tle_checksum"]
 
 #: A plain decimal number (no exponent, no '_', no 'nan'): what float() may see.
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)", re.ASCII)
 #: The TLE "assumed decimal point" form of nddot and B*: mantissa digits, signed exponent.
-_EXPONENTIAL = re.compile(r"[+-]?\d{1,5}[+-]\d")
+_EXPONENTIAL = re.compile(r"[+-]?\d{1,5}[+-]\d", re.ASCII)
 #: A catalog number: up to five digits, or Alpha-5 (a letter other than I and O, 4 digits).
-_SATNUM = re.compile(r"\d{1,5}|[A-HJ-NP-Z]\d{4}")
+_SATNUM = re.compile(r"\d{1,5}|[A-HJ-NP-Z]\d{4}", re.ASCII)
 
 # Columns that must be blank (0-based) in line 1 and line 2.
 _BLANKS = {1: (1, 8, 17, 32, 43, 52, 61, 63), 2: (1, 7, 16, 25, 33, 42, 51)}
 # (name, first column, end column (0-based, exclusive), rule, lowest, highest).
 _FIELDS = {
     1: (("catalog number", 2, 7, _SATNUM, None, None),
-        ("epoch year", 18, 20, re.compile(r"\d\d"), None, None),
+        ("epoch year", 18, 20, re.compile(r"\d\d", re.ASCII), None, None),
         ("epoch day", 20, 32, _DECIMAL, 1.0, 367.0),
         ("first derivative of the mean motion", 33, 43, _DECIMAL, None, None),
         ("second derivative of the mean motion", 44, 52, _EXPONENTIAL, None, None),
@@ -37,25 +37,56 @@ _FIELDS = {
     2: (("catalog number", 2, 7, _SATNUM, None, None),
         ("inclination", 8, 16, _DECIMAL, 0.0, 180.0),
         ("right ascension of the ascending node", 17, 25, _DECIMAL, 0.0, 360.0),
-        ("eccentricity", 26, 33, re.compile(r"\d{1,7}"), None, None),
+        ("eccentricity", 26, 33, re.compile(r"\d{1,7}", re.ASCII), None, None),
         ("argument of perigee", 34, 42, _DECIMAL, 0.0, 360.0),
         ("mean anomaly", 43, 51, _DECIMAL, 0.0, 360.0),
         ("mean motion", 52, 63, _DECIMAL, 0.0, None),
-        ("revolution number", 63, 68, re.compile(r"\d{0,5}"), None, None)),
+        ("revolution number", 63, 68, re.compile(r"\d{0,5}", re.ASCII), None, None)),
 }
 
 
 class TLEWarning(UserWarning):
-    """Issued once by :func:`from_tle` when it skipped malformed entries."""
+    """Issued by `from_tle` when it skipped malformed entries, and when
+    catalog numbers repeat."""
+
+
+_ASCII_DIGITS = "0123456789"
 
 
 def tle_checksum(line):
     """Modulo-10 checksum of a TLE line's first 68 characters.
 
-    Digits count their value, '-' counts one, everything else zero; the
-    result is what column 69 of a valid line holds.
+    The ASCII digits 0-9 count their value, '-' counts one, everything else
+    zero (other scripts' digits too: a TLE is ASCII); the result is what
+    column 69 of a valid line holds.
     """
-    return sum(int(c) if c.isdigit() else c == "-" for c in line[:68]) % 10
+    return sum(_ASCII_DIGITS.index(c) if c in _ASCII_DIGITS else c == "-"
+               for c in line[:68]) % 10
+
+
+def _field_at(number, column):
+    """The name and columns (1-based) of the field of TLE line ``number`` at ``column``
+    (0-based), or None between fields."""
+    for name, start, end, *_ in _FIELDS[number]:
+        if start <= column < end:
+            return f"{name} (columns {start + 1}-{end})"
+    return None
+
+
+def _non_ascii(line, number):
+    """What is wrong if TLE line ``number`` holds a non-ASCII character, else None.
+
+    Python reads other scripts' digits (Arabic-Indic, fullwidth, ...) as
+    numbers and sgp4 would then read another orbit: a TLE is ASCII, and a
+    character outside it is a bad field, never a digit.
+    """
+    for column, char in enumerate(line):
+        if not char.isascii():
+            field = _field_at(number, column) or ("the checksum (column 69)" if column == 68
+                                                  else f"column {column + 1}")
+            return (f"line {number}: {field} holds the non-ASCII character {char!r} "
+                    f"(U+{ord(char):04X}) in column {column + 1}; TLE fields are ASCII")
+    return None
 
 
 def _check_line(line, number):
@@ -64,7 +95,10 @@ def _check_line(line, number):
         return f"line {number} has {len(line)} characters, expected 69"
     if line[:2] != f"{number} ":
         return f"expected line {number} to start with '{number} ', found {line[:2]!r}"
-    if not line[68].isdigit():
+    problem = _non_ascii(line, number)
+    if problem:
+        return problem
+    if line[68] not in _ASCII_DIGITS:
         return f"checksum character {line[68]!r} of line {number} is not a digit"
     if tle_checksum(line) != int(line[68]):
         return (f"checksum of line {number} fails: column 69 says {line[68]}, "
@@ -166,11 +200,20 @@ def _parse(lines):
 
 
 def _read_lines(path_or_lines):
-    """The catalog's lines (line ends removed)."""
+    """The catalog's lines (line ends and a leading byte-order mark removed)."""
+    lines = _raw_lines(path_or_lines)
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]  # a BOM (Windows editors write one) is not part of a name
+    return lines
+
+
+def _raw_lines(path_or_lines):
     if isinstance(path_or_lines, str) and "\n" in path_or_lines:
         return path_or_lines.splitlines()  # the text of a catalog, not a path
     if isinstance(path_or_lines, (str, os.PathLike)):
         try:
+            # bytes that are not UTF-8 become U+FFFD: the entry is then reported as
+            # holding a non-ASCII character instead of failing the whole file
             with open(path_or_lines, encoding="utf-8", errors="replace") as source:
                 return source.read().splitlines()
         except OSError as error:
@@ -185,6 +228,26 @@ def _read_lines(path_or_lines):
                             "expected str lines (or pass a path)")
         lines.append(line.rstrip("\r\n"))
     return lines
+
+
+def _duplicates(satellites, line_numbers, shown=5):
+    """A warning's text naming catalog numbers that more than one entry carries, or None.
+
+    Both entries are kept (two element sets of one object, or a number reused
+    by mistake: only the user can tell), but results keyed by catalog number
+    would silently merge them.
+    """
+    lines = {}
+    for sat, line in zip(satellites, line_numbers):
+        lines.setdefault(sat.satnum, []).append(line)
+    repeated = {n: at for n, at in lines.items() if len(at) > 1}
+    if not repeated:
+        return None
+    listed = "; ".join(f"{n} (lines {', '.join(map(str, at))})"
+                       for n, at in list(repeated.items())[:shown])
+    more = f"; and {len(repeated) - shown} more" if len(repeated) > shown else ""
+    return (f"{len(repeated)} catalog number(s) appear in more than one entry, all kept: "
+            f"{listed}{more}")
 
 
 class TLECatalog:
@@ -267,7 +330,7 @@ class TLECatalog:
 
 
 def from_tle(path_or_lines, strict=False):
-    """Read a two-line element catalog into a :class:`TLECatalog`.
+    """Read a two-line element catalog into a `TLECatalog`.
 
     Parameters
     ----------
@@ -297,13 +360,17 @@ def from_tle(path_or_lines, strict=False):
 
     Notes
     -----
-    Every entry is checked: line lengths (69), line numbers, the modulo-10
-    checksum of each line (:func:`tle_checksum`), blanks between fields, that
-    each numeric field parses and is in range, that both lines carry the same
-    catalog number, and that SGP4 gives a finite state at the epoch (error
-    code 0). Without ``strict``, a bad entry is skipped and recorded in
-    ``errors`` under the 1-based line number of its offending line, and one
-    :class:`TLEWarning` says how many were skipped.
+    Every entry is checked: line lengths (69), line numbers, that lines 1
+    and 2 are ASCII (another script's digit, e.g. Arabic-Indic or fullwidth,
+    is a bad field, not a digit), the modulo-10 checksum of each line
+    (`tle_checksum()`), blanks between fields, that each numeric field
+    parses and is in range, that both lines carry the same catalog number,
+    and that SGP4 gives a finite state at the epoch (error code 0). Without
+    ``strict``, a bad entry is skipped and recorded in ``errors`` under the
+    1-based line number of its offending line, and one `TLEWarning` says how
+    many were skipped. A UTF-8 byte-order mark at the start is dropped.
+    Catalog numbers carried by more than one entry are kept, with a
+    `TLEWarning` naming them and their lines.
     """
     lines = [(number, text.rstrip()) for number, text in
              enumerate(_read_lines(path_or_lines), start=1) if text.strip()]
@@ -355,4 +422,7 @@ def from_tle(path_or_lines, strict=False):
         warnings.warn(f"skipped {len(errors)} malformed TLE entries of {len(errors) + len(names)} "
                       f"(first: line {errors[0][0]}: {errors[0][1]}); see .errors",
                       TLEWarning, stacklevel=2)
+    duplicates = _duplicates(satellites, numbers)
+    if duplicates:
+        warnings.warn(duplicates, TLEWarning, stacklevel=2)
     return TLECatalog(names, satellites, r, v, numbers, errors)
