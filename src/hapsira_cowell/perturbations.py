@@ -21,23 +21,14 @@ from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, norm, norm_and_inverse_cube
 
 from .atmosphere import density_us76
+# Constants for the examples and tests (pass them as arguments; per-object
+# numbers belong in the params row instead); they live in constants.py.
+from .constants import J2_EARTH, J3_EARTH, K_MOON, K_SUN, R_EARTH, R_SUN, WDIVC_SUN
 
 __all__ = ["two_body", "J2_perturbation", "J3_perturbation", "atmospheric_drag",
            "atmospheric_drag_exponential", "atmospheric_drag_us76", "third_body",
            "radiation_pressure", "shadow_function",
            "J2_EARTH", "J3_EARTH", "R_EARTH", "K_MOON", "K_SUN", "R_SUN", "WDIVC_SUN"]
-
-# Constants for the examples and tests (pass them as arguments; per-object
-# numbers belong in the params row instead).
-J2_EARTH = 1.08262668e-3  # Earth's J2, dimensionless (EGM-96; poliastro's value)
-J3_EARTH = -2.5327e-6  # Earth's J3, dimensionless (poliastro's value)
-R_EARTH = 6378.137  # km, WGS-84 equatorial radius
-K_MOON = 4902.800066  # km^3/s^2, the Moon's GM (JPL DE-series value)
-K_SUN = 1.32712440018e11  # km^3/s^2, the Sun's GM (IAU/JPL)
-R_SUN = 695700.0  # km, the Sun's radius (IAU 2015 nominal; as the eclipse events' docs)
-#: The Sun's luminosity over (4 pi c), kg km/s^2: IAU 2015 nominal 3.828e26 W over
-#: 4 pi 299792458 m/s (N), times 1e-3 km/m. The pressure at 1 au is WDIVC_SUN / au^2.
-WDIVC_SUN = 3.828e26 / (4.0 * math.pi * 299792458.0) * 1e-3
 
 
 @hjit
