@@ -8,11 +8,12 @@ import math
 import numpy as np
 
 from hapsira_core.jit import hjit
+from hapsira_cowell.constants import J2_EARTH as J2
+from hapsira_cowell.constants import K_EARTH as K
+from hapsira_cowell.constants import R_EARTH as R
+from hapsira_cowell.elements import from_classical
 from hapsira_cowell.perturbations import J2_perturbation, two_body
 
-K = 398600.4418  # km^3/s^2
-R = 6378.137  # km
-J2 = 1.08262668e-3
 DAY = 86400.0
 RTOL = 1e-11
 ATOL = 1e-12
@@ -29,20 +30,10 @@ def leo_cloud(n, seed=0):
     """n LEO states (km, km/s): perigee 300-1200 km, e < 0.02, any inclination."""
     # one row of draws per object, so that leo_cloud(n)[:m] == leo_cloud(m)
     u = np.random.default_rng(seed).random((n, 6))
-    rp = R + 300.0 + 900.0 * u[:, 0]
     ecc = 0.02 * u[:, 1]
-    p = rp * (1 + ecc)
-    inc = np.arccos(2 * u[:, 2] - 1)
     raan, argp, nu = 2 * math.pi * u[:, 3:].T
-    r_pqw = np.stack([np.cos(nu), np.sin(nu), np.zeros(n)], -1) * (p / (1 + ecc * np.cos(nu)))[:, None]
-    v_pqw = np.stack([-np.sin(nu), ecc + np.cos(nu), np.zeros(n)], -1) * np.sqrt(K / p)[:, None]
-    cO, sO, ci, si, cw, sw = np.cos(raan), np.sin(raan), np.cos(inc), np.sin(inc), np.cos(argp), np.sin(argp)
-    rot = np.stack([
-        np.stack([cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si], -1),
-        np.stack([sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si], -1),
-        np.stack([sw * si, cw * si, ci], -1),
-    ], 1)
-    return np.einsum("nij,nj->ni", rot, r_pqw), np.einsum("nij,nj->ni", rot, v_pqw)
+    return from_classical(K, ecc=ecc, inc=np.arccos(2 * u[:, 2] - 1), raan=raan, argp=argp,
+                          nu=nu, p=(R + 300.0 + 900.0 * u[:, 0]) * (1 + ecc))
 
 
 def scipy_rhs(t, y):

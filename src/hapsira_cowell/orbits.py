@@ -1,0 +1,181 @@
+"""``Orbit`` objects (hapsira, poliastro, or anything shaped like them) in, `cowell` out.
+
+An orbit here is any object with ``r`` and ``v`` (astropy Quantities, the
+state in the attractor's frame), ``attractor.k`` (GM as a Quantity) and
+``epoch`` (an astropy ``Time``): hapsira's and poliastro's ``Orbit`` are.
+`states_from_orbits` turns a list of them into `cowell`'s inputs at one
+common epoch; `propagate_orbits` propagates them from there.
+"""
+
+import warnings
+
+import numpy as np
+from astropy import units as u
+from astropy.time import Time
+
+__all__ = ["states_from_orbits", "propagate_orbits"]
+
+# rows of objects x output times of one synchronisation call: bounds its memory (~100 MB)
+_SYNC_ROWS = 2_000_000
+
+
+def _orbit_list(orbits):
+    if all(hasattr(orbits, name) for name in ("r", "v", "epoch")):
+        return [orbits]  # a single orbit
+    try:
+        return list(orbits)
+    except TypeError:
+        raise TypeError(f"orbits: expected an Orbit or a sequence of them (objects with r, v, "
+                        f"attractor.k and epoch), got {type(orbits).__name__}") from None
+
+
+def _read(orbit, index):
+    """(k, r, v, epoch) of one orbit in km^3/s^2, km, km/s."""
+    where = f"orbits[{index}]"
+    for name in ("r", "v", "epoch", "attractor"):
+        if not hasattr(orbit, name):
+            raise TypeError(f"{where}: expected an Orbit (r, v, attractor.k, epoch), got "
+                            f"{type(orbit).__name__!r} without {name!r}")
+    if not hasattr(orbit.attractor, "k"):
+        raise TypeError(f"{where}.attractor: expected a body with k (GM), got "
+                        f"{type(orbit.attractor).__name__}")
+    values = []
+    for name, value, unit in (("attractor.k", orbit.attractor.k, u.km ** 3 / u.s ** 2),
+                              ("r", orbit.r, u.km), ("v", orbit.v, u.km / u.s)):
+        if not isinstance(value, u.Quantity):
+            raise TypeError(f"{where}.{name}: expected an astropy Quantity in {unit} or a "
+                            f"compatible unit, got {type(value).__name__}")
+        try:
+            values.append(np.asarray(value.to_value(unit), dtype=np.float64))
+        except u.UnitConversionError:
+            raise ValueError(f"{where}.{name}: expected a quantity in {unit} or a compatible "
+                             f"unit, got {value.unit}") from None
+    k, r, v = values
+    if k.shape != () or r.shape != (3,) or v.shape != (3,):
+        raise ValueError(f"{where}: expected a scalar k and 3-vectors r, v, got shapes "
+                         f"{k.shape}, {r.shape}, {v.shape}")
+    if not isinstance(orbit.epoch, Time) or not orbit.epoch.isscalar:
+        raise TypeError(f"{where}.epoch: expected a single astropy Time, got "
+                        f"{type(orbit.epoch).__name__}")
+    return float(k), r, v, orbit.epoch
+
+
+def _advance(k, r0, v0, offsets, f, params, rtol, atol):
+    """States after ``offsets[i]`` seconds (one sign), objects sorted by offset, in chunks
+    whose output table (objects x distinct offsets) stays bounded."""
+    from .cowell import cowell
+
+    order = np.argsort(np.abs(offsets), kind="stable")
+    # distinct[i]: how many distinct offsets the sorted list has up to i
+    distinct = np.concatenate([[0], np.cumsum(np.diff(offsets[order]) != 0)])
+    r, v = np.full_like(r0, np.nan), np.full_like(v0, np.nan)
+    status = np.zeros(len(offsets), dtype=np.int64)
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while stop < len(order) and (stop + 1 - start) * (
+                distinct[stop] - distinct[start] + 1) <= _SYNC_ROWS:
+            stop += 1
+        rows = order[start:stop]
+        tofs, column = np.unique(offsets[rows], return_inverse=True)
+        if tofs[0] < 0:  # backward: tofs run from 0 down
+            tofs, column = tofs[::-1], len(tofs) - 1 - column
+        row_params = params if params is None or params.ndim == 1 else params[rows]
+        res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
+        picked = np.arange(len(rows))
+        r[rows] = res.rr[picked, column]
+        v[rows] = res.vv[picked, column]
+        status[rows] = res.status
+        start = stop
+    return r, v, status
+
+
+def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, atol=1e-12):
+    """`cowell`'s inputs for Orbit objects, all at one epoch: ``(k, r0, v0, epoch)``.
+
+    Parameters
+    ----------
+    orbits : Orbit or sequence of Orbits
+        hapsira or poliastro ``Orbit`` objects, or any objects with ``r``,
+        ``v`` (Quantities), ``attractor.k`` (Quantity) and ``epoch``
+        (astropy ``Time``). All must share one attractor (one GM).
+    epoch : astropy.time.Time or str, optional
+        The common epoch (a str is read as UTC); default: the latest of the
+        orbits' epochs, as the command line does with a TLE catalog.
+    f, params, rtol, atol
+        How orbits at other epochs are brought to ``epoch``: propagated with
+        `cowell` (forward or backward), by default two-body. A custom ``f``
+        sees ``t`` counted from each orbit's own epoch, so pass one only for
+        time-independent models. ``params`` as for `cowell`, one row per orbit.
+
+    Returns
+    -------
+    k : float
+        GM, km^3/s^2.
+    r0, v0 : ndarray, (N, 3)
+        Positions (km) and velocities (km/s) at ``epoch``, in the orbits'
+        frame. An orbit that could not be brought there has NaN rows (and a
+        warning says which): `cowell` then gives it a negative status alone.
+    epoch : astropy.time.Time
+        The common epoch.
+    """
+    from .units import to_value
+
+    items = [_read(orbit, i) for i, orbit in enumerate(_orbit_list(orbits))]
+    if not items:
+        raise ValueError("orbits: expected at least one orbit, got none")
+    ks = np.array([item[0] for item in items])
+    if np.any(np.abs(ks - ks[0]) > 1e-12 * abs(ks[0])):
+        other = int(np.flatnonzero(np.abs(ks - ks[0]) > 1e-12 * abs(ks[0]))[0])
+        raise ValueError(f"orbits: expected one attractor for all, got GM {ks[0]} for orbits[0] "
+                         f"and {ks[other]} for orbits[{other}] (km^3/s^2)")
+    r0 = np.array([item[1] for item in items])
+    v0 = np.array([item[2] for item in items])
+    epochs = Time([item[3] for item in items])
+    if epoch is None:
+        epoch = epochs[int(np.argmax((epochs.tt - epochs[0].tt).to_value(u.s)))]
+    elif not isinstance(epoch, Time):
+        epoch = Time(epoch, scale="utc")
+    if not epoch.isscalar:
+        raise ValueError(f"epoch: expected a single time, got shape {epoch.shape}")
+    # in TT, i.e. SI seconds on the geoid, as the solver's t (a TDB difference would
+    # differ by up to 3e-10 of the span)
+    offsets = (epoch.tt - epochs.tt).to_value(u.s)
+    if params is not None:
+        params = to_value(params, u.one, "params")
+        if params.ndim == 2 and params.shape[0] != len(items):
+            raise ValueError(f"params: expected (P,) or ({len(items)}, P), got {params.shape}")
+    r, v = r0.copy(), v0.copy()
+    failed = []
+    for sign in (1.0, -1.0):
+        moving = np.flatnonzero(offsets * sign > 0)
+        if moving.size == 0:
+            continue
+        rows = params if params is None or params.ndim == 1 else params[moving]
+        r[moving], v[moving], status = _advance(ks[0], r0[moving], v0[moving], offsets[moving],
+                                                f, rows, rtol, atol)
+        failed += moving[status != 0].tolist()
+    if failed:
+        warnings.warn(f"{len(failed)} orbit(s) could not be propagated to {epoch.utc.isot} "
+                      f"(orbits[{', '.join(map(str, sorted(failed)[:5]))}"
+                      f"{', ...' if len(failed) > 5 else ''}]): their states are NaN",
+                      RuntimeWarning, stacklevel=2)
+        r[failed] = np.nan
+        v[failed] = np.nan
+    return float(ks[0]), r, v, epoch
+
+
+def propagate_orbits(orbits, tofs, epoch=None, **cowell_kwargs):
+    """Propagate Orbit objects with `cowell` from one common epoch: ``(result, epoch)``.
+
+    `states_from_orbits` brings the orbits to ``epoch`` (default: their
+    latest) with the same ``f``, ``params``, ``rtol`` and ``atol``; then
+    ``cowell(k, r0, v0, tofs, **cowell_kwargs)`` runs from there. ``tofs``
+    count from ``epoch``: the states of ``result`` are at ``epoch + tofs``.
+    """
+    from .cowell import cowell
+
+    sync = {name: cowell_kwargs[name] for name in ("f", "params", "rtol", "atol")
+            if name in cowell_kwargs}
+    k, r0, v0, epoch = states_from_orbits(orbits, epoch, **sync)
+    return cowell(k, r0, v0, tofs, **cowell_kwargs), epoch
