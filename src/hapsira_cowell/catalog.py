@@ -1,0 +1,200 @@
+"""Catalogs of objects to propagate: TLE files or CSVs of states, read into one epoch.
+
+`read_catalog` gives a `Catalog`: names, initial states (km, km/s), optional
+per-object drag numbers and the common epoch. A TLE catalog's objects, each at
+its own epoch, are brought to one epoch with SGP4 (the catalog's latest, or the
+one asked for). `DEFAULT_CATALOG` is a small real catalog shipped with the
+package: the 119 tracked fragments of Iridium 33 (CelesTrak, epochs of
+February 2025), what ``hapsira-cowell propagate`` runs without a file.
+"""
+
+import csv
+import math
+import os
+import warnings
+from importlib import resources
+
+import numpy as np
+
+from .inputs import UsageError, format_duration
+
+__all__ = ["Catalog", "read_catalog", "DEFAULT_CATALOG"]
+
+#: The catalog shipped inside the package (a ``pathlib``-like resource path).
+DEFAULT_CATALOG = resources.files(__package__).joinpath("data", "iridium-33-debris.tle")
+
+
+class Catalog:
+    """Initial states of the objects to propagate, all at one epoch.
+
+    ``names`` (N,) str, ``r0``, ``v0`` (N, 3) km, km/s, ``c_d``, ``area_to_mass``
+    (N,) (NaN: use the defaults; A/m in m^2/kg), ``epoch`` (astropy ``Time``
+    or None), ``kind`` ('TLE' or 'CSV'), ``frame``, ``ids`` (N,) object
+    identifiers (a TLE's international designator, else the name), ``notes``
+    (lines for the summary), ``initial_ok`` (N,) bool.
+    """
+
+    def __init__(self, names, r0, v0, kind, frame, epoch=None, c_d=None, area_to_mass=None,
+                 notes=(), ids=None):
+        n = len(names)
+        self.names = list(names)
+        self.ids = list(self.names if ids is None else ids)
+        self.r0 = np.asarray(r0, dtype=np.float64).reshape(n, 3)
+        self.v0 = np.asarray(v0, dtype=np.float64).reshape(n, 3)
+        self.kind = kind
+        self.frame = frame
+        self.epoch = epoch
+        self.c_d = np.full(n, np.nan) if c_d is None else np.asarray(c_d, dtype=np.float64)
+        self.area_to_mass = (np.full(n, np.nan) if area_to_mass is None
+                             else np.asarray(area_to_mass, dtype=np.float64))
+        self.notes = list(notes)
+        self.initial_ok = np.isfinite(self.r0).all(axis=1) & np.isfinite(self.v0).all(axis=1)
+
+    def __len__(self):
+        return len(self.names)
+
+
+_CSV_REQUIRED = ("name", "x", "y", "z", "vx", "vy", "vz")
+_CSV_OPTIONAL = ("c_d", "area_to_mass")
+
+
+def _sniff(path):
+    """'csv' or 'tle' from the first meaningful line of the file."""
+    try:
+        with open(path, encoding="utf-8-sig") as source:
+            for line in source:
+                stripped = line.strip()
+                if not stripped or stripped.startswith("#"):
+                    continue
+                fields = {f.strip().lower() for f in stripped.split(",")}
+                return "csv" if fields & set(_CSV_REQUIRED) else "tle"
+    except UnicodeDecodeError:
+        raise UsageError(f"catalog {os.fspath(path)!r}: not a text file (expected a TLE "
+                         "catalog or a CSV of state vectors)") from None
+    except OSError as error:
+        raise UsageError(f"catalog {os.fspath(path)!r}: cannot read it: "
+                         f"{error.strerror or error}") from None
+    raise UsageError(f"catalog {os.fspath(path)!r}: the file is empty")
+
+
+def _read_csv(path, epoch):
+    label = os.path.basename(os.fspath(path))
+    names, states, c_d, area_to_mass = [], [], [], []
+    with open(path, encoding="utf-8-sig", newline="") as source:
+        rows = csv.reader(line for line in source
+                          if line.strip() and not line.lstrip().startswith("#"))
+        header = [h.strip().lower() for h in next(rows)]
+        missing = [c for c in _CSV_REQUIRED if c not in header]
+        if missing:
+            raise UsageError(f"catalog {label}: missing column(s) {', '.join(missing)}; "
+                             f"expected a header with {','.join(_CSV_REQUIRED)} "
+                             f"(optional: {', '.join(_CSV_OPTIONAL)})")
+        index = {c: header.index(c) for c in _CSV_REQUIRED + _CSV_OPTIONAL if c in header}
+        for number, row in enumerate(rows, start=2):
+            if len(row) < len(header):
+                raise UsageError(f"catalog {label}, data row {number - 1}: expected "
+                                 f"{len(header)} fields, got {len(row)}")
+            values = []
+            for column in _CSV_REQUIRED[1:] + _CSV_OPTIONAL:
+                if column not in index:
+                    values.append(math.nan)
+                    continue
+                text = row[index[column]].strip()
+                if column in _CSV_OPTIONAL and text == "":
+                    values.append(math.nan)
+                    continue
+                try:
+                    values.append(float(text))
+                except ValueError:
+                    raise UsageError(f"catalog {label}, data row {number - 1}: column "
+                                     f"{column!r}: {text!r} is not a number") from None
+            names.append(row[index["name"]].strip())
+            states.append(values[:6])
+            c_d.append(values[6])
+            area_to_mass.append(values[7])
+    if not names:
+        raise UsageError(f"catalog {label}: no objects (a header but no rows)")
+    states = np.array(states)
+    notes = [] if epoch is None else [f"the states are taken to be at {epoch.utc.iso} UTC"]
+    return Catalog(names, states[:, :3], states[:, 3:], "CSV", "as given (km, km/s)",
+                   epoch=epoch, c_d=c_d, area_to_mass=area_to_mass, notes=notes)
+
+
+def _designator(satrec):
+    """'1997-051C' from a TLE's international designator field ('97051C'), or ''."""
+    text = getattr(satrec, "intldesg", "").strip()
+    if len(text) < 5 or not text[:5].isdigit():
+        return ""
+    year = int(text[:2])
+    return f"{1900 + year if year >= 57 else 2000 + year}-{text[2:]}"
+
+
+def _read_tle(path, epoch):
+    from .io import from_tle
+
+    label = os.path.basename(os.fspath(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            catalog = from_tle(path)
+        except ValueError as error:
+            message = str(error).removeprefix("path_or_lines: ")
+            raise UsageError(f"catalog {label}: not a TLE catalog or a CSV of state vectors "
+                             f"({message})") from None
+    notes = []
+    if catalog.errors:
+        line, problem = catalog.errors[0]
+        notes.append(f"skipped {len(catalog.errors)} malformed TLE entries "
+                     f"(first: line {line}: {problem})")
+    for warning in caught:
+        if "malformed TLE" not in str(warning.message):
+            notes.append(f"warning: {warning.message}")
+    if epoch is None:
+        epoch = catalog.epochs.max()
+        where = f"the catalog's latest epoch, {epoch.utc.iso} UTC"
+    else:
+        where = f"{epoch.utc.iso} UTC"
+    r0, v0, ok = catalog.states_at(epoch)
+    spread = (catalog.epochs.max() - catalog.epochs.min()).to_value("s")
+    notes.append(f"SGP4 took the objects to {where} "
+                 f"(epochs spread over {format_duration(spread) if spread > 0 else '0 s'})")
+    if not ok.all():
+        notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
+                     "(decayed or diverged): their states are NaN, status -3")
+    ids = [_designator(s) or name for s, name in zip(catalog.satellites, catalog.names)]
+    return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids)
+
+
+def read_catalog(path=None, epoch=None):
+    """A `Catalog` from a TLE file or a CSV of state vectors (see docs/cli.md).
+
+    ``path`` None reads `DEFAULT_CATALOG`. ``epoch`` (astropy ``Time`` or an
+    ISO string, UTC): for a TLE catalog the epoch SGP4 brings every object to
+    (default: the catalog's latest); for a CSV, the epoch of its states (default
+    none: results then carry times of flight only). Raises `UsageError` (a
+    `ValueError`) naming the file for anything unreadable.
+    """
+    if path is None:
+        with resources.as_file(DEFAULT_CATALOG) as default:
+            return read_catalog(default, epoch)
+    if epoch is not None:
+        epoch = _epoch(epoch)
+    kind = _sniff(path)
+    try:
+        return _read_csv(path, epoch) if kind == "csv" else _read_tle(path, epoch)
+    except OSError as error:
+        raise UsageError(f"catalog {os.fspath(path)!r}: cannot read it: "
+                         f"{error.strerror or error}") from None
+
+
+def _epoch(value):
+    from astropy.time import Time
+
+    try:
+        epoch = value if isinstance(value, Time) else Time(value, scale="utc")
+    except ValueError:
+        raise UsageError(f"epoch (--epoch): cannot read {value!r} as a time; expected ISO 8601 UTC, "
+                         "e.g. 2025-02-15T12:00:00") from None
+    if not epoch.isscalar:
+        raise UsageError(f"epoch (--epoch): expected a single time, got shape {epoch.shape}")
+    return epoch

@@ -1,0 +1,445 @@
+"""Result files: npz, csv, parquet and CCSDS OEM, written chunk by chunk as batches finish.
+
+Each writer takes a propagation's results one chunk of objects at a time (a
+``res`` with ``rr``, ``vv`` (n, M, 3), ``status``, ``nsteps``) so that a
+catalog larger than memory can be written; files appear complete or not at
+all. `write_oem` and `read_oem` exchange ephemerides with other tools (Orekit,
+GMAT, STK) as CCSDS Orbit Ephemeris Messages through the ``oem`` package
+(``pip install "hapsira-cowell[oem]"``).
+"""
+
+import csv
+import math
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from collections import namedtuple
+
+import numpy as np
+
+from .inputs import UsageError
+
+__all__ = ["FORMATS", "NpzWriter", "RowWriter", "OemWriter", "open_writer", "write_oem",
+           "read_oem", "OemEphemeris", "output_times", "isot", "check_output",
+           "check_plot_output"]
+
+FORMATS = ("npz", "csv", "parquet", "oem")
+
+
+def isot(time):
+    """ISO 8601 UTC text of an astropy Time, to the microsecond."""
+    from astropy.time import Time
+    return Time(time, precision=6).utc.isot
+
+
+def output_times(epoch, tofs):
+    """The ``utc`` column's text per output time (None without an epoch)."""
+    if epoch is None:
+        return None
+    from astropy import units as u
+    return isot(epoch + tofs * u.s)
+
+
+class NpzWriter:
+    """An .npz written chunk by chunk: big arrays go to memory-mapped .npy files in a
+    temporary folder beside the output, zipped (uncompressed) when done."""
+
+    def __init__(self, path, names, tofs, meta):
+        self.path = path
+        n, m = len(names), tofs.size
+        self.folder = tempfile.mkdtemp(prefix=".hapsira-cowell-", dir=os.path.dirname(
+            os.path.abspath(path)))
+        self.big = {}
+        for key, shape, dtype in (("rr", (n, m, 3), np.float64), ("vv", (n, m, 3), np.float64),
+                                  ("status", (n,), np.int64), ("reentry", (n,), np.float64),
+                                  ("nsteps", (n,), np.int64)):
+            self.big[key] = np.lib.format.open_memmap(
+                os.path.join(self.folder, key + ".npy"), mode="w+", dtype=dtype, shape=shape)
+        self.small = dict(meta, names=np.array(names, dtype=str), tofs=tofs)
+
+    def write(self, start, stop, res, reentry):
+        self.big["rr"][start:stop] = res.rr
+        self.big["vv"][start:stop] = res.vv
+        self.big["status"][start:stop] = res.status
+        self.big["reentry"][start:stop] = reentry
+        self.big["nsteps"][start:stop] = res.nsteps
+
+    def close(self):
+        partial = self.path + ".partial"
+        try:
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+                for key, array in self.small.items():
+                    with archive.open(key + ".npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asarray(array),
+                                                  allow_pickle=False)
+                for key, array in self.big.items():
+                    array.flush()
+                    archive.write(os.path.join(self.folder, key + ".npy"), key + ".npy")
+            self.big.clear()
+            os.replace(partial, self.path)
+        finally:
+            self.abort()
+
+    def abort(self):
+        self.big.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        if os.path.exists(self.path + ".partial"):
+            os.remove(self.path + ".partial")
+
+
+class RowWriter:
+    """csv or parquet: one row per object and output time."""
+
+    COLUMNS = ("name", "t", "utc", "x", "y", "z", "vx", "vy", "vz", "status", "reentry")
+
+    def __init__(self, path, fmt, tofs, utc):
+        self.path, self.fmt, self.tofs, self.utc = path, fmt, tofs, utc
+        self.partial = path + ".partial"
+        self.columns = [c for c in self.COLUMNS if c != "utc" or utc is not None]
+        if fmt == "csv":
+            self.file = open(self.partial, "w", newline="")
+            self.csv = csv.writer(self.file)
+            self.csv.writerow(self.columns)
+            self.t_text = [f"{t:.3f}" for t in tofs]
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            self.pa = pa
+            fields = [pa.field("name", pa.string()), pa.field("t", pa.float64())]
+            if utc is not None:
+                fields.append(pa.field("utc", pa.string()))
+            fields += [pa.field(c, pa.float64()) for c in ("x", "y", "z", "vx", "vy", "vz")]
+            fields += [pa.field("status", pa.int64()), pa.field("reentry", pa.float64())]
+            self.schema = pa.schema(fields)
+            self.writer = pq.ParquetWriter(self.partial, self.schema)
+
+    def write(self, names, res, reentry):
+        m = self.tofs.size
+        if self.fmt == "parquet":
+            n = len(names)
+            columns = {"name": np.repeat(np.array(names, dtype=object), m),
+                       "t": np.tile(self.tofs, n)}
+            if self.utc is not None:
+                columns["utc"] = np.tile(np.asarray(self.utc, dtype=object), n)
+            for axis, key in enumerate(("x", "y", "z")):
+                columns[key] = res.rr[:, :, axis].ravel()
+                columns["v" + key] = res.vv[:, :, axis].ravel()
+            columns["status"] = np.repeat(res.status.astype(np.int64), m)
+            columns["reentry"] = np.repeat(reentry, m)
+            table = self.pa.table({f.name: columns[f.name] for f in self.schema},
+                                  schema=self.schema)
+            self.writer.write_table(table)
+            return
+        for i, name in enumerate(names):
+            status = str(int(res.status[i]))
+            t_reentry = "" if math.isnan(reentry[i]) else f"{reentry[i]:.3f}"
+            rr, vv = res.rr[i], res.vv[i]
+            for j in range(m):
+                row = [name, self.t_text[j]]
+                if self.utc is not None:
+                    row.append(self.utc[j])
+                row += [f"{x:.6f}" for x in rr[j]] + [f"{x:.9f}" for x in vv[j]]
+                row += [status, t_reentry]
+                self.csv.writerow(row)
+
+    def close(self):
+        if self.fmt == "csv":
+            self.file.close()
+        else:
+            self.writer.close()
+        os.replace(self.partial, self.path)
+
+    def abort(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - best effort while failing anyway
+            pass
+        for path in (self.partial, self.path):
+            if os.path.exists(path):
+                os.remove(path)
+
+
+# ------------------------------------------------------------------------------- OEM
+
+def _oem():
+    try:
+        import oem
+        from oem.components import EphemerisSegment, HeaderSection, MetaDataSection
+    except ImportError:
+        raise UsageError("the OEM format needs the oem package, which is not installed "
+                         "(pip install 'hapsira-cowell[oem]')") from None
+    return oem, HeaderSection, MetaDataSection, EphemerisSegment
+
+
+def _oem_times(epoch, tofs):
+    """Output times as scalar astropy Times that print to the nanosecond: the oem
+    package writes a Time with its own precision, and astropy's default (ms)
+    would move a LEO state by metres."""
+    from astropy import units as u
+    times = epoch.utc + np.asarray(tofs, dtype=np.float64) * u.s
+    times.precision = 9
+    return tuple(times)
+
+
+def _file_names(names, count):
+    width = max(5, len(str(count)))
+    slugs = (re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("_.")[:48] or "object"
+             for name in names)
+    return [f"{i:0{width}d}-{slug}.oem" for i, slug in enumerate(slugs)]
+
+
+class OemWriter:
+    """CCSDS OEM: one file per object (an OEM describes one object) in a folder.
+
+    Each object's segment holds its states up to where it stopped (re-entry or
+    failure; in time order, also for backward propagation); an object with no
+    state gets no file (listed in ``skipped``). Files are written to a
+    temporary folder beside ``folder`` and moved there by `close`.
+    """
+
+    def __init__(self, folder, names, epoch, tofs, frame, ids=None, center="EARTH",
+                 originator="hapsira-cowell"):
+        if epoch is None:
+            raise UsageError("the OEM format needs the epoch of the states: a TLE catalog "
+                             "has one; give a CSV catalog's with --epoch")
+        self.oem, self.Header, self.Meta, self.Segment = _oem()
+        from astropy.time import Time
+        self.folder = folder
+        self.names = list(names)
+        self.ids = list(self.names if ids is None else ids)
+        self.files = _file_names(self.names, len(self.names))
+        self.frame, self.center, self.originator = frame, center, originator
+        self.times = _oem_times(epoch, tofs)
+        self.order = np.argsort(np.asarray(tofs), kind="stable")  # OEM rows go forward
+        self.created = Time.now().utc.isot
+        parent = os.path.dirname(os.path.abspath(folder))
+        self.partial = tempfile.mkdtemp(prefix=".hapsira-cowell-oem-", dir=parent)
+        self.written, self.skipped = [], []
+
+    def write(self, start, stop, res, reentry=None):
+        for i in range(start, stop):
+            rr, vv = np.asarray(res.rr[i - start]), np.asarray(res.vv[i - start])
+            self._write_one(i, rr, vv)
+
+    def _write_one(self, i, rr, vv):
+        finite = np.isfinite(rr).all(axis=1) & np.isfinite(vv).all(axis=1)
+        keep = self.order[finite[self.order]]
+        if keep.size == 0:
+            self.skipped.append(self.names[i])
+            return
+        times = tuple(self.times[j] for j in keep)
+        header = self.Header({"CCSDS_OEM_VERS": "2.0", "CREATION_DATE": self.created,
+                              "ORIGINATOR": self.originator})
+        meta = self.Meta({
+            "OBJECT_NAME": str(self.names[i]) or "UNNAMED", "OBJECT_ID": str(self.ids[i]),
+            "CENTER_NAME": self.center, "REF_FRAME": self.frame, "TIME_SYSTEM": "UTC",
+            "START_TIME": times[0].isot, "STOP_TIME": times[-1].isot,
+        })
+        columns = [rr[keep, axis].tolist() for axis in range(3)]
+        columns += [vv[keep, axis].tolist() for axis in range(3)]
+        message = self.oem.OrbitEphemerisMessage(header, [self.Segment(meta, (times, *columns))])
+        message.save_as(os.path.join(self.partial, self.files[i]), file_format="kvn")
+        self.written.append(self.files[i])
+
+    def close(self):
+        try:
+            if not os.path.exists(self.folder):
+                os.replace(self.partial, self.folder)
+                return
+            for name in self.written:
+                os.replace(os.path.join(self.partial, name), os.path.join(self.folder, name))
+        finally:
+            self.abort()
+
+    def abort(self):
+        shutil.rmtree(self.partial, ignore_errors=True)
+
+
+def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center="EARTH"):
+    """Write states as CCSDS OEM files; return the paths written.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        For one object (``rr`` of shape ``(M, 3)``) the file; for N objects a
+        folder (created if missing) that gets one file per object,
+        ``00000-NAME.oem``, ... (an OEM describes a single object).
+    epoch : astropy.time.Time
+        The time of ``tofs = 0`` (any scale; the files are in UTC).
+    tofs : (M,) array, Quantity or TimeDelta
+        Times of flight of the states, s (as given to `cowell`).
+    rr, vv : (M, 3) or (N, M, 3) arrays or Quantities
+        Positions (km) and velocities (km/s), e.g. a `CowellResult`'s. Rows
+        with NaN (after an object stopped) are left out.
+    frame : str
+        The OEM ``REF_FRAME`` of the states, e.g. ``"TEME"`` (TLE catalogs),
+        ``"GCRF"``, ``"EME2000"``: required, since the solver does not know it.
+    names, ids : sequences of str, optional
+        ``OBJECT_NAME`` and ``OBJECT_ID`` per object (default ``OBJECT i``
+        and the name).
+    center : str
+        ``CENTER_NAME``, default ``"EARTH"``.
+
+    Epochs are written to the nanosecond and numbers with 15 significant
+    digits, so reading the files back (`read_oem`) gives the states to well
+    under a millimetre.
+    """
+    from astropy import units as u
+    from astropy.time import Time
+
+    from .units import to_value
+
+    if not isinstance(epoch, Time) or not epoch.isscalar:
+        raise TypeError(f"epoch: expected a single astropy Time, got {type(epoch).__name__}")
+    tofs = np.atleast_1d(to_value(tofs, u.s, "tofs"))
+    rr, vv = to_value(rr, u.km, "rr"), to_value(vv, u.km / u.s, "vv")
+    single = rr.ndim == 2
+    rr, vv = (rr[None], vv[None]) if single else (rr, vv)
+    if rr.ndim != 3 or rr.shape[1:] != (tofs.size, 3) or vv.shape != rr.shape:
+        raise ValueError(f"rr, vv: expected shape (M, 3) or (N, M, 3) with M = {tofs.size} "
+                         f"times of flight, got {rr.shape} and {vv.shape}")
+    n = rr.shape[0]
+    names = [f"OBJECT {i}" for i in range(n)] if names is None else list(names)
+    if len(names) != n:
+        raise ValueError(f"names: expected {n} names, got {len(names)}")
+    if ids is not None and len(ids) != n:
+        raise ValueError(f"ids: expected {n} ids, got {len(ids)}")
+    path = os.fspath(path)
+    folder = os.path.join(tempfile.mkdtemp(prefix=".hapsira-cowell-",
+                                           dir=os.path.dirname(os.path.abspath(path))),
+                          "out") if single else path
+    writer = OemWriter(folder, names, epoch, tofs, frame, ids=ids, center=center)
+    try:
+        for i in range(n):
+            writer._write_one(i, rr[i], vv[i])
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    if not single:
+        return [os.path.join(path, name) for name in writer.written]
+    try:
+        if not writer.written:
+            raise ValueError("rr, vv: the object has no finite state to write")
+        os.replace(os.path.join(folder, writer.written[0]), path)
+    finally:
+        shutil.rmtree(os.path.dirname(folder), ignore_errors=True)
+    return [path]
+
+
+#: One object's ephemeris read back from an OEM file.
+OemEphemeris = namedtuple("OemEphemeris", "name id frame center times r v")
+
+
+def read_oem(path):
+    """The ephemerides in an OEM file, or in every ``*.oem`` file of a folder.
+
+    Returns an `OemEphemeris` (``name``, ``id``, ``frame``, ``center``,
+    ``times`` as an astropy Time, ``r`` (M, 3) km, ``v`` (M, 3) km/s) for a
+    file, a list of them (in file-name order) for a folder. Reads with the
+    ``oem`` package, so any valid OEM (KVN or XML) is accepted.
+    """
+    from astropy.time import Time
+
+    oem = _oem()[0]
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return [read_oem(os.path.join(path, name)) for name in sorted(os.listdir(path))
+                if name.endswith(".oem")]
+    message = oem.OrbitEphemerisMessage.open(path)
+    segments = list(message)
+    meta = segments[0].metadata
+    states = [state for segment in segments for state in segment.states]
+    times = Time([s.epoch for s in states])
+    return OemEphemeris(meta["OBJECT_NAME"], meta["OBJECT_ID"], meta["REF_FRAME"],
+                        meta["CENTER_NAME"], times,
+                        np.array([s.position for s in states], dtype=np.float64),
+                        np.array([s.velocity for s in states], dtype=np.float64))
+
+
+# ----------------------------------------------------------------------- command line
+
+def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None):
+    """``(sink, write)``: the writer of ``fmt`` for a `hapsira_cowell.catalog.Catalog`'s run.
+
+    ``write(first, last, res, reentry)`` takes each chunk (the ``writer`` of
+    `hapsira_cowell.batch.propagate`); ``sink.close()`` completes the file(s),
+    ``sink.abort()`` removes them. ``frame``: the OEM ``REF_FRAME`` of a CSV
+    catalog's states (a TLE catalog's are TEME).
+    """
+    names = catalog.names
+    if fmt == "oem":
+        frame = catalog.frame if catalog.kind == "TLE" else frame
+        if frame is None:
+            raise UsageError("--format oem: give the frame of a CSV catalog's states with "
+                             "--frame, e.g. GCRF or EME2000")
+        sink = OemWriter(path, names, catalog.epoch, tofs, frame, ids=catalog.ids)
+        return sink, sink.write
+    if fmt == "npz":
+        sink = NpzWriter(path, names, tofs, {
+            "epoch": np.array(isot(catalog.epoch) if catalog.epoch is not None else ""),
+            "frame": np.array(catalog.frame),
+            "perturbations": np.array(",".join(perturbations) or "none"),
+            "initial_ok": catalog.initial_ok})
+        return sink, sink.write
+    sink = RowWriter(path, fmt, tofs, output_times(catalog.epoch, tofs))
+
+    def write(first, last, res, reentry):
+        sink.write(names[first:last], res, reentry)
+    return sink, write
+
+
+def check_plot_output(path, option):
+    """`UsageError` now for a plot that could not be written at the end."""
+    if path is None:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{option} needs matplotlib, which is not installed "
+                         "(pip install 'hapsira-cowell[cli]')") from None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path!r}: the folder {folder!r} does not exist")
+
+
+def check_output(out, fmt):
+    """``(out, fmt)`` for ``--out`` and ``--format``; `UsageError` early for what would
+    fail at the end (unknown format, missing library, folder that does not exist)."""
+    if out is None:
+        out = "result-oem" if fmt == "oem" else f"result.{fmt or 'npz'}"
+    if fmt is None:
+        suffix = os.path.splitext(out)[1].lower().lstrip(".")
+        if suffix not in FORMATS:
+            raise UsageError(f"--out {out!r}: cannot tell the format from the suffix; "
+                             f"use .npz, .csv, .parquet or .oem, or --format")
+        fmt = suffix
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: unknown format {fmt!r}; expected one of "
+                         f"{', '.join(FORMATS)}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise UsageError("--format parquet needs pyarrow, which is not installed "
+                             "(pip install pyarrow), or use --format npz or csv") from None
+    if fmt == "oem":
+        try:
+            _oem()
+        except UsageError as error:
+            raise UsageError(f"--format oem: {error}") from None
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--out {out!r}: the folder {folder!r} is not writable")
+    if fmt == "oem":
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise UsageError(f"--out {out!r}: is a file; the OEM format writes a folder "
+                             "with one file per object")
+    elif os.path.isdir(out):
+        raise UsageError(f"--out {out!r}: is a folder; give a file name")
+    return out, fmt
