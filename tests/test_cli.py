@@ -371,3 +371,111 @@ def test_user_function_error_names_the_callback_and_line(which):
 def test_user_function_error_leaves_other_errors_alone():
     exc = ValueError("r0: expected shape (3,) or (N, 3)")
     assert user_function_error(exc, [broken_rhs, None]) is exc
+
+
+# ------------------------------------------------- environment, --version, --tof (issue 14/15)
+
+CONSOLE_SCRIPT = "import sys; from hapsira_cowell.cli import main; sys.exit(main())"
+BAD_ENVIRONMENTS = {
+    "unknown target": ({"HAPSIRA_TARGET": "bogus"}, "HAPSIRA_TARGET='bogus' is not valid"),
+    # no device visible: numba finds no GPU even on a machine that has one
+    "cuda without a GPU": ({"HAPSIRA_TARGET": "cuda", "NUMBA_ENABLE_CUDASIM": "0",
+                            "CUDA_VISIBLE_DEVICES": ""}, "needs a CUDA GPU"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ENVIRONMENTS))
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["propagate", "--tof", "1h"],
+                                  ["demo", "--n", "3"]])
+@pytest.mark.parametrize("entry", ["module", "console script"])
+def test_bad_environment_is_one_line_and_exit_2(tmp_path, case, args, entry):
+    env_update, expected = BAD_ENVIRONMENTS[case]
+    env = dict(os.environ, HAPSIRA_CACHE="0", **env_update)
+    start = ["-m", "hapsira_cowell.cli"] if entry == "module" else ["-c", CONSOLE_SCRIPT]
+    done = subprocess.run([sys.executable, *start, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("hapsira-cowell: error: ") and expected in lines[0]
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_version_and_the_package_imports_no_solver():
+    from hapsira_cowell import __version__
+    done = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "--version"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == f"hapsira-cowell {__version__}\n"
+    # importing the package (and its command line) leaves the target open ...
+    probe = ("import sys, hapsira_cowell, hapsira_cowell.cli, hapsira_cowell.io; "
+             "print('hapsira_core' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, HAPSIRA_TARGET="bogus"))
+    assert done.returncode == 0 and done.stdout == "False\n", done.stderr
+    # ... and `from hapsira_cowell import cowell` is the function, however imported first
+    probe = ("import hapsira_cowell.cowell as m, sys; from hapsira_cowell import cowell; "
+             "print(callable(cowell), cowell is sys.modules['hapsira_cowell.cowell'].cowell)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout == "True True\n", done.stderr
+    assert callable(cowell) and cowell.__module__ == "hapsira_cowell.cowell"
+
+
+def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
+    from hapsira_cowell.inputs import parse_duration
+    assert parse_duration("-1.5d", "--tof", allow_negative=True) == -129600.0
+    assert cli._join_negative_values(["propagate", "--tof", "-1d", "--every", "-2h", "-x"]) \
+        == ["propagate", "--tof=-1d", "--every=-2h", "-x"]
+    np.testing.assert_array_equal(cli.make_tofs(-100.0, 30.0), [0, -30, -60, -90, -100])
+    out = str(tmp_path / "out.npz")
+    for bad, words in (("-1x", "'-1x'"), ("-", "'-'"), ("-0d", "'-0d'"), ("--", "--tof")):
+        assert cli.main(["propagate", "--tof", bad, "--out", out]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "--tof" in lines[0] and words in lines[0], lines
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
+    catalog = tmp_path / "states.csv"
+    catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")
+    out = str(tmp_path / "oem")
+    for extra, words in (([], "--frame"), (["--frame", "GCRF"], "needs the epoch"),
+                         (["--frame", "GCRF", "--epoch", "yesterday"], "--epoch")):
+        assert cli.main(["propagate", str(catalog), "--format", "oem", "--out", out,
+                         *extra]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and words in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states.csv"]
+
+
+def test_default_catalog_backward_to_oem(tmp_path):
+    """No catalog: the embedded Iridium 33 debris, propagated an hour back, as OEM files."""
+    from astropy import units as u
+    from hapsira_cowell.catalog import DEFAULT_CATALOG
+    from hapsira_cowell.io import from_tle
+    from hapsira_cowell.writers import read_oem
+    from reference import Reference, two_body_rhs
+
+    assert DEFAULT_CATALOG.read_text() == IRIDIUM.read_text()  # the shipped file, unchanged
+    out = tmp_path / "oem"
+    done = run_cli("propagate", "--tof", "-1h", "--every", "30min", "--perturbations", "none",
+                   "--format", "oem", "--out", out, "--target", CLI_TARGET, cwd=tmp_path)
+    assert_ok(done)
+    assert "objects: 119 (TLE, frame TEME" in done.stdout
+    assert "reached the end (-1 h): 119" in done.stdout
+    assert "wrote " in done.stdout and "(oem, 119 files)" in done.stdout
+    assert f"compiling kernels for target {CLI_TARGET}" in done.stderr
+    ephemerides = read_oem(out)
+    catalog = from_tle(IRIDIUM)
+    epoch = catalog.epochs.max()
+    r0, v0, ok = catalog.states_at(epoch)
+    assert ok.all() and len(ephemerides) == 119
+    assert [e.name for e in ephemerides] == catalog.names
+    assert ephemerides[0].id == "1997-051C" and ephemerides[0].frame == "TEME"
+    for i in (0, 50, 118):
+        e = ephemerides[i]
+        np.testing.assert_allclose((e.times - epoch).to_value(u.s), [-3600.0, -1800.0, 0.0],
+                                   atol=1e-6)
+        np.testing.assert_allclose(e.r[-1], r0[i], rtol=1e-12)  # the start, at the epoch
+        ref = Reference(two_body_rhs(398600.4418), r0[i], v0[i], np.array([-1800.0, -3600.0]))
+        np.testing.assert_allclose(e.r[:2][::-1], ref.rr, rtol=1e-9)

@@ -1,0 +1,132 @@
+"""CCSDS OEM output (hapsira_cowell.writers): orbits from elements with an astropy epoch,
+propagated, written as OEM and read back with the oem package to well under a millimetre."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+from astropy import units as u
+from astropy.time import Time
+
+from hapsira_core import settings
+from hapsira_cowell import cowell
+from hapsira_cowell.catalog import Catalog
+from hapsira_cowell.elements import from_classical
+from hapsira_cowell.writers import OemWriter, open_writer, read_oem, write_oem
+from reference import K_EARTH, R_EARTH
+
+oem = pytest.importorskip("oem")  # in the test extra: never skipped in CI
+
+SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+EPOCH = Time("2025-03-01T06:30:12.345678912", scale="utc")
+MM = 1e-6  # km
+
+
+def cloud(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return from_classical(K_EARTH, (R_EARTH + rng.uniform(400.0, 1500.0, n)) * u.km,
+                          rng.uniform(0.0, 0.05, n), rng.uniform(0.0, 180.0, n) * u.deg,
+                          *(rng.uniform(0.0, 360.0, (3, n)) * u.deg))
+
+
+def test_elements_to_oem_and_back(tmp_path):
+    """The issue's script: 1000 orbits from elements with an astropy epoch, propagated,
+    written as OEM, read back with the oem package equal to 1 mm."""
+    n = 20 if SIMULATED else 1000
+    r0, v0 = cloud(n)
+    tofs = np.linspace(0.0, 5400.0 if SIMULATED else 86400.0, 7)
+    res = cowell(K_EARTH, r0, v0, tofs)
+    assert np.all(res.status == 0)
+    names = [f"SAT {i}" for i in range(n)]
+    paths = write_oem(tmp_path / "oem", EPOCH, tofs, res.rr, res.vv, frame="GCRF",
+                      names=names, ids=[f"2025-{i:03d}A" for i in range(n)])
+    assert len(paths) == n and sorted(os.listdir(tmp_path)) == ["oem"]  # no leftovers
+    back = read_oem(tmp_path / "oem")
+    assert [e.name for e in back] == names
+    expected_times = EPOCH + tofs * u.s
+    for i in range(0, n, max(1, n // 50)):
+        # the oem package itself reads each file
+        message = oem.OrbitEphemerisMessage.open(paths[i])
+        states = list(message.states)
+        assert len(states) == tofs.size
+        positions = np.array([s.position for s in states])
+        velocities = np.array([s.velocity for s in states])
+        assert np.abs(positions - res.rr[i]).max() < MM
+        assert np.abs(velocities - res.vv[i]).max() < MM  # km/s: 1 mm/s
+        seconds = np.array([(s.epoch - expected_times[j]).to_value(u.s)
+                            for j, s in enumerate(states)])
+        assert np.abs(seconds).max() < 1e-8  # epochs to the nanosecond
+        segment = next(iter(message))
+        assert segment.metadata["REF_FRAME"] == "GCRF"
+        assert segment.metadata["CENTER_NAME"] == "EARTH"
+        assert segment.metadata["TIME_SYSTEM"] == "UTC"
+        assert segment.metadata["OBJECT_ID"] == f"2025-{i:03d}A"
+        assert np.abs(back[i].r - res.rr[i]).max() < MM
+        assert back[i].frame == "GCRF" and back[i].times.shape == (tofs.size,)
+    # the files are usable ephemerides: the oem package interpolates between states
+    fine = np.arange(0.0, 1801.0, 60.0)
+    dense = cowell(K_EARTH, r0[0], v0[0], fine)
+    path = write_oem(tmp_path / "fine.oem", EPOCH, fine, dense.rr, dense.vv, frame="GCRF")[0]
+    sampled = oem.OrbitEphemerisMessage.open(path)(EPOCH + 1010.0 * u.s)
+    exact = cowell(K_EARTH, r0[0], v0[0], [1010.0])
+    assert np.linalg.norm(sampled.position - exact.rr[0]) < 1e-3  # km
+
+
+def test_single_object_file_quantities_and_stopped_rows(tmp_path):
+    r0, v0 = cloud(2, seed=1)
+    tofs = -np.array([0.0, 600.0, 1200.0, 1800.0])  # backward: rows go forward in time
+    res = cowell(K_EARTH, r0, v0, tofs)
+    rr, vv = res.rr.copy(), res.vv.copy()
+    rr[1, 2:] = vv[1, 2:] = np.nan  # object 1 stopped after its second row
+    path = tmp_path / "one.oem"
+    assert write_oem(path, EPOCH.tt, tofs * u.s, rr[0] * u.km, (vv[0] * 1000) * u.m / u.s,
+                     frame="EME2000") == [str(path)]
+    assert sorted(os.listdir(tmp_path)) == ["one.oem"]
+    back = read_oem(path)
+    assert back.name == "OBJECT 0" and back.frame == "EME2000"
+    np.testing.assert_allclose(back.r, rr[0][::-1], rtol=0, atol=MM)
+    np.testing.assert_allclose(back.v, vv[0][::-1], rtol=0, atol=MM)
+    assert np.all(np.diff((back.times - EPOCH).to_value(u.s)) > 0)
+    paths = write_oem(tmp_path / "two", EPOCH, tofs, rr, vv, frame="TEME", names=["a", "b/c"])
+    assert [os.path.basename(p) for p in paths] == ["00000-a.oem", "00001-b_c.oem"]
+    assert read_oem(paths[1]).r.shape == (2, 3)  # the finite rows only
+
+
+def test_chunked_writer_skips_objects_without_a_state(tmp_path):
+    r0, v0 = cloud(3, seed=2)
+    r0[1] = np.nan
+    tofs = np.array([0.0, 60.0])
+    res = cowell(K_EARTH, r0, v0, tofs)
+    catalog = Catalog(["x", "nan", "z"], r0, v0, "TLE", "TEME", epoch=EPOCH,
+                      ids=["1997-051C", "?", "1997-051D"])
+    folder = tmp_path / "out"
+    folder.mkdir()  # an existing folder is filled, not replaced
+    (folder / "keep.txt").write_text("mine")
+    sink, write = open_writer(str(folder), "oem", catalog, tofs)
+    write(0, 2, type(res)(res.rr[:2], res.vv[:2], res.status[:2], [], None, None, None), None)
+    write(2, 3, type(res)(res.rr[2:], res.vv[2:], res.status[2:], [], None, None, None), None)
+    sink.close()
+    assert sorted(os.listdir(folder)) == ["00000-x.oem", "00002-z.oem", "keep.txt"]
+    assert sink.skipped == ["nan"]
+    assert [e.id for e in read_oem(folder)] == ["1997-051C", "1997-051D"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # temporary folder gone
+
+
+def test_bad_oem_arguments_are_named(tmp_path):
+    tofs = np.array([0.0, 60.0])
+    rr = np.ones((2, 3)) * 7000.0
+    with pytest.raises(TypeError, match="frame"):
+        write_oem(tmp_path / "x.oem", EPOCH, tofs, rr, rr)
+    with pytest.raises(TypeError, match="epoch: expected a single astropy Time"):
+        write_oem(tmp_path / "x.oem", "2025-01-01", tofs, rr, rr, frame="GCRF")
+    with pytest.raises(ValueError, match=r"rr, vv: expected shape \(M, 3\) or \(N, M, 3\)"):
+        write_oem(tmp_path / "x.oem", EPOCH, tofs, rr[:1], rr[:1], frame="GCRF")
+    with pytest.raises(ValueError, match="names: expected 2 names, got 1"):
+        write_oem(tmp_path / "x", EPOCH, tofs, rr[None].repeat(2, 0), rr[None].repeat(2, 0),
+                  frame="GCRF", names=["a"])
+    with pytest.raises(ValueError, match="no finite state"):
+        write_oem(tmp_path / "x.oem", EPOCH, tofs, rr * math.nan, rr, frame="GCRF")
+    with pytest.raises(ValueError, match="OEM format needs the epoch"):
+        OemWriter(str(tmp_path / "y"), ["a"], None, tofs, "GCRF")
+    assert sorted(os.listdir(tmp_path)) == []  # nothing left behind
