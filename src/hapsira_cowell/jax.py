@@ -9,11 +9,13 @@ platform; see ``docs/jax.md``.
 import warnings
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+# first: without JAX it raises an ImportError that names the extra to install
 from hapsira_core.xla import DerivativeError, xla_kernel
+
+import jax  # noqa: E402  (after the import that explains a missing JAX)
+import jax.numpy as jnp  # noqa: E402
 
 from .events import Event
 from .perturbations import two_body
