@@ -3,7 +3,7 @@
 A kernel cannot call astropy, and a body's position must not be a compile-time
 constant. So the position is sampled on the host (astropy, built-in
 ephemeris, no downloads) into a table of positions and velocities, the table is
-appended to the objects' ``params``, and :func:`position` evaluates it inside
+appended to the objects' ``params``, and `position()` evaluates it inside
 the kernel by cubic Hermite interpolation::
 
     eph = Ephemeris.from_body("moon", epoch, 0.0, 86400.0)
@@ -30,7 +30,7 @@ about 3 mm/s for the Moon, 1 mm/s for the Sun), and cubic Hermite
 interpolation takes both at face value.
 
 Outside the table the position is clamped: the first (last) sample holds
-before (after) it. :meth:`Ephemeris.from_body` adds one sample beyond each
+before (after) it. `Ephemeris.from_body()` adds one sample beyond each
 end of the requested span.
 """
 
@@ -86,7 +86,7 @@ class Ephemeris:
         propagation; ``tof_min``, ``tof_max``: the span in s after ``epoch``
         (floats, Quantities or TimeDelta; negative for backward runs), covered
         with one extra sample each side; ``step``: s between samples (default
-        :data:`DEFAULT_STEP`). Positions km and velocities km/s in GCRS axes,
+        `DEFAULT_STEP`). Positions km and velocities km/s in GCRS axes,
         from astropy's built-in ephemeris (no downloads).
         """
         tof_min = to_float(tof_min, u.s, "tof_min")

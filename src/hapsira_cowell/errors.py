@@ -2,7 +2,7 @@
 
 When a right-hand side ``f`` or an event's ``g`` does not compile, numba's
 message starts deep inside its own type inference and the solver, and names
-the user's code somewhere in the middle. :func:`user_function_error` finds the
+the user's code somewhere in the middle. `user_function_error()` finds the
 user's function in that message and builds an error that names it first::
 
     user function 'my_rhs' (/home/me/model.py:14) does not compile: x = np.zeros(3) + "a"
@@ -163,11 +163,11 @@ def user_function_error(exc, functions):
     these functions: the first one, numba's innermost, is the offending line
     (for an error inside a helper the user's function calls, the line of
     that call). Returns a
-    :class:`CallbackCompileError` (a ``TypeError``) whose message starts with
+    `CallbackCompileError` (a ``TypeError``) whose message starts with
     ``"user function 'name' (file:line) does not compile: <source line>"``,
     then numba's message; or ``exc`` itself when no user function is
     involved (then re-raise it unchanged), or when it is a
-    :class:`CallbackCompileError` already.
+    `CallbackCompileError` already.
 
     A plain Python function (not ``@hjit``) that numba cannot type gives
     ``"user function 'name' (file:line) is not compiled: decorate it with

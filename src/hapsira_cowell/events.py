@@ -1,4 +1,4 @@
-"""Events for :func:`hapsira_cowell.cowell`: zeros of ``g(t, rr, vv, k, p)``.
+"""Events for `hapsira_cowell.cowell()`: zeros of ``g(t, rr, vv, k, p)``.
 
 Semantics follow ``scipy.integrate.solve_ivp``: an event occurs where ``g``
 changes sign in the allowed ``direction`` (+1 upward only, -1 downward only,
@@ -82,7 +82,7 @@ class Event:
 
     @property
     def constants(self):
-        """Numbers handed to :attr:`device_function` as ``c``."""
+        """Numbers handed to `device_function` as ``c``."""
         return ()
 
     def __repr__(self):
@@ -176,7 +176,7 @@ def shadow_angle(rr, rs, R, R_sun, umbra):
     ``c - b + a`` (umbra) or ``c - b - a`` (penumbra). Zero exactly on the
     surface of the umbra (penumbra) cone: the cone of lines tangent to both
     spheres on the same (opposite) sides. (For the *fraction* of the Sun's disc
-    that is visible, see :func:`hapsira_cowell.perturbations.shadow_function`;
+    that is visible, see `hapsira_cowell.perturbations.shadow_function()`;
     it is constant outside the penumbra, so it cannot locate a crossing.)
     """
     d = (rs[0] - rr[0], rs[1] - rr[1], rs[2] - rr[2])
@@ -202,12 +202,12 @@ class EclipseEvent(Event):
 
     ``R``: the attractor's radius, ``R_sun``: the Sun's, km or length
     Quantities. ``offset``: where the Sun's ephemeris table
-    (:meth:`hapsira_cowell.ephem.Ephemeris.to_params`) starts in the params
+    (`hapsira_cowell.ephem.Ephemeris.to_params()`) starts in the params
     row ``p``; the table gives the Sun relative to the attractor, in the
     frame of the orbit. ``kind``: ``"umbra"`` (total eclipse) or
     ``"penumbra"`` (partial or total).
 
-    ``g`` is :func:`shadow_angle` (rad): negative inside the shadow, so
+    ``g`` is `shadow_angle()` (rad): negative inside the shadow, so
     ``direction=-1`` detects entries, ``+1`` exits, ``0`` both.
     """
 
@@ -235,7 +235,7 @@ class EclipseEvent(Event):
 
 
 class UmbraEvent(EclipseEvent):
-    """Crossing of the umbra's edge: the Sun wholly hidden inside; see :class:`EclipseEvent`."""
+    """Crossing of the umbra's edge: the Sun wholly hidden inside; see `EclipseEvent`."""
 
     def __init__(self, R, R_sun, offset, terminal=False, direction=0):
         super().__init__(R, R_sun, offset, "umbra", terminal, direction)
@@ -243,7 +243,7 @@ class UmbraEvent(EclipseEvent):
 
 class PenumbraEvent(EclipseEvent):
     """Crossing of the penumbra's outer edge: the Sun at least partly hidden
-    inside (the umbra included); see :class:`EclipseEvent`."""
+    inside (the umbra included); see `EclipseEvent`."""
 
     def __init__(self, R, R_sun, offset, terminal=False, direction=0):
         super().__init__(R, R_sun, offset, "penumbra", terminal, direction)

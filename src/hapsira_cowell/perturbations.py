@@ -1,4 +1,4 @@
-"""Accelerations for Cowell's method, as :func:`~hapsira_core.jit.hjit` functions.
+"""Accelerations for Cowell's method, as `hapsira_core.jit.hjit` functions.
 
 Units everywhere: km, s, kg (so GM in km^3/s^2, accelerations in km/s^2).
 Combine them in your own right-hand side::
@@ -11,7 +11,7 @@ Combine them in your own right-hand side::
         return drr, (dvv[0] + a[0] + d[0], dvv[1] + a[1] + d[1], dvv[2] + a[2] + d[2])
 
 Per-object numbers (C_D, A/m, C_R, ...) come from the params row ``p``;
-bodies' positions from ephemeris tables in it (:mod:`hapsira_cowell.ephem`).
+bodies' positions from ephemeris tables in it (`hapsira_cowell.ephem`).
 The module's constants (``J2_EARTH``, ...) are compile-time constants.
 """
 
@@ -36,7 +36,7 @@ def two_body(t, rr, vv, k, p):
     """Keplerian right-hand side: ``(drr, dvv) = (vv, -k rr / r^3)``.
 
     ``rr`` km, ``vv`` km/s, ``k`` km^3/s^2; ``t`` and ``p`` are unused. This
-    is the default ``f`` of :func:`hapsira_cowell.cowell`.
+    is the default ``f`` of `hapsira_cowell.cowell()`.
     """
     _, inverse_r3 = norm_and_inverse_cube(rr)
     c = -(k * inverse_r3)  # k * inverse_r3 is shared with the zonal terms
@@ -110,7 +110,7 @@ def atmospheric_drag_exponential(t, rr, vv, k, R, C_D, A_over_m, H0, rho0):
     ``R`` km (the radius where the density is ``rho0``, kg/km^3; poliastro
     uses the attractor's radius and its surface density), ``H0`` scale height
     km, ``C_D`` dimensionless, ``A_over_m`` km^2/kg, ``rr`` km, ``vv`` km/s.
-    See :func:`atmospheric_drag`.
+    See `atmospheric_drag()`.
     """
     rho = rho0 * math.exp(-(norm(rr) - R) / H0)
     return atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho)
@@ -123,7 +123,7 @@ def atmospheric_drag_us76(t, rr, vv, k, R, C_D, A_over_m):
     ``R`` km (altitude above a sphere of that radius: the Earth's equatorial
     radius understates the geodetic altitude near the poles by up to 21 km),
     ``C_D`` dimensionless, ``A_over_m`` km^2/kg, ``rr`` km, ``vv`` km/s. See
-    :func:`hapsira_cowell.atmosphere.density_us76` and :func:`atmospheric_drag`.
+    `hapsira_cowell.atmosphere.density_us76()` and `atmospheric_drag()`.
     """
     rho = density_us76(norm(rr) - R)
     return atmospheric_drag(t, rr, vv, k, C_D, A_over_m, rho)
@@ -137,9 +137,9 @@ def third_body(t, rr, vv, k, k_third, r_third):
     minus the pull on the attractor (whose frame is not inertial).
     Montenbruck & Gill, *Satellite Orbits*, Sec. 3.3 (Sun and Moon as point
     masses); Vallado, *Fundamentals of Astrodynamics*, third-body perturbations.
-    ``k_third`` its GM (km^3/s^2; Moon :data:`K_MOON`, Sun :data:`K_SUN`),
+    ``k_third`` its GM (km^3/s^2; Moon `K_MOON`, Sun `K_SUN`),
     ``r_third`` its position relative to the attractor (km, a 3-tuple, e.g.
-    from :func:`hapsira_cowell.ephem.position`), ``rr`` km; ``t``, ``vv``,
+    from `hapsira_cowell.ephem.position()`), ``rr`` km; ``t``, ``vv``,
     ``k`` unused.
     """
     dx = r_third[0] - rr[0]
@@ -162,7 +162,7 @@ def shadow_function(rr, r_star, R, R_star):
     their centres are ``c`` apart, and the hidden part is the area of overlap of
     the two discs. ``rr``, ``r_star``: km from the attractor's centre, one
     frame; ``R``, ``R_star``: the attractor's and the star's radii, km.
-    (Not the same as :func:`hapsira_cowell.events.shadow_angle`, the signed
+    (Not the same as `hapsira_cowell.events.shadow_angle()`, the signed
     angular distance to the shadow's edge used by the eclipse events; both
     use the same discs, so the fraction leaves 1 (0) exactly where the
     penumbra (umbra) event fires.)
@@ -206,11 +206,11 @@ def radiation_pressure(t, rr, vv, k, R, C_R, A_over_m, Wdivc_s, r_star):
     * ``Wdivc_s``: the star's radiated power over the speed of light and 4 pi,
       kg km/s^2, i.e. the radiation pressure times the squared distance, as
       poliastro/hapsira document it (their ``Wdivc_sun`` = 1.0203759306204136e14
-      can be passed as is; :data:`WDIVC_SUN` is the IAU nominal value);
+      can be passed as is; `WDIVC_SUN` is the IAU nominal value);
     * ``r_star``: the star's position relative to the attractor, km (a
-      3-tuple, e.g. from :func:`hapsira_cowell.ephem.position`);
-    * ``nu``: :func:`shadow_function` with the star's radius taken as the
-      Sun's, :data:`R_SUN` (695700 km).
+      3-tuple, e.g. from `hapsira_cowell.ephem.position()`);
+    * ``nu``: `shadow_function()` with the star's radius taken as the
+      Sun's, `R_SUN` (695700 km).
 
     Unlike poliastro (direction and distance of the star from the attractor, and
     a cylindrical, all-or-nothing shadow), the push is along the star-object

@@ -1,7 +1,7 @@
 """Plots of propagation results and benchmark files (matplotlib, Agg backend).
 
 Each function writes one PNG and returns its path. ``res`` may be a
-:class:`~hapsira_cowell.CowellResult` (its first event taken as the re-entry
+`CowellResult` (its first event taken as the re-entry
 event), the result of the command line's ``propagate``, an ``.npz`` written by
 ``hapsira-cowell propagate`` (opened with ``numpy.load``), or anything with
 ``rr`` ((N, M, 3) km), ``status`` and optionally ``reentry`` ((N,) s, NaN for
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .constants import OMEGA_EARTH  # rad/s, for the ground tracks
+
 __all__ = ["altitude_vs_time", "ground_tracks", "throughput", "benchmark_points"]
 
-OMEGA_EARTH = 7.292115e-5  # rad/s, the Earth's rotation rate (IERS)
 
 
 def _pyplot():
@@ -240,7 +241,7 @@ def benchmark_points(data, name):
 def throughput(results_json_paths, path, title=None):
     """Throughput (object-days of flight per second) against the number of objects.
 
-    Reads benchmark JSON files (see :func:`benchmark_points`: any dict with
+    Reads benchmark JSON files (see `benchmark_points()`: any dict with
     ``n_objects`` and ``seconds``, peers included) and draws one line per
     series, log-log.
     """

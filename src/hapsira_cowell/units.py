@@ -34,7 +34,7 @@ def to_value(value, unit, name):
 
 
 def to_float(value, unit, name):
-    """A scalar in ``unit`` as a Python float; see :func:`to_value`."""
+    """A scalar in ``unit`` as a Python float; see `to_value()`."""
     array = to_value(value, unit, name)
     if array.ndim != 0:
         raise ValueError(f"{name}: expected a scalar, got shape {array.shape}")
