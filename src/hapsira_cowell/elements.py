@@ -149,10 +149,17 @@ def from_classical(k, a=None, ecc=None, inc=None, raan=None, argp=None, nu=None,
     p : float, array or Quantity, keyword-only
         Semi-latus rectum, km: instead of ``a``, and needed for parabolas.
 
-    Every element may be a scalar or an (N,) array; they broadcast. Returns
-    ``r``, ``v`` of shape (N, 3) (or (3,) when every element is a scalar),
-    in the frame the angles refer to. The conversion runs on the active
-    target (`coe2rv` inside an `hapsira_core.jit.ObjectKernel`).
+    Returns
+    -------
+    r, v : ndarray
+        Positions (km) and velocities (km/s), (N, 3), or (3,) when every
+        element is a scalar, in the frame the angles refer to.
+
+    Notes
+    -----
+    Every element may be a scalar or an (N,) array; they broadcast. The
+    conversion runs on the active target (`coe2rv` inside an
+    `hapsira_core.jit.ObjectKernel`).
     """
     given = {"ecc": ecc, "inc": inc, "raan": raan, "argp": argp, "nu": nu}
     missing = [name for name, value in given.items() if value is None]

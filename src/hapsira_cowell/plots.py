@@ -19,7 +19,6 @@ from .constants import OMEGA_EARTH  # rad/s, for the ground tracks
 __all__ = ["altitude_vs_time", "ground_tracks", "throughput", "benchmark_points"]
 
 
-
 def _pyplot():
     import matplotlib
     matplotlib.use("Agg", force=True)

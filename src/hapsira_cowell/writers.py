@@ -282,6 +282,13 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
     center : str
         ``CENTER_NAME``, default ``"EARTH"``.
 
+    Returns
+    -------
+    list of str
+        The files written.
+
+    Notes
+    -----
     Epochs are written to the nanosecond and numbers with 15 significant
     digits, so reading the files back (`read_oem`) gives the states to well
     under a millimetre.
