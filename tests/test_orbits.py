@@ -132,8 +132,12 @@ def test_bad_orbits_are_named():
 
 @pytest.mark.parametrize("package", ["hapsira", "poliastro"])
 def test_a_real_orbit_goes_in(package):
-    twobody = pytest.importorskip(f"{package}.twobody")
-    bodies = pytest.importorskip(f"{package}.bodies")
+    pytest.importorskip(package)  # skipped where the package is not installed
+    try:
+        from importlib import import_module
+        twobody, bodies = import_module(f"{package}.twobody"), import_module(f"{package}.bodies")
+    except ImportError as error:  # installed beside an astropy it does not support
+        pytest.skip(f"{package} is installed but does not import: {error}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         orbit = twobody.Orbit.from_classical(bodies.Earth, 7000 * u.km, 0.01 * u.one,
