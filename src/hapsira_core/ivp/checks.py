@@ -38,7 +38,8 @@ def states(y0, name="y0"):
         raise ValueError(f"{name}: expected shape (n,) or (N, n) with n >= 1, got {array.shape}")
     if array.shape[-1] > MAX_N:
         raise ValueError(f"{name}: states of {array.shape[-1]} components are not supported "
-                         f"(at most {MAX_N})")
+                         f"(at most {MAX_N}: the solver is generated as straight-line code "
+                         "per component, and compile time grows too fast beyond that)")
     single = array.ndim == 1
     return (array[None, :] if single else array), single
 

@@ -13,10 +13,10 @@ import types
 
 from ..jit import hjit
 
-#: Largest state dimension the generated code is built for. Compile time grows
-#: with n (every stage is n statements); beyond this, a tuple-per-state design
-#: stops paying off.
-MAX_N = 64
+#: Largest state dimension the generated code is built for. Every stage is n
+#: statements of straight-line code, and numba's compile time grows faster than
+#: the code: DOP853 at n = 32 compiles in minutes (measured in docs/architecture.md).
+MAX_N = 32
 
 
 def _tuple(items):
