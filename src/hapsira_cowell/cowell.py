@@ -1,22 +1,23 @@
-"""``cowell()``: propagate one object or a cloud with DOP853 on the active target."""
+"""``cowell()``: propagate one object or a cloud with DOP853 on the active target.
 
-import warnings
+A thin layer on :func:`hapsira_core.ivp.integrate`: the state is ``(rr, vv)``,
+GM travels first in the params row (:mod:`.orbit_form`), times of flight
+start at 0, and results come back in orbit units and shapes.
+"""
 
 import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
-from hapsira_core.ivp import solve as solve_module
-from hapsira_core.jit import TARGET, Arg, ObjectKernel, hjit, switch
+from hapsira_core.ivp import build, checks
+from hapsira_core.jit import is_device_array
 
-from .errors import user_function_error
 from .events import Event
+from .orbit_form import orbit_rhs
 from .perturbations import two_body
 from .units import is_quantity, to_value
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
-
-EPS = np.finfo(np.float64).eps
 
 #: What each ``status`` code means.
 STATUS_MESSAGES = {
@@ -29,41 +30,8 @@ STATUS_MESSAGES = {
                            "(NaN or inf input, or r = 0)",
 }
 
-_ARGS = (
-    Arg("r0", np.float64, ("three",)),
-    Arg("v0", np.float64, ("three",)),
-    Arg("tofs", np.float64, ("m",), per_object=False),
-    Arg("params", np.float64, ("np",)),
-    Arg("fconf", np.float64, ("nf",), per_object=False),
-    Arg("iconf", np.int64, ("ni",), per_object=False),
-    Arg("ev_direction", np.float64, ("e",), per_object=False),
-    Arg("ev_max", np.int64, ("e",), per_object=False),
-    Arg("ev_consts", np.float64, ("e", "q"), per_object=False),
-    Arg("rr", np.float64, ("m", "three"), output=True),
-    Arg("vv", np.float64, ("m", "three"), output=True),
-    Arg("info", np.int64, ("ninfo",), output=True),
-    Arg("t_events", np.float64, ("e", "c"), output=True),
-    Arg("n_events", np.int64, ("e",), output=True),
-    Arg("scratch", np.float64, ("e", "two"), scratch=True),
-)
-
-_KERNELS = {}
-
-
-def _kernel(f, event_functions):
-    """The compiled solver for ``f`` and these event functions (built once)."""
-    key = (TARGET, f, event_functions)
-    if key not in _KERNELS:
-        g = switch(event_functions, 6)
-
-        @hjit
-        def body(r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max, ev_consts,
-                 rr, vv, info, t_events, n_events, scratch):
-            ivp.solve(f, g, r0, v0, tofs, p, fconf, iconf, ev_direction, ev_max,
-                      ev_consts, rr, vv, info, t_events, n_events, scratch)
-
-        _KERNELS[key] = ObjectKernel(body, _ARGS)
-    return _KERNELS[key]
+#: Built kernels (the core's registry), by ``(target, method, n, fun, events)``.
+_KERNELS = build.KERNELS
 
 
 class CowellResult:
@@ -104,16 +72,11 @@ class CowellResult:
         return f"CowellResult(objects={status.size}, status counts={counts})"
 
 
-def _is_device_array(value):
-    return TARGET == "cuda" and hasattr(value, "__cuda_array_interface__") \
-        and not isinstance(value, np.ndarray)
-
-
 def _states(r0, v0):
     """r0, v0 as (N, 3) float64 km, km/s (device arrays pass through)."""
     arrays = []
     for name, value, unit in (("r0", r0, u.km), ("v0", v0, u.km / u.s)):
-        if _is_device_array(value):
+        if is_device_array(value):
             shape = tuple(value.__cuda_array_interface__["shape"])
             dtype = np.dtype(value.__cuda_array_interface__["typestr"])
             if len(shape) != 2 or shape[1] != 3 or dtype != np.float64:
@@ -150,39 +113,6 @@ def _tofs(tofs):
         raise ValueError("tofs: expected times sorted away from 0 (increasing, or decreasing "
                          "when backward)")
     return np.ascontiguousarray(array)
-
-
-def _tolerance(value, name):
-    array = np.asarray(value, dtype=np.float64)
-    if array.ndim == 0:
-        array = np.full(6, float(array))
-    if array.shape != (6,):
-        raise ValueError(f"{name}: expected a scalar or 6 values (one per state component), "
-                         f"got shape {array.shape}")
-    if not np.all(np.isfinite(array)) or np.any(array < 0):
-        raise ValueError(f"{name}: expected finite non-negative tolerances, got {value!r}")
-    return array
-
-
-def _params(params, n):
-    if params is None:
-        return np.zeros((1, 1))
-    array = np.asarray(params, dtype=np.float64)
-    if array.ndim == 1:
-        array = array[None, :]
-    if array.ndim != 2 or array.shape[0] not in (1, n):
-        raise ValueError(f"params: expected shape (P,) or ({n}, P), got {np.shape(params)}")
-    if array.shape[1] == 0:
-        array = np.zeros((array.shape[0], 1))
-    # A fresh C-ordered copy: views such as x[:, None] can carry a stride of 0,
-    # which made the cuda kernel 8x slower on an H100.
-    return array.copy(order="C")
-
-
-def _positive_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
@@ -226,61 +156,30 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     r0, v0, single = _states(r0, v0)
     n = r0.shape[0]
     tofs = _tofs(tofs)
-    rtol = _tolerance(rtol, "rtol")
-    atol = _tolerance(atol, "atol")
-    if np.any(rtol < 100 * EPS):
-        warnings.warn(f"rtol below 100 * eps; using rtol = max(rtol, {100 * EPS})",
-                      stacklevel=2)
-        rtol = np.maximum(rtol, 100 * EPS)
-    params = _params(params, n)
-    max_steps = _positive_int(max_steps, "max_steps", 1)
-    records = _positive_int(max_event_records, "max_event_records", 0)
-    events = tuple(events)
-    for index, event in enumerate(events):
-        if not isinstance(event, Event):
-            raise ValueError(f"events[{index}]: expected an hapsira_cowell.events.Event, "
-                             f"got {type(event).__name__}")
+    rtol = checks.relative_tolerance(rtol, 6)
+    atol = checks.tolerance(atol, "atol", 6)
+    params = checks.params(params, n)
+    # GM first in every row: k is data, never a compile-time constant
+    params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    events = checks.event_list(events, Event)
     f = two_body if f is None else f
     if not callable(f):
         raise ValueError(f"f: expected an hjit function, got {type(f).__name__}")
+    if is_device_array(r0):
+        from hapsira_core.backends import backend
+        y0 = backend.device_hstack(r0, v0)
+    else:
+        y0 = np.concatenate((r0, v0), axis=1)
 
-    n_ev = len(events)
-    slots = max(n_ev, 1)  # arrays keep at least one slot: zero-size rows upset gufuncs
-    width = max([len(e.constants) for e in events] + [1])
-    ev_direction = np.zeros(slots)
-    ev_max = np.zeros(slots, dtype=np.int64)
-    ev_consts = np.zeros((slots, width))
-    for index, event in enumerate(events):
-        ev_direction[index] = event.direction
-        ev_max[index] = event.max_occurrences
-        ev_consts[index, : len(event.constants)] = event.constants
-    fconf = np.concatenate(([float(k)], rtol, atol))
-    iconf = np.array([max_steps, n_ev], dtype=np.int64)
-
-    m = tofs.size
-    rr = np.empty((n, m, 3))
-    vv = np.empty((n, m, 3))
-    info = np.empty((n, 3), dtype=np.int64)
-    # without events the kernel still gets one slot; keep it one number wide
-    t_events = np.empty((n, slots, max(records, 1) if n_ev else 1))
-    n_events = np.empty((n, slots), dtype=np.int64)
-    scratch = np.empty((n, slots, 2))
-
-    kernel = _kernel(f, tuple(e.device_function for e in events))
-    try:
-        kernel(r0, v0, tofs, params, fconf, iconf, ev_direction, ev_max, ev_consts,
-               rr, vv, info, t_events, n_events, scratch)
-    except Exception as exc:
-        if not type(exc).__module__.startswith("numba"):
-            raise
-        # A compile error: name the user's function and line first, numba's detail after.
-        error = user_function_error(exc, [f] + [e.g for e in events])
-        if error is exc:
-            raise
-        raise error from exc
-
-    t_events = [t_events[:, e, :records] for e in range(n_ev)]
-    n_events = n_events[:, :n_ev]
+    raw = ivp.integrate("DOP853", orbit_rhs(f), y0, 0.0, float(tofs[-1]), tofs, rtol, atol,
+                        params, events, max_steps, records, 0, [f] + [e.g for e in events])
+    y = raw["y"]
+    rr, vv = y[:, :, :3], y[:, :, 3:]
+    t_events = [raw["t_events"][:, e] for e in range(len(events))]
+    n_events = raw["n_events"]
+    info = raw["info"]
     status, nfev, nsteps = info[:, 0], info[:, 1], info[:, 2]
     if quantities:
         rr = rr << u.km

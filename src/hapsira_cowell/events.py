@@ -15,33 +15,17 @@ import math
 import numpy as np
 from astropy import units as u
 
+from hapsira_core import ivp
 from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, dot, norm
 
 from .ephem import position
+from .orbit_form import orbit_event
 
 from .units import to_float
 
 __all__ = ["Event", "AltitudeCrossEvent", "LithobrakeEvent", "LatitudeCrossEvent",
            "NodeCrossEvent", "EclipseEvent", "UmbraEvent", "PenumbraEvent", "shadow_angle"]
-
-
-def _terminal_count(terminal):
-    if isinstance(terminal, (bool, np.bool_)):
-        return int(terminal)
-    if isinstance(terminal, (int, np.integer)) and terminal >= 0:
-        return int(terminal)
-    raise ValueError(f"terminal: expected True, False or a non-negative int, got {terminal!r}")
-
-
-def _direction(direction):
-    try:
-        value = float(direction)
-    except (TypeError, ValueError):
-        value = math.nan
-    if value not in (-1.0, 0.0, 1.0):
-        raise ValueError(f"direction: expected -1, 0 or +1, got {direction!r}")
-    return value
 
 
 _ADAPTERS = {}
@@ -57,7 +41,7 @@ def _with_constants(g):
     return _ADAPTERS[g]
 
 
-class Event:
+class Event(ivp.Event):
     """A user event: ``g(t, rr, vv, k, p) -> float``, an ``hjit`` function.
 
     ``t`` s, ``rr`` km, ``vv`` km/s, ``k`` km^3/s^2, ``p`` the object's
@@ -67,18 +51,13 @@ class Event:
     def __init__(self, g, terminal=False, direction=0):
         if not callable(g):
             raise ValueError(f"g: expected an hjit function, got {type(g).__name__}")
-        self.g = g
+        super().__init__(g, terminal, direction)
         self._device_function = None  # set by built-in events: g takes c
-        self.terminal = terminal
-        self.max_occurrences = _terminal_count(terminal)
-        self.direction = _direction(direction)
 
     @property
     def device_function(self):
-        """The compiled ``g(t, rr, vv, k, p, c)`` the solver calls."""
-        if self._device_function is not None:
-            return self._device_function
-        return _with_constants(self.g)
+        """The compiled ``g(t, y, p, c)`` the solver calls (``p[0]``: GM)."""
+        return orbit_event(self._device_function or _with_constants(self.g))
 
     @property
     def constants(self):

@@ -1,16 +1,20 @@
-"""DOP853 (Dormand & Prince 8(5,3)) for one object at a time, as ``hjit`` code.
+"""``solve_ivp`` for N objects at once: scipy's explicit Runge-Kutta methods as ``hjit`` code.
 
-``solve.solve`` is the per-object loop; the other modules are its parts:
-``tableau`` (coefficients), ``rk`` (step and step-size control), ``dense``
-(interpolant), ``events`` (detection and root finding), ``state`` (tuple
-arithmetic).
+:func:`solve_ivp` is the front (:mod:`.api`); the solver is built from
+parts, each a module: the methods and their tableaux (:mod:`.methods`,
+:mod:`.butcher`), the stage code generator (:mod:`.stages`), state
+arithmetic per dimension (:mod:`.state`), step-size control
+(:mod:`.control`), events (:mod:`.events`), the per-object loop
+(:mod:`.loop`), row layouts (:mod:`.layout`) and kernels (:mod:`.build`).
 """
 
-from .solve import (  # noqa: F401
+from .api import Event, IVPResult, ObjectResult, integrate, solve_ivp  # noqa: F401
+from .layout import (  # noqa: F401
     BAD_INITIAL_STATE,
     MAX_STEPS,
+    STATUS_MESSAGES,
     STEP_TOO_SMALL,
     SUCCESS,
     TERMINATED,
-    solve,
 )
+from .methods import METHODS  # noqa: F401

@@ -3,14 +3,12 @@
 An event is a zero of ``g(t, y)``. After each accepted step the solver checks
 each event for a sign change (:func:`is_triggered`, honouring the direction
 filter), then locates the zero on the step's dense output with Brent's method
-(:func:`locate`) to scipy's tolerances (``xtol = rtol = 4 * eps``).
+(:func:`make_locate`) to scipy's tolerances (``xtol = rtol = 4 * eps``).
 """
 
 import math
 
 from ..jit import hjit
-from .dense import evaluate
-from .state import event_value
 
 EPS = 2.220446049250313e-16
 ROOT_XTOL = 4.0 * EPS
@@ -34,78 +32,83 @@ def is_triggered(g_old, g_new, direction):
     return up or down
 
 
-@hjit
-def value_on_step(g, index, t, coeffs, t_old, h, y_old, k, p, c):
-    return event_value(g, index, t, evaluate(coeffs, t_old, h, y_old, t), k, p, c)
-
-
-@hjit
-def locate(g, index, t_a, t_b, coeffs, t_old, h, y_old, k, p, c):
-    """Zero of event ``index`` between ``t_a`` and ``t_b`` on the dense output.
+def make_locate(evaluate):
+    """``locate(g, index, t_a, t_b, coeffs, t_old, h, y_old, p, c) -> t``:
+    the zero of event ``index`` between ``t_a`` and ``t_b`` on the dense
+    output ``evaluate`` of a method.
 
     Brent's method (R. P. Brent, *Algorithms for Minimization without
     Derivatives*, 1973, ch. 4): inverse quadratic interpolation or secant
     steps, with bisection whenever they would not shrink the bracket fast
     enough. Converges when the bracket is below ``ROOT_XTOL + ROOT_RTOL*|t|``.
     """
-    a = t_a
-    b = t_b
-    fa = value_on_step(g, index, a, coeffs, t_old, h, y_old, k, p, c)
-    fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, k, p, c)
-    if fa == 0.0:
-        return a
-    if fb == 0.0:
-        return b
-    # c_ is the previous iterate on the other side of the root than b.
-    c_ = a
-    fc = fa
-    d = b - a
-    e = d
-    for _ in range(ROOT_MAXITER):
-        if (fb > 0.0) == (fc > 0.0):
-            c_ = a
-            fc = fa
-            d = b - a
-            e = d
-        if abs(fc) < abs(fb):
-            a = b
-            b = c_
-            c_ = a
-            fa = fb
-            fb = fc
-            fc = fa
-        tol = 0.5 * (ROOT_XTOL + ROOT_RTOL * abs(b))
-        m = 0.5 * (c_ - b)
-        if fb == 0.0 or abs(m) <= tol:
+
+    @hjit
+    def value_on_step(g, index, t, coeffs, t_old, h, y_old, p, c):
+        return g(index, t, evaluate(coeffs, t_old, h, y_old, t), p, c)
+
+    @hjit
+    def locate(g, index, t_a, t_b, coeffs, t_old, h, y_old, p, c):
+        a = t_a
+        b = t_b
+        fa = value_on_step(g, index, a, coeffs, t_old, h, y_old, p, c)
+        fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, p, c)
+        if fa == 0.0:
+            return a
+        if fb == 0.0:
             return b
-        if abs(e) >= tol and abs(fa) > abs(fb):
-            s = fb / fa
-            if a == c_:
-                p_ = 2.0 * m * s
-                q = 1.0 - s
-            else:
-                q = fa / fc
-                r = fb / fc
-                p_ = s * (2.0 * m * q * (q - r) - (b - a) * (r - 1.0))
-                q = (q - 1.0) * (r - 1.0) * (s - 1.0)
-            if p_ > 0.0:
-                q = -q
-            else:
-                p_ = -p_
-            if 2.0 * p_ < min(3.0 * m * q - abs(tol * q), abs(e * q)):
+        # c_ is the previous iterate on the other side of the root than b.
+        c_ = a
+        fc = fa
+        d = b - a
+        e = d
+        for _ in range(ROOT_MAXITER):
+            if (fb > 0.0) == (fc > 0.0):
+                c_ = a
+                fc = fa
+                d = b - a
                 e = d
-                d = p_ / q
+            if abs(fc) < abs(fb):
+                a = b
+                b = c_
+                c_ = a
+                fa = fb
+                fb = fc
+                fc = fa
+            tol = 0.5 * (ROOT_XTOL + ROOT_RTOL * abs(b))
+            m = 0.5 * (c_ - b)
+            if fb == 0.0 or abs(m) <= tol:
+                return b
+            if abs(e) >= tol and abs(fa) > abs(fb):
+                s = fb / fa
+                if a == c_:
+                    p_ = 2.0 * m * s
+                    q = 1.0 - s
+                else:
+                    q = fa / fc
+                    r = fb / fc
+                    p_ = s * (2.0 * m * q * (q - r) - (b - a) * (r - 1.0))
+                    q = (q - 1.0) * (r - 1.0) * (s - 1.0)
+                if p_ > 0.0:
+                    q = -q
+                else:
+                    p_ = -p_
+                if 2.0 * p_ < min(3.0 * m * q - abs(tol * q), abs(e * q)):
+                    e = d
+                    d = p_ / q
+                else:
+                    d = m
+                    e = m
             else:
                 d = m
                 e = m
-        else:
-            d = m
-            e = m
-        a = b
-        fa = fb
-        if abs(d) > tol:
-            b += d
-        else:
-            b += math.copysign(tol, m)
-        fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, k, p, c)
-    return b
+            a = b
+            fa = fb
+            if abs(d) > tol:
+                b += d
+            else:
+                b += math.copysign(tol, m)
+            fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, p, c)
+        return b
+
+    return locate

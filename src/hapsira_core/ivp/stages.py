@@ -16,13 +16,17 @@ Each sum is still formed in increasing stage order, as a plain dot product
 would, and zero weights are skipped; so the arithmetic is that of the naive
 form, in fewer registers and fewer instructions.
 
-The code is generated once, at import, from the numbers in :mod:`.tableau`.
+The code is generated once per method and state dimension, from the
+numbers in the method's tableau. Where the dense output will need the stages
+again (the host targets keep them; see :mod:`.methods.base`), each stage is
+also written to a small per-object work array: on a CPU a store to L1 costs
+far less than carrying 13 states through the step loop as values (measured:
+the reference workload 25% slower that way).
 """
 
 from ..jit import hjit
-from .state import rhs
 
-N = 6  # components of the state
+N = 6  # default number of components of the state
 
 
 def weights(row):
@@ -37,7 +41,7 @@ def _rows(stages, outputs):
 
 
 def _live_states(stages, outputs, given, switch):
-    """Peak number of six-component states alive when switching at ``switch``."""
+    """Peak number of states alive when switching at ``switch``."""
     rows = _rows(stages, outputs)
     columns = sorted(list(given) + [index for index, _, _ in stages])
     peak = 0
@@ -52,13 +56,17 @@ def _live_states(stages, outputs, given, switch):
     return peak
 
 
-def generate(name, stages, outputs, given):
-    """Source of ``name(f, t, y, h, k, p, *given_states) -> outputs`` and its switch.
+def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False, load=False):
+    """Source of ``name(f, t, y, h, *context, *given_states) -> outputs`` and its switch.
 
     ``stages``: ``(index, c, {column: weight})`` for each stage to evaluate;
     ``given``: the indices of the stages passed in (``0``: ``f(t, y)``);
     ``outputs``: ``{name: {column: weight}}``, the sums returned as
-    six-tuples in that order (unscaled by ``h``).
+    n-tuples in that order (unscaled by ``h``). Each stage is
+    ``rhs(f, t + c h, y + h S, *context)``. ``store``: also write each stage
+    ``c`` to row ``c`` of an extra last argument ``work`` (for a dense output
+    that reuses them); ``load``: read the given stages from rows of ``work``
+    instead of taking them as arguments.
     """
     rows = _rows(stages, outputs)
     columns = sorted(list(given) + [index for index, _, _ in stages])
@@ -66,7 +74,17 @@ def generate(name, stages, outputs, given):
     evaluated = {index: c for index, c, _ in stages}
     label = {row: (f"s{row}" if isinstance(row, int) else row) for row in rows}
     stored, started = [], set()
-    lines = [f"def {name}(f, t, y, h, k, p, {', '.join(f'g{c}' for c in given)}):"]
+    N = n
+    args = ", ".join(list(context) + ([] if load else [f"g{c}" for c in given])
+                     + (["work"] if store or load else []))
+    passed = ", ".join(context)
+    lines = [f"def {name}(f, t, y, h, {args}):"]
+
+    def state(items):
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    def unpack(column):  # a trailing comma unpacks a 1-tuple too
+        return ", ".join(f"k{column}_{n}" for n in range(N)) + ","
 
     def pending(column):
         return [r for r in rows if not isinstance(r, int) or r > column]
@@ -83,15 +101,18 @@ def generate(name, stages, outputs, given):
     def sum_of(row, n):
         if row in started:
             return f"{label[row]}_{n}"
-        return " + ".join(term(w, c, n) for c, w in sorted(rows[row].items()))
+        return " + ".join(term(w, c, n) for c, w in sorted(rows[row].items())) or "0.0"
 
     for column in columns:
         if column in evaluated:
-            increment = ", ".join(f"y[{n}] + h * ({sum_of(column, n)})" for n in range(N))
-            lines.append(f"    {', '.join(f'k{column}_{n}' for n in range(N))} = "
-                         f"rhs(f, t + {evaluated[column]!r} * h, ({increment}), k, p)")
+            increment = state([f"y[{n}] + h * ({sum_of(column, n)})" for n in range(N)])
+            lines.append(f"    {unpack(column)} = "
+                         f"rhs(f, t + {evaluated[column]!r} * h, {increment}, {passed})")
         else:
-            lines.append(f"    {', '.join(f'k{column}_{n}' for n in range(N))} = g{column}")
+            source = state([f"work[{column}, {n}]" for n in range(N)]) if load else f"g{column}"
+            lines.append(f"    {unpack(column)} = {source}")
+        if store:
+            lines.extend(f"    work[{column}, {n}] = k{column}_{n}" for n in range(N))
         if column < switch:
             stored.append(column)
             continue
@@ -103,14 +124,16 @@ def generate(name, stages, outputs, given):
         for row in pending(column):
             if column in rows[row]:
                 add(row, rows[row][column], column)
-    results = ", ".join("(" + ", ".join(sum_of(row, n) for n in range(N)) + ")" for row in outputs)
-    lines.append(f"    return ({results},)")
+    results = [state([sum_of(row, n) for n in range(N)]) for row in outputs]
+    lines.append(f"    return ({', '.join(results)},)")
     return "\n".join(lines) + "\n", switch
 
 
-def compile_stages(name, stages, outputs, given):
-    """:func:`generate`, compiled as an :func:`~hapsira_core.jit.hjit` function."""
-    source, _ = generate(name, stages, outputs, given)
+def compile_stages(name, stages, outputs, given, rhs, n=N, context=("p",), store=False,
+                   load=False):
+    """:func:`generate`, compiled as an :func:`~hapsira_core.jit.hjit` function
+    that evaluates stages with ``rhs``."""
+    source, _ = generate(name, stages, outputs, given, n, context, store, load)
     namespace = {"rhs": rhs}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
+    exec(compile(source, f"<{name} n={n}>", "exec"), namespace)
     return hjit(namespace[name], cache=False)

@@ -1,65 +1,77 @@
-"""Arithmetic on the 6-component state ``(x, y, z, vx, vy, vz)`` held as a tuple.
+"""Arithmetic on a state of n floats held as a tuple, generated once per n.
 
-Tuples, not arrays: on the GPU they live in registers. The right-hand side
-is called in the Cowell form ``f(t, rr, vv, k, p) -> (drr, dvv)``.
+Tuples, not arrays: on the GPU they live in registers, and numba unrolls
+every operation on them. numba cannot build a tuple of variable length, so
+each operation is written out for a given n by :func:`ops` (the same way
+:mod:`.stages` writes out the Runge-Kutta stages) and compiled as an
+``hjit`` function.
 """
 
+import functools
 import math
+import types
 
 from ..jit import hjit
 
-
-@hjit
-def join(rr, vv):
-    return (rr[0], rr[1], rr[2], vv[0], vv[1], vv[2])
-
-
-@hjit
-def rhs(f, t, y, k, p):
-    """Derivative of the state ``y`` at ``t`` from the user's ``f``."""
-    drr, dvv = f(t, (y[0], y[1], y[2]), (y[3], y[4], y[5]), k, p)
-    return (drr[0], drr[1], drr[2], dvv[0], dvv[1], dvv[2])
+#: Largest state dimension the generated code is built for. Every stage is n
+#: statements of straight-line code, and numba's compile time grows faster than
+#: the code: DOP853 at n = 32 compiles in minutes (measured in docs/architecture.md).
+MAX_N = 32
 
 
-@hjit
-def event_value(g, index, t, y, k, p, c):
-    """Value of event ``index`` of the dispatcher ``g`` at the state ``y``."""
-    return g(index, t, (y[0], y[1], y[2]), (y[3], y[4], y[5]), k, p, c)
+def _tuple(items):
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
-@hjit
-def axpy(a, x, y):
-    """``y + a * x``."""
-    return (y[0] + a * x[0], y[1] + a * x[1], y[2] + a * x[2],
-            y[3] + a * x[3], y[4] + a * x[4], y[5] + a * x[5])
+def _sources(n):
+    """Source of every operation for states of n components."""
+    idx = range(n)
+    sources = {
+        # y + a * x
+        "axpy": f"def axpy(a, x, y):\n    return {_tuple([f'y[{i}] + a * x[{i}]' for i in idx])}\n",
+        "sub": f"def sub(x, y):\n    return {_tuple([f'x[{i}] - y[{i}]' for i in idx])}\n",
+        "scale": f"def scale(a, x):\n    return {_tuple([f'a * x[{i}]' for i in idx])}\n",
+        "is_finite": "def is_finite(y):\n    return " + " and ".join(
+            f"math.isfinite(y[{i}])" for i in idx) + "\n",
+        "load": f"def load(a, start):\n    return {_tuple([f'a[start + {i}]' for i in idx])}\n",
+        "load_row": f"def load_row(a, j):\n    return {_tuple([f'a[j, {i}]' for i in idx])}\n",
+        "store_row": "def store_row(a, j, y):\n" + "".join(
+            f"    a[j, {i}] = y[{i}]\n" for i in idx),
+        "fill_row": "def fill_row(a, j, value):\n" + "".join(
+            f"    a[j, {i}] = value\n" for i in idx),
+        # sum((x * w) ** 2), in component order
+        "weighted_sum_squares": "def weighted_sum_squares(x, w):\n" + "".join(
+            f"    q{i} = x[{i}] * w[{i}]\n" for i in idx)
+        + "    return " + " + ".join(f"q{i} * q{i}" for i in idx) + "\n",
+        # sum((x / s) ** 2), in component order
+        "scaled_sum_squares": "def scaled_sum_squares(x, s):\n" + "".join(
+            f"    q{i} = x[{i}] / s[{i}]\n" for i in idx)
+        + "    return " + " + ".join(f"q{i} * q{i}" for i in idx) + "\n",
+        "inverse": f"def inverse(x):\n    return {_tuple([f'1.0 / x[{i}]' for i in idx])}\n",
+        # atol + max(|y|, |y_new|) * rtol (Hairer II.4, eq. 4.10); the tolerances are
+        # read from the row here, where they are needed, not carried through a step
+        "error_scale": "def error_scale(y, y_new, tol, start):\n    return " + _tuple(
+            [f"tol[start + {n + i}] + max(abs(y[{i}]), abs(y_new[{i}])) * tol[start + {i}]"
+             for i in idx]) + "\n",
+    }
+    return sources
 
 
-@hjit
-def sub(x, y):
-    return (x[0] - y[0], x[1] - y[1], x[2] - y[2],
-            x[3] - y[3], x[4] - y[4], x[5] - y[5])
+@functools.lru_cache(maxsize=None)
+def ops(n):
+    """The operations on n-component states, as ``hjit`` functions in a namespace.
 
-
-@hjit
-def is_finite(y):
-    return (math.isfinite(y[0]) and math.isfinite(y[1]) and math.isfinite(y[2])
-            and math.isfinite(y[3]) and math.isfinite(y[4]) and math.isfinite(y[5]))
-
-
-@hjit
-def scaled_sum_squares(x, scale):
-    """``sum((x / scale) ** 2)``."""
-    return weighted_sum_squares(x, (1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2],
-                                    1.0 / scale[3], 1.0 / scale[4], 1.0 / scale[5]))
-
-
-@hjit
-def weighted_sum_squares(x, weight):
-    """``sum((x * weight) ** 2)``."""
-    q0 = x[0] * weight[0]
-    q1 = x[1] * weight[1]
-    q2 = x[2] * weight[2]
-    q3 = x[3] * weight[3]
-    q4 = x[4] * weight[4]
-    q5 = x[5] * weight[5]
-    return q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3 + q4 * q4 + q5 * q5
+    ``axpy(a, x, y) = y + a x``, ``sub``, ``scale``, ``is_finite``,
+    ``load(array, start)``, ``load_row(a, j)``/``store_row(a, j, y)`` on 2-D
+    arrays, ``fill_row``, ``weighted_sum_squares``, ``scaled_sum_squares``,
+    ``inverse``, and ``error_scale(y, y_new, tol, start)``, which reads
+    ``rtol`` at ``tol[start:start+n]`` and ``atol`` right after it.
+    """
+    if not isinstance(n, int) or not 1 <= n <= MAX_N:
+        raise ValueError(f"state dimension: expected 1 to {MAX_N} components, got {n!r}")
+    namespace = {"math": math}
+    compiled = {"n": n}
+    for name, source in _sources(n).items():
+        exec(compile(source, f"<hapsira state ops n={n}: {name}>", "exec"), namespace)
+        compiled[name] = hjit(namespace[name], cache=False)
+    return types.SimpleNamespace(**compiled)

@@ -1,0 +1,186 @@
+"""The ``cuda`` target: ``numba.cuda`` device functions, one GPU thread per object.
+
+Every call into numba-cuda lives in this module, so that a change of GPU
+backend (numba-cuda-mlir, say) is one file. Under numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``) the same code runs as Python threads: that
+proves semantics, never speed, and it rejects some options the GPU compiler
+accepts (``max_registers``, ``link``), which are left out there.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from numba import cuda
+
+from .. import kernel, settings
+
+VECTORIZE_TARGET = "cuda"
+#: The dense output evaluates the stages again instead of keeping them: 13
+#: stage states do not fit in a thread's registers, and only steps that hold
+#: an output time or an event pay for it.
+KEEP_STAGES = False
+SIMULATOR = settings.cuda_simulator_enabled()
+
+
+def hjit(func=None, **options):
+    """``numba.cuda.jit(device=True)``; numba's floating point on the GPU is IEEE
+    (no exceptions), so a bad object fails alone."""
+    if func is None:
+        return lambda f: hjit(f, **options)
+    options.pop("cache", None)  # device functions are cached with their kernel
+    options.pop("error_model", None)
+    return cuda.jit(device=True, **options)(func)
+
+
+if SIMULATOR:
+    def rsqrt(x):
+        # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
+        # float64 gives inf as the GPU does (an object at the centre fails alone).
+        with np.errstate(divide="ignore"):
+            return np.float64(1.0) / np.float64(math.sqrt(x))
+else:
+    from numba.cuda import libdevice
+
+    def rsqrt(x):
+        """One reciprocal square root (libdevice, within 1 ulp) instead of a
+        square root and a division: half the latency of a gravity term."""
+        return libdevice.rsqrt(x)
+
+
+class ObjectKernel(kernel.ObjectKernel):
+    TARGET = "cuda"
+
+    def _source(self):
+        names = ", ".join(a.name for a in self.args)
+        rows = ", ".join(self._row(a) for a in self.args)
+        first_out = self.args[self.n_inputs].name
+        return (f"def kernel({names}):\n"
+                f"    i = cuda.grid(1)\n"
+                f"    if i < {first_out}.shape[0]:\n"
+                f"        body({rows})\n")
+
+    def _globals(self):
+        return {"body": self.body, "cuda": cuda}
+
+    def _compile(self, function):
+        options = {"cache": settings.CACHE}
+        if settings.CUDA_MAX_REGISTERS and not SIMULATOR:
+            options["max_registers"] = settings.CUDA_MAX_REGISTERS
+        return cuda.jit(function, **options)
+
+    def _run(self, compiled, arrays):
+        self._launch(compiled, arrays)
+
+    def _launch(self, kernel, arrays):
+        """Copy in, run and copy out in chunks of objects on two alternating streams.
+
+        Chunks bound the GPU memory in use whatever N is. Each chunk's results
+        are copied back only after the next chunk has been queued, so that the
+        GPU computes one chunk while the host waits for the other's copies
+        (pageable host memory makes each copy block the host). Shared arrays
+        are copied once; arrays already on the device are sliced in place.
+        """
+        n = arrays[self.n_inputs].shape[0]
+        if n == 0:
+            return
+        streams = (cuda.stream(), cuda.stream())
+        shared = {}
+        for index, (arg, array) in enumerate(zip(self.args, arrays)):
+            if not arg.per_object or array.shape[0] == 1:
+                shared[index] = self._to_device(array, streams[0])
+        streams[0].synchronize()
+        chunk = self._chunk_size(arrays, shared)
+        block = settings.CUDA_BLOCK
+        timing = []  # (start, stop) events around each chunk's kernel
+        queued = None  # the chunk whose results are still to be copied back
+        for number, start in enumerate(range(0, n, chunk)):
+            stop = min(start + chunk, n)
+            stream = streams[number % 2]
+            device = []
+            for index, (arg, array) in enumerate(zip(self.args, arrays)):
+                if index in shared:
+                    device.append(shared[index])
+                elif arg.output:
+                    device.append(cuda.device_array((stop - start,) + array.shape[1:],
+                                                    array.dtype, stream=stream))
+                else:
+                    device.append(self._to_device(array, stream, start, stop))
+            timing.append((cuda.event(), cuda.event()))
+            timing[-1][0].record(stream)
+            with warnings.catch_warnings():
+                # numba warns about small grids; a small batch is the user's choice
+                warnings.filterwarnings("ignore", message=".*Grid size")
+                kernel[(stop - start + block - 1) // block, block, stream](*device)
+            timing[-1][1].record(stream)
+            if queued is not None:
+                self._copy_back(arrays, *queued)
+            queued = (device, stream, start, stop)
+        self._copy_back(arrays, *queued)
+        for stream in streams:
+            stream.synchronize()
+        if not SIMULATOR:  # the simulator keeps no time
+            self.last_kernel_seconds = sum(a.elapsed_time(b) for a, b in timing) / 1e3
+
+    def _chunk_size(self, arrays, shared):
+        """Objects per launch: ``HAPSIRA_CUDA_CHUNK``, fewer if two chunks'
+        rows (inputs and outputs, one chunk per stream) would take more than
+        half of the GPU's free memory (many output times per object)."""
+        row_bytes = sum(array.dtype.itemsize * int(np.prod(array.shape[1:]))
+                        for index, array in enumerate(arrays) if index not in shared)
+        free, _ = cuda.current_context().get_memory_info()
+        return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
+
+    def _copy_back(self, arrays, device, stream, start, stop):
+        for arg, array, on_device in zip(self.args, arrays, device):
+            if arg.output and not arg.scratch:
+                on_device.copy_to_host(array[start:stop], stream=stream)
+
+    @staticmethod
+    def _to_device(array, stream, start=None, stop=None):
+        if is_device_array(array):
+            array = cuda.as_cuda_array(array)
+            return array if start is None else array[start:stop]
+        if start is not None:
+            array = array[start:stop]
+        if not array.flags.c_contiguous or 0 in array.strides:
+            array = array.copy(order="C")  # stride-0 views are slow in kernels
+        return cuda.to_device(array, stream=stream)
+
+    def resources(self):
+        """Registers and local memory per thread of the compiled kernel(s)."""
+        if self._compiled is None:
+            return {}
+        return {
+            str(sig): {
+                "registers": k.regs_per_thread,
+                "local_bytes": k.local_mem_per_thread,
+                "shared_bytes": k.shared_mem_per_block,
+            }
+            for sig, k in self._compiled.overloads.items()
+        }
+
+
+def is_device_array(value):
+    """An array in GPU memory (``__cuda_array_interface__``), used in place."""
+    return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+
+
+@cuda.jit
+def _hstack_kernel(a, b, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j]
+        for j in range(b.shape[1]):
+            out[i, a.shape[1] + j] = b[i, j]
+
+
+def device_hstack(a, b):
+    """``[a | b]`` for two (N, k) device arrays, as a new device array (a copy on the GPU)."""
+    a, b = cuda.as_cuda_array(a), cuda.as_cuda_array(b)
+    out = cuda.device_array((a.shape[0], a.shape[1] + b.shape[1]), dtype=a.dtype)
+    if a.shape[0]:
+        block = settings.CUDA_BLOCK
+        _hstack_kernel[(a.shape[0] + block - 1) // block, block](a, b, out)
+    return out

@@ -1,0 +1,35 @@
+"""The ``parallel`` target: ``numba.njit`` code inside ``guvectorize(target="parallel")``."""
+
+import numba
+import numpy as np
+
+from .. import kernel, settings
+from .host import KEEP_STAGES, hjit, rsqrt  # noqa: F401
+
+VECTORIZE_TARGET = "parallel"
+
+
+class ObjectKernel(kernel.ObjectKernel):
+    TARGET = "parallel"
+
+    def _source(self):
+        names = ", ".join(a.name for a in self.args)
+        return (f"def kernel({names}, unused):\n"
+                f"    body({names})\n")
+
+    def _layout(self):
+        # Every array is a gufunc input (outputs marked writable: numba wants
+        # output dimensions defined by inputs); "->()" is a throwaway output.
+        return ",".join("(" + ",".join(a.core) + ")" for a in self.args) + "->()"
+
+    def _compile(self, function):
+        signature = numba.void(*(a.numba_type() for a in self.args), numba.types.int8[:])
+        writable = tuple(a.name for a in self.args if a.output)
+        return numba.guvectorize([signature], self._layout(), target="parallel",
+                                 writable_args=writable, cache=settings.CACHE)(function)
+
+    def _run(self, compiled, arrays):
+        if arrays[self.n_inputs].shape[0] > 0:
+            # A failing object's NaNs are its own status, not a ufunc warning.
+            with np.errstate(all="ignore"):
+                compiled(*arrays)

@@ -1,0 +1,212 @@
+"""Compile errors in user callbacks, told in the user's terms.
+
+When a right-hand side ``f`` or an event's ``g`` does not compile, numba's
+message starts deep inside its own type inference and the solver, and names
+the user's code somewhere in the middle. `user_function_error()` finds the
+user's function in that message and builds an error that names it first::
+
+    user function 'my_rhs' (/home/me/model.py:14) does not compile: x = np.zeros(3) + "a"
+
+    numba says:
+    No implementation of function Function(<built-in function add>) found ...
+
+Usage (inside the kernel runner, `hapsira_core.ivp.build.run()`)::
+
+    try:
+        kernel(...)
+    except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as exc:
+        error = user_function_error(exc, [f] + [e.g for e in events])
+        if error is exc:
+            raise
+        raise error from exc
+"""
+
+import inspect
+import linecache
+import os
+import re
+
+__all__ = ["CallbackCompileError", "user_function_error"]
+
+
+class CallbackCompileError(TypeError):
+    """A user function (``f`` or an event's ``g``) that numba cannot compile.
+
+    ``function``: its name; ``filename``, ``lineno``: where the offending
+    line is (or its definition, if numba's message names no line of it);
+    ``source_line``: that line's text (None if unknown); ``detail``: numba's
+    message.
+    """
+
+    def __init__(self, message, function=None, filename=None, lineno=None, source_line=None,
+                 detail=""):
+        super().__init__(message)
+        self.function = function
+        self.filename = filename
+        self.lineno = lineno
+        self.source_line = source_line
+        self.detail = detail
+
+
+# numba names places as 'File "path", line N:' and '... at path (N)'
+_LOCATIONS = re.compile(r'File "(?P<a>[^"]+)", line (?P<b>\d+)|\bat (?P<c>\S+) \((?P<d>\d+)\)')
+
+
+def _python_function(fn):
+    """The plain Python function behind an hjit/njit/cuda dispatcher (or ``fn`` itself)."""
+    for attribute in ("py_func", "fn", "__wrapped__"):
+        inner = getattr(fn, attribute, None)
+        if inspect.isfunction(inner):
+            return inner
+    return fn if inspect.isfunction(fn) else None
+
+
+def _same_file(path, filename):
+    if path == filename:
+        return True
+    if path.startswith("<") or filename.startswith("<"):
+        return False
+    candidates = {os.path.realpath(path), os.path.realpath(os.path.join(os.getcwd(), path))}
+    return os.path.realpath(filename) in candidates
+
+
+class _Function:
+    def __init__(self, fn):
+        self.object = fn
+        self.py = _python_function(fn)
+        self.compiled = self.py is not fn  # a dispatcher wraps it
+        self.name = getattr(self.py or fn, "__qualname__", None) or repr(fn)
+        self.filename = self.first = self.last = None
+        if self.py is not None:
+            code = self.py.__code__
+            self.filename = inspect.getsourcefile(self.py) or code.co_filename
+            try:
+                lines, first = inspect.getsourcelines(self.py)
+                self.first, self.last = first, first + len(lines) - 1
+            except (OSError, TypeError):
+                self.first = self.last = code.co_firstlineno
+
+    def contains(self, path, line):
+        return (self.filename is not None and self.first is not None
+                and self.first <= line <= self.last and _same_file(path, self.filename))
+
+    def named_in(self, text):
+        short = self.name.rsplit(".", 1)[-1]
+        return f"<function {self.name} at" in text or f"<function {short} at" in text \
+            or f"'{short}'" in text
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _chain(exc):
+    """The exception and those it was raised from, once each (ours left out)."""
+    seen = []
+    while exc is not None and all(exc is not e for e in seen):
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return [e for e in seen if not isinstance(e, CallbackCompileError)]
+
+
+def _message(exc):
+    """numba's text: the messages of the exception chain, without terminal colours."""
+    return _ANSI.sub("", "\n".join(str(e) for e in _chain(exc)))
+
+
+def _frame_places(exc):
+    """Places numba was typing or lowering, from the traceback's frames, innermost first.
+
+    numba-cuda's TypingError carries no places in its message, but its
+    traceback keeps numba's frames: their ``loc`` objects (file, line) and the
+    functions being compiled (``func_id.func``). Returns ``(places, functions)``.
+    """
+    places, functions = [], []
+    for error in _chain(exc):
+        frames, tb = [], error.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for frame in reversed(frames):
+            for value in list(frame.f_locals.values()):
+                try:
+                    for candidate in (value, getattr(value, "loc", None)):
+                        path = getattr(candidate, "filename", None)
+                        line = getattr(candidate, "line", None)
+                        if isinstance(path, str) and isinstance(line, int):
+                            places.append((path, line))
+                    func = getattr(getattr(value, "func_id", None), "func", None)
+                    if inspect.isfunction(func):
+                        functions.append(func)
+                except Exception:  # noqa: BLE001 - a property that does not answer
+                    continue
+    return places, functions
+
+
+def _tidy(detail):
+    """numba's detail without its repeated 'Failed in ... pipeline' lines."""
+    lines, previous = [], None
+    for line in detail.splitlines():
+        if line == previous and line.startswith("Failed in"):
+            continue
+        lines.append(line)
+        previous = line
+    return "\n".join(lines).strip()
+
+
+def user_function_error(exc, functions):
+    """An error naming the user function that made ``exc`` (a numba compile error).
+
+    ``functions``: the user's functions (``f`` and the events' ``g``; hjit
+    dispatchers or plain functions; None entries are ignored). numba's message
+    (and its causes), then the places held by numba's frames in the
+    traceback (numba-cuda's messages name none), are searched for places in
+    these functions: the first one, numba's innermost, is the offending line
+    (for an error inside a helper the user's function calls, the line of
+    that call). Returns a
+    `CallbackCompileError` (a ``TypeError``) whose message starts with
+    ``"user function 'name' (file:line) does not compile: <source line>"``,
+    then numba's message; or ``exc`` itself when no user function is
+    involved (then re-raise it unchanged), or when it is a
+    `CallbackCompileError` already.
+
+    A plain Python function (not ``@hjit``) that numba cannot type gives
+    ``"user function 'name' (file:line) is not compiled: decorate it with
+    @hjit ..."``.
+    """
+    if isinstance(exc, CallbackCompileError):
+        return exc  # already told in the user's terms
+    text = _message(exc)
+    detail = _tidy(text)
+    candidates = [_Function(fn) for fn in functions if fn is not None]
+
+    places = [(m.group("a") or m.group("c"), int(m.group("b") or m.group("d")))
+              for m in _LOCATIONS.finditer(text)]
+    frame_places, compiling = _frame_places(exc)
+    for path, line in places + frame_places:
+        for fn in candidates:
+            if fn.contains(path, line):
+                source = linecache.getline(fn.filename, line).strip() or None
+                return _build(fn, fn.filename, line, source, detail)
+
+    for fn in candidates:
+        if not fn.compiled and fn.py is not None and "Cannot determine Numba type of " \
+                "<class 'function'>" in text:
+            where = f"{fn.filename}:{fn.first}" if fn.filename else "unknown place"
+            return CallbackCompileError(
+                f"user function '{fn.name}' ({where}) is not compiled: decorate it with "
+                "@hjit (from hapsira_core.jit import hjit)\n\nnumba says:\n" + detail,
+                fn.name, fn.filename, fn.first, None, detail)
+
+    for fn in candidates:
+        if fn.named_in(text) or any(fn.py is func for func in compiling):
+            return _build(fn, fn.filename, fn.first, None, detail)
+    return exc
+
+
+def _build(fn, filename, line, source, detail):
+    where = f"{filename}:{line}" if filename else "unknown place"
+    what = source if source is not None else \
+        "(numba's message names no line of it; see below)"
+    message = (f"user function '{fn.name}' ({where}) does not compile: {what}\n\n"
+               f"numba says:\n{detail}")
+    return CallbackCompileError(message, fn.name, filename, line, source, detail)

@@ -1,0 +1,275 @@
+"""``solve_ivp``: scipy's explicit Runge-Kutta methods for N objects at once."""
+
+import functools
+import math
+
+import numpy as np
+
+from ..jit import hjit
+from . import build, checks, methods
+from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
+
+__all__ = ["solve_ivp", "Event", "IVPResult", "ObjectResult", "integrate"]
+
+
+def _terminal_count(terminal):
+    if isinstance(terminal, (bool, np.bool_)):
+        return int(terminal)
+    if isinstance(terminal, (int, np.integer)) and terminal >= 0:
+        return int(terminal)
+    raise ValueError(f"terminal: expected True, False or a non-negative int, got {terminal!r}")
+
+
+def _direction(direction):
+    try:
+        value = float(direction)
+    except (TypeError, ValueError):
+        value = math.nan
+    if value not in (-1.0, 0.0, 1.0):
+        raise ValueError(f"direction: expected -1, 0 or +1, got {direction!r}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _with_constants(g):
+    """``g(t, y, p)`` in the loop's call form ``g(t, y, p, c)``."""
+    @hjit
+    def event(t, y, p, c):
+        return g(t, y, p)
+    return event
+
+
+class Event:
+    """An event: a zero of ``g(t, y, p) -> float``, an ``hjit`` function.
+
+    As in ``scipy.integrate.solve_ivp``: ``direction`` +1 counts only upward
+    crossings, -1 only downward, 0 both; ``terminal`` True stops the object
+    at the first occurrence, an int n at the n-th, False never.
+    """
+
+    def __init__(self, g, terminal=False, direction=0):
+        if not callable(g):
+            raise TypeError(f"g: expected an hjit function, got {type(g).__name__}")
+        self.g = g
+        self.terminal = terminal
+        self.max_occurrences = _terminal_count(terminal)
+        self.direction = _direction(direction)
+
+    @property
+    def device_function(self):
+        """The compiled ``g(t, y, p, c)`` the solve loop calls."""
+        return _with_constants(self.g)
+
+    @property
+    def constants(self):
+        """Numbers handed to :attr:`device_function` as ``c``."""
+        return ()
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({getattr(self.g, '__name__', self.g)!r}, "
+                f"terminal={self.terminal!r}, direction={int(self.direction)})")
+
+
+def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
+              records, y_records, user_functions):
+    """Run the kernel on checked arrays; the arrays it wrote, as a dict.
+
+    ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
+    ``params`` ``(1 or N, P)``; ``events``: objects with ``device_function``,
+    ``constants``, ``direction`` and ``max_occurrences``; ``records``/
+    ``y_records``: occurrences of each event whose time/state are kept.
+    Returns ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events``
+    ``(N, E, C)``, ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
+    """
+    n_objects, n = y0.shape
+    n_ev = len(events)
+    slots = max(n_ev, 1)  # arrays keep at least one slot: zero-size rows upset gufuncs
+    width = max([len(e.constants) for e in events] + [1])
+    ev_direction = np.zeros(slots)
+    ev_max = np.zeros(slots, dtype=np.int64)
+    ev_consts = np.zeros((slots, width))
+    for index, event in enumerate(events):
+        ev_direction[index] = event.direction
+        ev_max[index] = event.max_occurrences
+        ev_consts[index, : len(event.constants)] = event.constants
+    conf = config_row(n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol)
+    y_records = y_records if n_ev else 0
+    iconf = ICONF.pack(max_steps=max_steps, n_events=n_ev, y_event_records=y_records)
+
+    m = t_eval.size
+    y = np.empty((n_objects, m, n))
+    info = np.empty((n_objects, INFO.size), dtype=np.int64)
+    # without events the kernel still gets one slot; keep it one number wide
+    t_events = np.empty((n_objects, slots, max(records, 1) if n_ev else 1))
+    y_events = np.empty((n_objects, slots, max(y_records, 1), n))
+    n_events = np.empty((n_objects, slots), dtype=np.int64)
+    scratch = np.empty((n_objects, slots, 2))
+    work = np.empty((n_objects, build.work_rows(method, n), n))
+    kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events))
+    build.run(kernel, (y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
+                       y, info, t_events, y_events, n_events, scratch, work), user_functions)
+    return {"y": y, "info": info, "t_events": t_events[:, :n_ev, :records],
+            "y_events": y_events[:, :n_ev, :y_records], "n_events": n_events[:, :n_ev]}
+
+
+def _times(t_span, t_eval):
+    try:
+        t0, tf = (float(x) for x in t_span)
+    except (TypeError, ValueError):
+        raise ValueError(f"t_span: expected two numbers (t0, tf), got {t_span!r}") from None
+    if not (math.isfinite(t0) and math.isfinite(tf)):
+        raise ValueError(f"t_span: expected finite times, got {t_span!r}")
+    if t_eval is None:
+        return t0, tf, np.array([tf])
+    times = checks.real_array(t_eval, "t_eval")
+    times = np.atleast_1d(times)
+    if times.ndim != 1 or times.size == 0:
+        raise ValueError(f"t_eval: expected a non-empty 1-D array, got shape {times.shape}")
+    low, high = min(t0, tf), max(t0, tf)
+    if not np.all(np.isfinite(times)) or times.min() < low or times.max() > high:
+        raise ValueError(f"t_eval: expected times within t_span [{t0}, {tf}]")
+    direction = 1.0 if tf >= t0 else -1.0
+    if np.any(direction * np.diff(times) < 0):
+        raise ValueError("t_eval: expected times sorted in the direction of integration")
+    return t0, tf, times
+
+
+def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
+              params=None, events=(), max_steps=100_000, max_event_records=64):
+    """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
+
+    Parameters
+    ----------
+    fun : hjit function
+        ``fun(t, y, p) -> tuple of n floats``; ``y`` is a tuple of n floats,
+        ``p`` the object's params row.
+    t_span : (t0, tf)
+        Shared by all objects; ``tf < t0`` integrates backward.
+    y0 : array_like, (n,) or (N, n)
+        Initial states (n from 1 to 64).
+    method : "DOP853", "RK45" or "RK23"
+        scipy's explicit methods, with scipy's error estimate, step-size
+        control, first step and dense output.
+    t_eval : array_like, (M,), optional
+        Output times within ``t_span``, sorted in the direction of
+        integration; default ``[tf]``.
+    rtol, atol : float or (n,)
+        Tolerances as in scipy (rtol below 100 eps is raised to it, with a
+        warning).
+    params : array_like, (P,) or (N, P), optional
+        Numbers handed to ``fun`` and events as ``p`` (shared or one row per
+        object); new values never recompile.
+    events : Event or sequence of Event
+        Zeros of ``g(t, y, p)``, as scipy's events.
+    max_steps : int
+        Accepted steps allowed per object (status -2 beyond).
+    max_event_records : int
+        Occurrences of each event whose time and state are kept (C).
+
+    Returns
+    -------
+    IVPResult
+    """
+    solver = methods.get(method)
+    y0, single = checks.states(y0)
+    n_objects, n = y0.shape
+    t0, tf, times = _times(t_span, t_eval)
+    rtol = checks.relative_tolerance(rtol, n)
+    atol = checks.tolerance(atol, "atol", n)
+    params = checks.params(params, n_objects)
+    events = checks.event_list(events, Event)
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    if not callable(fun):
+        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    raw = integrate(solver.name, fun, y0, t0, tf, times, rtol, atol, params, events,
+                    max_steps, records, records, [fun] + [e.g for e in events])
+    return IVPResult(times, raw, single)
+
+
+class IVPResult:
+    """What :func:`solve_ivp` returns, for N objects.
+
+    ``t`` ``(M,)``; ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
+    ``sol.y``), NaN after a terminal event or a failure; ``status`` ``(N,)``
+    (:data:`~hapsira_core.ivp.STATUS_MESSAGES`); ``t_events`` per event
+    ``(N, C)`` and ``y_events`` per event ``(N, C, n)``, NaN-padded;
+    ``n_events`` ``(N, E)``; ``nfev``, ``nsteps`` ``(N,)``. For one object
+    (``y0`` of shape ``(n,)``) the leading N axis is dropped. ``res[i]`` is
+    object ``i`` with scipy's attribute names.
+    """
+
+    def __init__(self, t, raw, single=False):
+        info = raw["info"]
+        self.t = t
+        #: states as written by the kernel, ``(N, M, n)``
+        self.y_rows = raw["y"]
+        self.y = raw["y"].transpose(0, 2, 1)
+        self.status = info[:, INFO.status]
+        self.nfev = info[:, INFO.nfev]
+        self.nsteps = info[:, INFO.nsteps]
+        self.t_events = [raw["t_events"][:, e] for e in range(raw["t_events"].shape[1])]
+        self.y_events = [raw["y_events"][:, e] for e in range(raw["y_events"].shape[1])]
+        self.n_events = raw["n_events"]
+        self.single = single
+        if single:
+            self.y, self.status, self.nfev, self.nsteps = (
+                self.y[0], self.status[0], self.nfev[0], self.nsteps[0])
+            self.t_events = [t[0] for t in self.t_events]
+            self.y_events = [y[0] for y in self.y_events]
+            self.n_events = self.n_events[0]
+
+    @property
+    def success(self):
+        """True where the object reached ``tf`` or a terminal event."""
+        return np.asarray(self.status) >= 0
+
+    def messages(self):
+        """The meaning of each object's status (a list, or a str for one object)."""
+        status = np.asarray(self.status)
+        if status.ndim == 0:
+            return STATUS_MESSAGES[int(status)]
+        return [STATUS_MESSAGES[int(s)] for s in status]
+
+    def __len__(self):
+        return 1 if self.single else len(self.status)
+
+    def __getitem__(self, i):
+        if self.single:
+            if i not in (0, -1):
+                raise IndexError(f"one object, index {i}")
+            return ObjectResult(self, None)
+        return ObjectResult(self, range(len(self.status))[i])
+
+    def __repr__(self):
+        status = np.atleast_1d(self.status)
+        counts = {int(s): int((status == s).sum()) for s in np.unique(status)}
+        return f"IVPResult(objects={status.size}, status counts={counts})"
+
+
+class ObjectResult:
+    """One object of an :class:`IVPResult`, with the attribute names of scipy's
+    ``OdeResult``: ``t``, ``y`` ``(n, M)``, ``t_events`` (a list of 1-D arrays
+    holding the recorded occurrences), ``y_events`` (a list of ``(k, n)``),
+    ``status``, ``message``, ``success``, ``nfev``, ``nsteps``."""
+
+    def __init__(self, result, i):
+        pick = (lambda a: a) if i is None else (lambda a: a[i])
+        self.t = result.t
+        self.y = pick(result.y)
+        self.status = int(pick(result.status))
+        self.nfev = int(pick(result.nfev))
+        self.nsteps = int(pick(result.nsteps))
+        counts = np.atleast_1d(pick(result.n_events))
+        self.t_events = []
+        self.y_events = []
+        for e, (times, states) in enumerate(zip(result.t_events, result.y_events)):
+            times = pick(times)
+            kept = min(int(counts[e]), times.shape[0])
+            self.t_events.append(times[:kept])
+            self.y_events.append(pick(states)[:min(kept, pick(states).shape[0])])
+        self.message = STATUS_MESSAGES[self.status]
+        self.success = self.status >= 0
+
+    def __repr__(self):
+        return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

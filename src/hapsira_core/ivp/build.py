@@ -1,0 +1,80 @@
+"""Kernels of the solve loop: one per (target, method, n, right-hand side, events).
+
+A kernel closes over the user's functions (compile-time constants: numba
+specialises the loop on them) and takes everything else as data: initial
+states, output times, tolerances, event constants and the params rows, so
+that new numbers never recompile.
+"""
+
+import numpy as np
+
+from ..errors import user_function_error
+from ..jit import TARGET, Arg, ObjectKernel, hjit, switch
+from ..backends import backend
+from . import methods
+from .loop import make_solve
+
+#: Built kernels, by ``(target, method, n, fun, event functions)``.
+KERNELS = {}
+
+
+def arguments():
+    """The kernel's array arguments, in the order the loop takes them."""
+    f64, i64 = np.float64, np.int64
+    return (
+        Arg("y0", f64, ("n",)),
+        Arg("t_eval", f64, ("m",), per_object=False),
+        Arg("params", f64, ("np",)),
+        Arg("conf", f64, ("nc",), per_object=False),
+        Arg("iconf", i64, ("ni",), per_object=False),
+        Arg("ev_direction", f64, ("e",), per_object=False),
+        Arg("ev_max", i64, ("e",), per_object=False),
+        Arg("ev_consts", f64, ("e", "q"), per_object=False),
+        Arg("y", f64, ("m", "n"), output=True),
+        Arg("info", i64, ("ninfo",), output=True),
+        Arg("t_events", f64, ("e", "c"), output=True),
+        Arg("y_events", f64, ("e", "cy", "n"), output=True),
+        Arg("n_events", i64, ("e",), output=True),
+        Arg("scratch", f64, ("e", "two"), scratch=True),
+        Arg("work", f64, ("s", "n"), scratch=True),
+    )
+
+
+def kernel(method, n, fun, event_functions):
+    """The compiled solver for ``fun`` and these event functions (built once).
+
+    ``event_functions``: ``g(t, y, p, c)`` per event, in order.
+    """
+    key = (TARGET, method, n, fun, tuple(event_functions))
+    if key not in KERNELS:
+        solve = make_solve(method, n, backend.KEEP_STAGES)
+        g = switch(tuple(event_functions), 4)
+
+        @hjit
+        def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+                 y, info, t_events, y_events, n_events, scratch, work):
+            solve(fun, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+                  y, info, t_events, y_events, n_events, scratch, work)
+
+        KERNELS[key] = ObjectKernel(body, arguments())
+    return KERNELS[key]
+
+
+def run(kernel, arrays, user_functions):
+    """Call ``kernel`` on ``arrays``; a compile error in a user function is told
+    in the user's terms (:class:`~hapsira_core.errors.CallbackCompileError`)."""
+    try:
+        kernel(*arrays)
+    except Exception as exc:
+        if not type(exc).__module__.startswith("numba"):
+            raise
+        error = user_function_error(exc, user_functions)
+        if error is exc:
+            raise
+        raise error from exc
+
+
+def work_rows(method, n):
+    """Rows of the per-object ``work`` array the active target's loop needs (>= 1)."""
+    from .state import ops
+    return max(1, methods.get(method).build(ops(n), backend.KEEP_STAGES).work_rows)

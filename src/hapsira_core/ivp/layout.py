@@ -1,0 +1,66 @@
+"""Where each number sits in the rows the solve loop reads and writes, written once.
+
+The kernel takes a few small rows instead of many scalar arguments (a
+gufunc or a GPU kernel wants arrays): the host fills them with
+:meth:`Row.pack`, the loop reads them at the offsets below, which are
+compile-time constants in its code.
+"""
+
+import numpy as np
+
+
+class Row:
+    """Named fields of a 1-D row; a field has a width (default 1)."""
+
+    def __init__(self, dtype, *fields):
+        self.dtype = np.dtype(dtype)
+        self.offsets = {}
+        self.widths = dict(fields)
+        offset = 0
+        for name, width in fields:
+            self.offsets[name] = offset
+            offset += width
+        self.size = offset
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["offsets"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def pack(self, **values):
+        """A new row with each field set (scalars or arrays of the field's width)."""
+        row = np.zeros(self.size, dtype=self.dtype)
+        for name, value in values.items():
+            start = self.offsets[name]
+            row[start:start + self.widths[name]] = value
+        return row
+
+
+def config_row(n):
+    """Floats shared by all objects: the time span and the tolerances."""
+    return Row(np.float64, ("t0", 1), ("tf", 1), ("rtol", n), ("atol", n))
+
+
+#: Integers shared by all objects.
+ICONF = Row(np.int64, ("max_steps", 1), ("n_events", 1), ("y_event_records", 1))
+#: What the loop reports per object.
+INFO = Row(np.int64, ("status", 1), ("nfev", 1), ("nsteps", 1))
+#: Per event and object, between steps: g at the last step's end, the root in this step.
+SCRATCH = Row(np.float64, ("g", 1), ("root", 1))
+
+#: Status codes written to ``info[INFO.status]``.
+SUCCESS = 0  # reached the end of the time span
+TERMINATED = 1  # stopped by a terminal event
+STEP_TOO_SMALL = -1  # step size fell below 10 ulp of t: a singularity
+MAX_STEPS = -2  # max_steps accepted steps were not enough
+BAD_INITIAL_STATE = -3  # initial state or its derivative not finite
+
+STATUS_MESSAGES = {
+    SUCCESS: "reached the end of the time span",
+    TERMINATED: "stopped by a terminal event",
+    STEP_TOO_SMALL: "step size fell below 10 ulp of t (a singularity, or a state that "
+                    "is no longer finite)",
+    MAX_STEPS: "max_steps accepted steps were not enough",
+    BAD_INITIAL_STATE: "initial state or its derivative is not finite",
+}

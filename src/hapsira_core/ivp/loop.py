@@ -1,0 +1,176 @@
+"""The per-object integration loop: ``solve_ivp`` for one object, any method.
+
+Integrates from ``t0`` to ``tf`` (forward or backward), writes the state at
+each output time from the dense output, detects and locates events after
+every accepted step, and stops at a terminal event, on failure, or after
+``max_steps`` accepted steps (so that no GPU thread loops forever).
+"""
+
+import functools
+import math
+
+from ..jit import hjit
+from . import methods
+from .control import make_initial_step, make_step
+from .events import is_triggered, make_locate
+from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, SCRATCH, STEP_TOO_SMALL,
+                     SUCCESS, TERMINATED, config_row)
+from .methods.base import rhs
+from .state import ops as state_ops
+
+
+@functools.lru_cache(maxsize=None)
+def make_solve(method_name, n, keep):
+    """The loop for ``method_name`` on n-component states (built once).
+
+    ``solve(f, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+    out_y, info, t_events, y_events, n_events, scratch, work)``:
+
+    ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
+    event ``i`` (``c``: its row of ``ev_consts``). ``t_eval``: output times,
+    sorted in the direction of integration. ``ev_max[e]``: the occurrence of
+    event ``e`` that terminates (0: never). Writes ``out_y[j]`` (the state at
+    ``t_eval[j]``, NaN where not reached), ``info`` (status, nfev, nsteps),
+    ``t_events[e]``/``y_events[e]`` (first occurrences of ``e``) and
+    ``n_events[e]`` (how many occurred). ``scratch`` and ``work`` are working
+    memory (``work``: the step's stages where the dense output reuses them).
+    """
+    ops = state_ops(n)
+    parts = methods.get(method_name).build(ops, keep)
+    step = make_step(parts)
+    initial_step = make_initial_step(ops, methods.get(method_name).tableau.error_estimator_order)
+    locate = make_locate(parts.evaluate)
+    coefficients, evaluate, placeholder = parts.coefficients, parts.evaluate, parts.placeholder
+    dense_nfev = parts.dense_nfev
+    load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
+    conf_row = config_row(n)
+    T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
+    MAX, N_EV, Y_RECORDS = ICONF.max_steps, ICONF.n_events, ICONF.y_event_records
+    STATUS, NFEV, NSTEPS = INFO.status, INFO.nfev, INFO.nsteps
+    G, ROOT = SCRATCH.g, SCRATCH.root
+
+    @hjit
+    def reset(out_y, t_events, n_events):
+        for j in range(out_y.shape[0]):
+            fill_row(out_y, j, math.nan)
+        for e in range(t_events.shape[0]):
+            n_events[e] = 0
+            for c in range(t_events.shape[1]):
+                t_events[e, c] = math.nan
+
+
+    @hjit
+    def solve(f, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+              out_y, info, t_events, y_events, n_events, scratch, work):
+        reset(out_y, t_events, n_events)
+        max_steps = iconf[MAX]
+        n_ev = iconf[N_EV]
+        y_records = iconf[Y_RECORDS]
+        n_out = t_eval.shape[0]
+        for e in range(n_ev):
+            for c in range(y_records):
+                fill_row(y_events[e], c, math.nan)
+
+        t = conf[T0]
+        t_end = conf[TF]
+        direction = 1.0 if t_end >= t else -1.0
+        y = load(y0, 0)
+        info[NFEV] = 0
+        info[NSTEPS] = 0
+        if not is_finite(y):
+            info[STATUS] = BAD_INITIAL_STATE
+            return
+        fy = rhs(f, t, y, p)
+        nfev = 1
+        if not is_finite(fy):
+            info[STATUS] = BAD_INITIAL_STATE
+            info[NFEV] = nfev
+            return
+
+        j = 0
+        while j < n_out and t_eval[j] == t:
+            store_row(out_y, j, y)
+            j += 1
+        if t == t_end:
+            info[STATUS] = SUCCESS
+            info[NFEV] = nfev
+            return
+
+        for e in range(n_ev):
+            scratch[e, G] = g(e, t, y, p, ev_consts[e])
+
+        h_abs = initial_step(f, t, y, fy, t_end, direction, conf, TOL, p)
+        nfev += 1
+        nsteps = 0
+        status = SUCCESS
+        while True:
+            if nsteps >= max_steps:
+                status = MAX_STEPS
+                break
+            ok, t_new, y_new, f_new, h, h_abs, step_nfev = step(
+                f, t, y, fy, h_abs, t_end, direction, conf, TOL, p, work)
+            nfev += step_nfev
+            if not ok:
+                status = STEP_TOO_SMALL
+                break
+            nsteps += 1
+
+            # Which events changed sign, and is an interpolant needed at all?
+            need_dense = j < n_out and direction * (t_eval[j] - t_new) <= 0.0
+            for e in range(n_ev):
+                g_old = scratch[e, G]
+                g_new = g(e, t_new, y_new, p, ev_consts[e])
+                scratch[e, G] = g_new
+                if is_triggered(g_old, g_new, ev_direction[e]):
+                    scratch[e, ROOT] = t_new  # located below
+                    need_dense = True
+                else:
+                    scratch[e, ROOT] = math.nan
+
+            coeffs = placeholder(y)
+            if need_dense:
+                coeffs = coefficients(f, t, y, fy, y_new, f_new, h, p, work)
+                nfev += dense_nfev
+
+            # Locate the roots. As in scipy, events are taken in time order (ties
+            # by index) up to and including the first terminal one.
+            t_stop = t_new
+            e_stop = n_ev
+            for e in range(n_ev):
+                if scratch[e, ROOT] == scratch[e, ROOT]:
+                    root = locate(g, e, t, t_new, coeffs, t, h, y, p, ev_consts[e])
+                    scratch[e, ROOT] = root
+                    if ev_max[e] > 0 and n_events[e] + 1 >= ev_max[e]:
+                        earlier = direction * (root - t_stop)
+                        if e_stop == n_ev or earlier < 0.0:
+                            t_stop = root
+                            e_stop = e
+            for e in range(n_ev):
+                root = scratch[e, ROOT]
+                if root == root:
+                    before = direction * (root - t_stop)
+                    if before < 0.0 or (before == 0.0 and e <= e_stop):
+                        count = n_events[e]
+                        if count < t_events.shape[1]:
+                            t_events[e, count] = root
+                        if count < y_records:
+                            store_row(y_events[e], count, evaluate(coeffs, t, h, y, root))
+                        n_events[e] = count + 1
+
+            while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
+                store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j]))
+                j += 1
+
+            if e_stop < n_ev:
+                status = TERMINATED
+                break
+            t = t_new
+            y = y_new
+            fy = f_new
+            if direction * (t - t_end) >= 0.0:
+                break
+        info[STATUS] = status
+        info[NFEV] = nfev
+        info[NSTEPS] = nsteps
+
+    return solve

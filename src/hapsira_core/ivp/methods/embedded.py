@@ -1,0 +1,102 @@
+"""What scipy's ``RK23`` and ``RK45`` share: one error row, a polynomial interpolant.
+
+The error estimate is ``h sum_i e_i k_i`` over the stages and the step-end
+derivative, measured in scipy's RMS norm (Hairer II.4, eq. 4.11). The dense
+output is ``y_old + h sum_j Q_j x^(j+1)`` with ``Q = K^T P`` (``x`` the
+fraction of the step): Hairer II.6 for Bogacki-Shampine's cubic Hermite
+interpolant, Shampine (1986) for Dormand-Prince's quartic.
+"""
+
+import math
+
+from ...jit import hjit
+from ..butcher import weights
+from ..stages import compile_stages
+from .base import rhs
+
+
+def build(tableau, ops, keep, P):
+    """The hjit functions of the :mod:`.base` contract for a tableau and its ``P``."""
+    n = ops.n
+    s = tableau.n_stages
+    e = tableau.error["e"]
+    e_last = e[s]
+    axpy, scale, error_scale = ops.axpy, ops.scale, ops.error_scale
+    scaled_sum_squares = ops.scaled_sum_squares
+    sqrt_n = math.sqrt(n)
+    name = tableau.name.lower()
+    store_row = ops.store_row
+    step_sums = compile_stages(
+        f"{name}_step_sums", tableau.stage_rows(range(1, s)),
+        {"b": weights(tableau.b), "e": weights(e[:s])}, (0,), rhs, n, store=keep)
+    columns = range(len(P[0]))
+    q_rows = {f"q{j}": weights([row[j] for row in P]) for j in columns}
+    if keep:  # every derivative of the step is in work: no evaluation
+        q_sums = compile_stages(f"{name}_dense_sums", [], q_rows, tuple(range(s + 1)), rhs, n,
+                                load=True)
+
+        @hjit
+        def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work):
+            return q_sums(f, t_old, y_old, h, p, work)
+    else:
+        q_sums = compile_stages(f"{name}_dense_sums", tableau.stage_rows(range(1, s)),
+                                q_rows, (0, s), rhs, n)
+
+        @hjit
+        def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work):
+            return q_sums(f, t_old, y_old, h, p, f_old, f_new)
+
+    @hjit
+    def error_norm(y, y_new, err, h, tol, start):
+        # scipy: norm(h * (K^T e) / scale), norm(x) = |x|_2 / sqrt(n)
+        return math.sqrt(scaled_sum_squares(scale(h, err), error_scale(y, y_new, tol, start))) \
+            / sqrt_n
+
+    if keep:
+        @hjit
+        def attempt(f, t, y, f0, h, p, tol, start, work):
+            b, err = step_sums(f, t, y, h, p, f0, work)
+            y_new = axpy(h, b, y)
+            f_new = rhs(f, t + h, y_new, p)
+            store_row(work, s, f_new)
+            err = axpy(e_last, f_new, err)
+            return y_new, f_new, error_norm(y, y_new, err, h, tol, start)
+    else:
+        @hjit
+        def attempt(f, t, y, f0, h, p, tol, start, work):
+            b, err = step_sums(f, t, y, h, p, f0)
+            y_new = axpy(h, b, y)
+            f_new = rhs(f, t + h, y_new, p)
+            err = axpy(e_last, f_new, err)
+            return y_new, f_new, error_norm(y, y_new, err, h, tol, start)
+
+    n_q = len(P[0])
+    if n_q == 3:
+        @hjit
+        def placeholder(y):
+            return (y, y, y)
+
+        @hjit
+        def evaluate(q, t_old, h, y_old, t):
+            x = (t - t_old) / h
+            x2 = x * x
+            acc = axpy(x2 * x, q[2], axpy(x2, q[1], scale(x, q[0])))
+            return axpy(h, acc, y_old)
+    elif n_q == 4:
+        @hjit
+        def placeholder(y):
+            return (y, y, y, y)
+
+        @hjit
+        def evaluate(q, t_old, h, y_old, t):
+            x = (t - t_old) / h
+            x2 = x * x
+            x3 = x2 * x
+            acc = axpy(x3 * x, q[3], axpy(x3, q[2], axpy(x2, q[1], scale(x, q[0]))))
+            return axpy(h, acc, y_old)
+    else:  # pragma: no cover - a new method with another interpolant degree
+        raise NotImplementedError(f"interpolant with {n_q} coefficients")
+
+    return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
+            "evaluate": evaluate, "step_nfev": s, "dense_nfev": 0 if keep else s - 1,
+            "work_rows": s + 1 if keep else 0}
