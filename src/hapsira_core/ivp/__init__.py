@@ -8,7 +8,7 @@ arithmetic per dimension (:mod:`.state`), step-size control
 (:mod:`.loop`), row layouts (:mod:`.layout`) and kernels (:mod:`.build`).
 """
 
-from .api import Event, IVPResult, ObjectResult, integrate, solve_ivp  # noqa: F401
+from .api import Event, IVPResult, ObjectResult, Problem, integrate, solve_ivp  # noqa: F401
 from .layout import (  # noqa: F401
     BAD_INITIAL_STATE,
     MAX_STEPS,

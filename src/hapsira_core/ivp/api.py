@@ -9,7 +9,7 @@ from ..jit import hjit
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
-__all__ = ["solve_ivp", "Event", "IVPResult", "ObjectResult", "integrate"]
+__all__ = ["solve_ivp", "Event", "IVPResult", "ObjectResult", "Problem", "integrate"]
 
 
 def _terminal_count(terminal):
@@ -70,46 +70,91 @@ class Event:
                 f"terminal={self.terminal!r}, direction={int(self.direction)})")
 
 
+class Problem:
+    """Everything about a batch but the per-object data: kernel, shared rows, output shapes.
+
+    The numpy front (:func:`integrate`), the JAX front and the Dask front
+    share it: they differ only in where the arrays live. ``method``: a name
+    in :data:`~hapsira_core.ivp.methods.METHODS`; ``fun``: ``fun(t, y, p)``;
+    ``events``: objects with ``device_function``, ``constants``,
+    ``direction`` and ``max_occurrences``; ``records``/``y_records``:
+    occurrences of each event whose time/state are kept; ``user_functions``:
+    named first in compile errors.
+    """
+
+    def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
+                 user_functions):
+        self.method, self.fun, self.n = method, fun, n
+        self.events = tuple(events)
+        self.n_events = len(self.events)
+        self.slots = max(self.n_events, 1)  # at least one slot: zero-size rows upset gufuncs
+        self.t_eval = t_eval
+        self.records = records
+        self.y_records = y_records if self.n_events else 0
+        self.max_steps = max_steps
+        self.user_functions = user_functions
+        self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events))
+
+    def shared_inputs(self, t0, tf, rtol, atol):
+        """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays."""
+        width = max([len(e.constants) for e in self.events] + [1])
+        ev_direction = np.zeros(self.slots)
+        ev_max = np.zeros(self.slots, dtype=np.int64)
+        ev_consts = np.zeros((self.slots, width))
+        for index, event in enumerate(self.events):
+            ev_direction[index] = event.direction
+            ev_max[index] = event.max_occurrences
+            ev_consts[index, : len(event.constants)] = event.constants
+        conf = config_row(self.n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol)
+        iconf = ICONF.pack(max_steps=self.max_steps, n_events=self.n_events,
+                           y_event_records=self.y_records)
+        return self.t_eval, conf, iconf, ev_direction, ev_max, ev_consts
+
+    def output_shapes(self, n_objects):
+        """``{name: (shape, dtype)}`` of the kernel's outputs, in argument order."""
+        n, slots = self.n, self.slots
+        # without events the kernel still gets one slot; keep it one number wide
+        records = max(self.records, 1) if self.n_events else 1
+        return {
+            "y": ((n_objects, self.t_eval.size, n), np.float64),
+            "info": ((n_objects, INFO.size), np.int64),
+            "t_events": ((n_objects, slots, records), np.float64),
+            "y_events": ((n_objects, slots, max(self.y_records, 1), n), np.float64),
+            "n_events": ((n_objects, slots), np.int64),
+            "scratch": ((n_objects, slots, 2), np.float64),
+            "work": ((n_objects, build.work_rows(self.method, n), n), np.float64),
+        }
+
+    def trim(self, outputs):
+        """The outputs without the kernel's padding (event slots, records), as a dict."""
+        ev, records, y_records = self.n_events, self.records, self.y_records
+        return {"y": outputs["y"], "info": outputs["info"],
+                "t_events": outputs["t_events"][:, :ev, :records],
+                "y_events": outputs["y_events"][:, :ev, :y_records],
+                "n_events": outputs["n_events"][:, :ev]}
+
+    def run(self, y0, params, t0, tf, rtol, atol):
+        """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``)."""
+        outputs = {name: np.empty(shape, dtype)
+                   for name, (shape, dtype) in self.output_shapes(y0.shape[0]).items()}
+        t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
+        build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
+                  self.user_functions)
+        return self.trim(outputs)
+
+
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
               records, y_records, user_functions):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
-    ``params`` ``(1 or N, P)``; ``events``: objects with ``device_function``,
-    ``constants``, ``direction`` and ``max_occurrences``; ``records``/
-    ``y_records``: occurrences of each event whose time/state are kept.
-    Returns ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events``
-    ``(N, E, C)``, ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
+    ``params`` ``(1 or N, P)``; see :class:`Problem` for the rest. Returns
+    ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events`` ``(N, E, C)``,
+    ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
     """
-    n_objects, n = y0.shape
-    n_ev = len(events)
-    slots = max(n_ev, 1)  # arrays keep at least one slot: zero-size rows upset gufuncs
-    width = max([len(e.constants) for e in events] + [1])
-    ev_direction = np.zeros(slots)
-    ev_max = np.zeros(slots, dtype=np.int64)
-    ev_consts = np.zeros((slots, width))
-    for index, event in enumerate(events):
-        ev_direction[index] = event.direction
-        ev_max[index] = event.max_occurrences
-        ev_consts[index, : len(event.constants)] = event.constants
-    conf = config_row(n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol)
-    y_records = y_records if n_ev else 0
-    iconf = ICONF.pack(max_steps=max_steps, n_events=n_ev, y_event_records=y_records)
-
-    m = t_eval.size
-    y = np.empty((n_objects, m, n))
-    info = np.empty((n_objects, INFO.size), dtype=np.int64)
-    # without events the kernel still gets one slot; keep it one number wide
-    t_events = np.empty((n_objects, slots, max(records, 1) if n_ev else 1))
-    y_events = np.empty((n_objects, slots, max(y_records, 1), n))
-    n_events = np.empty((n_objects, slots), dtype=np.int64)
-    scratch = np.empty((n_objects, slots, 2))
-    work = np.empty((n_objects, build.work_rows(method, n), n))
-    kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events))
-    build.run(kernel, (y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
-                       y, info, t_events, y_events, n_events, scratch, work), user_functions)
-    return {"y": y, "info": info, "t_events": t_events[:, :n_ev, :records],
-            "y_events": y_events[:, :n_ev, :y_records], "n_events": n_events[:, :n_ev]}
+    problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
+                      user_functions)
+    return problem.run(y0, params, t0, tf, rtol, atol)
 
 
 def _times(t_span, t_eval):
