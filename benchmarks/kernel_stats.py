@@ -1,6 +1,6 @@
 """Static resources of the cuda kernel for the reference workload, without a GPU.
 
-Compiles ``cowell``'s kernel for the workload's ``f`` to PTX for a compute
+Compiles ``cowell``'s kernel (the core's DOP853 loop on 6 components) for the workload's ``f`` to PTX for a compute
 capability (default 9.0, the H100), assembles it with ``ptxas`` and counts
 the SASS instructions by kind. Needs the CUDA toolkit's libNVVM, ``ptxas`` and
 ``nvdisasm`` (``pip install "cuda-toolkit[nvvm,nvcc,nvdisasm]==13.*"``), no device::
@@ -45,8 +45,8 @@ for _module in ("dispatcher", "compiler"):
 sys.path.insert(0, os.path.dirname(__file__))
 import workload  # noqa: E402
 
-import hapsira_cowell.cowell  # noqa: E402
-cowell_module = sys.modules["hapsira_cowell.cowell"]
+from hapsira_core.ivp import build  # noqa: E402
+from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
 
 
 def nvidia_tool(name):
@@ -62,7 +62,7 @@ def nvidia_tool(name):
 
 
 def kernel_ptx(f, cc):
-    kernel = cowell_module._kernel(f, ())
+    kernel = build.kernel("DOP853", 6, orbit_rhs(f), ())  # what cowell(f=f) runs
     pyfunc = kernel._kernel_function()
     types = []
     for arg in kernel.args:

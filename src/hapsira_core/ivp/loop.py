@@ -115,22 +115,28 @@ def make_solve(method_name, n, keep):
                 break
             nsteps += 1
 
-            # Which events changed sign, and is an interpolant needed at all?
+            # Is an interpolant needed: an output time or an event in this step?
+            # Decided before anything is stored, so that the compiler may reuse
+            # the step's stages where the interpolant evaluates them again
+            # (on the GPU: 2153 instead of 2906 FP64 instructions in the kernel).
             need_dense = j < n_out and direction * (t_eval[j] - t_new) <= 0.0
+            for e in range(n_ev):
+                if is_triggered(scratch[e, G], g(e, t_new, y_new, p, ev_consts[e]),
+                                ev_direction[e]):
+                    need_dense = True
+            coeffs = placeholder(y)
+            if need_dense:
+                coeffs = coefficients(f, t, y, fy, y_new, f_new, h, p, work)
+                nfev += dense_nfev
+
             for e in range(n_ev):
                 g_old = scratch[e, G]
                 g_new = g(e, t_new, y_new, p, ev_consts[e])
                 scratch[e, G] = g_new
                 if is_triggered(g_old, g_new, ev_direction[e]):
                     scratch[e, ROOT] = t_new  # located below
-                    need_dense = True
                 else:
                     scratch[e, ROOT] = math.nan
-
-            coeffs = placeholder(y)
-            if need_dense:
-                coeffs = coefficients(f, t, y, fy, y_new, f_new, h, p, work)
-                nfev += dense_nfev
 
             # Locate the roots. As in scipy, events are taken in time order (ties
             # by index) up to and including the first terminal one.
