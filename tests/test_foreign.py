@@ -159,13 +159,13 @@ def run_script(script, source, env):
 
 CACHED_CALLER = textwrap.dedent("""
     import json, sys
+    import numba
     import numpy as np
     from hapsira_core import foreign
-    from hapsira_core.jit import hjit
 
     scaled = foreign.declare("double scaled(double x, const double *p)", sys.argv[1])
 
-    @hjit
+    @numba.njit(cache=True)
     def caller(x, p):
         return scaled(x, p) + 1.0
 
@@ -176,15 +176,16 @@ CACHED_CALLER = textwrap.dedent("""
 
 
 def test_caller_in_numbas_disk_cache_calls_the_edited_c(tmp_path):
-    """numba's disk cache keys a caller by its own file only: after the C file
-    is edited, the cached caller (compiled against the old C) must call the new
-    C by name, never a symbol that no library defines (a segmentation fault).
-    numba's disk cache is a host feature: the script runs on cpu on every target."""
+    """numba's disk cache keys a caller (here a user's own ``njit(cache=True)``
+    function) by its own file only: after the C file is edited, the cached
+    caller, compiled against the old C, must call the new C by name, never a
+    symbol that no library defines (a segmentation fault). numba's disk cache
+    is a host feature: the script runs on cpu on every target."""
     source = tmp_path / "scaled.c"
     script = tmp_path / "cached_caller.py"
     script.write_text(CACHED_CALLER)
-    env = dict(os.environ, HAPSIRA_TARGET="cpu", HAPSIRA_CACHE="1",
-               HAPSIRA_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    env = dict(os.environ, HAPSIRA_TARGET="cpu", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     source.write_text("HAPSIRA_FUNC double scaled(double x, const double *p)\n"
                       "{\n    return p[0] * x + p[1];\n}\n")

@@ -76,7 +76,7 @@ __all__ = ["declare", "ForeignCompileError", "CompilerNotFoundError", "compile_c
            "DEFAULT_FLAGS"]
 
 #: Bumped when the generated code changes, so that old libraries are not reused.
-_FORMAT = 2
+_FORMAT = 3
 
 #: Host compiler flags. ``-ffp-contract=off``: no fused multiply-adds the numba
 #: twin of a function would not do, so C and hjit agree to the last bit on CPUs
@@ -209,20 +209,25 @@ def _record(prototype, source, language, flags, device_code, device_abi):
     path, text = _read_source(source)
     if isinstance(flags, str) or not all(isinstance(f, str) for f in flags):
         raise TypeError(f"flags: expected a sequence of strings, got {flags!r}")
+    device_hash = None
     if device_code is not None:
         if not isinstance(device_code, (str, os.PathLike)):
             raise TypeError(f"device_code: expected the path of a .ptx, .ltoir, .cubin, "
                             f".fatbin or .cu file, got {type(device_code).__name__}")
         device_code = os.path.abspath(os.fspath(device_code))
-        if not os.path.exists(device_code):
-            raise FileNotFoundError(f"device_code: no file {device_code!r}")
+        try:
+            with open(device_code, "rb") as handle:
+                device_hash = hashlib.sha256(handle.read()).hexdigest()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"device_code: no file {device_code!r}") from None
     if device_abi not in ("c", "numba"):
         raise ValueError(f"device_abi: expected 'c' or 'numba', got {device_abi!r}")
     if text is None and device_code is None:
         raise TypeError("source: expected a C file path or C source text, got None")
-    return {"prototype": " ".join(prototype.split()), "path": path, "text": text,
+    return {"prototype": " ".join(prototype.split()), "display": path,
+            "path": os.path.abspath(path) if path else None, "text": text,
             "language": _language(language, path), "flags": tuple(flags),
-            "device_code": device_code, "device_abi": device_abi}
+            "device_code": device_code, "device_hash": device_hash, "device_abi": device_abi}
 
 
 class _Declaration:
@@ -233,24 +238,19 @@ class _Declaration:
         self.prototype = record["prototype"]
         self.name, self.params = _parse_prototype(self.prototype)
         self.path, self.text = record["path"], record["text"]
-        self.display = self.path if self.path else f"<source of {self.name}>"
+        self.display = record["display"] or f"<source of {self.name}>"
         self.language, self.flags = record["language"], tuple(record["flags"])
         self.device_code, self.device_abi = record["device_code"], record["device_abi"]
-        device_bytes = None
-        if self.device_code is not None:
-            with open(self.device_code, "rb") as handle:
-                device_bytes = handle.read()
-        #: hash of the code: the source, how it is compiled, this library's version
-        self.fingerprint = _hash(
-            _FORMAT, __version__, self.prototype, self.language, self.text, self.flags,
-            os.path.dirname(os.path.abspath(self.path)) if self.path else None,
-            device_bytes, self.device_abi)
+        #: hash of everything declared (the C text, where it is, how it is compiled,
+        #: the device code's hash) and of this library's version; it names the
+        #: generated module, whose record must be the same
+        self.fingerprint = _hash(_FORMAT, __version__, sorted(record.items()))
         # The exported name stays when the C body changes (it depends on the file
         # and the prototype only): numba's disk cache may keep a caller compiled
         # against an older body, and its call by name must find the new one, not
         # a missing symbol (a segmentation fault). _symbol_for_process makes it
         # unique within one process.
-        where = os.path.abspath(self.path) if self.path else "<string>"
+        where = self.path or "<string>"
         self.symbol = f"hapsira_{self.name}_{_hash(self.prototype, where, self.language)[:16]}"
 
     def source_line_of_definition(self):
@@ -362,8 +362,8 @@ def _compile_error(decl, output, command=None):
         return ForeignCompileError(decl.display, None, "the compiler failed", output, command)
     line = int(match["line"] or match.groupdict().get("line2") or 0) or None
     message = match["message"].strip()
-    unmarked = re.search(r"no previous (prototype|declaration)|calling a __host__ function",
-                         message)
+    unmarked = re.search(r"no previous (prototype|declaration)|calling a __host__ function"
+                         r"|without execution space", message)
     if _DECLARATION_FILE in match["file"]:
         # An error in the generated check or wrapper: the definition does not
         # fit the prototype, or there is none; point at the definition.
@@ -432,7 +432,7 @@ def _host_library(decl):
     if sys.platform.startswith("linux"):
         flags.append("-Wl,-z,defs")  # an undefined function fails here, not at load time
     if decl.path:
-        flags += ["-I", os.path.dirname(os.path.abspath(decl.path))]
+        flags += ["-I", os.path.dirname(decl.path)]
     flags += list(decl.flags)
     text = decl.host_source()
     # the whole translation unit (the C, the wrapper and its exported name),
@@ -578,7 +578,7 @@ def _check_cuda_source(decl, source):
     try:
         nvrtc.compile(source, decl.display, cc, ltoir=True)
     except Exception as error:  # NVRTC's error type differs between versions
-        raise _compile_error(decl, str(error)) from None
+        raise _compile_error(decl, str(error).replace("\x00", "")) from None
 
 
 def _declare_simulator(decl):
