@@ -789,11 +789,13 @@ def declare(prototype, source=None, *, language=None, flags=(), device_code=None
 
     Returns
     -------
-    An ``hjit`` function with the prototype's name and parameters, with the
-    attributes ``prototype``, ``fingerprint`` (hex hash of the code, for
-    kernel caches), ``symbol`` (the exported name), ``library`` (the host
-    library's path, None on the GPU) and ``source_path``. Passing an array
-    that is not contiguous (``p[::2]``) where C takes a pointer gives NaN.
+    function
+        An ``hjit`` function with the prototype's name and parameters, with
+        the attributes ``prototype``, ``fingerprint`` (hex hash of the code,
+        for kernel caches), ``symbol`` (the exported name), ``library`` (the
+        host library's path, None on the GPU) and ``source_path``. Passing
+        an array that is not contiguous (``p[::2]``) where C takes a pointer
+        gives NaN.
 
     Raises
     ------
