@@ -43,8 +43,9 @@ How one source reaches each target (the target-specific pieces are the
 
 ``HAPSIRA_FUNC`` is ``static`` on the host and ``static __device__`` on the
 GPU: every function of the file stays private to its library, and only the
-generated wrapper, named after the source's hash, is visible; two files (or
-two versions of one file) never collide.
+generated wrapper is visible, under a name made of the file's path and the
+prototype (made unique within a process): two files, or two versions of one
+file, never collide.
 
 Host compiler: ``HAPSIRA_CC``, else ``CC``, else Python's own build compiler
 (``sysconfig``), else ``cc``, ``gcc`` or ``clang`` on the ``PATH``; flags of
