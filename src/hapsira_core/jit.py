@@ -16,6 +16,7 @@ import numba
 
 from . import settings
 from .backends import backend
+from .cache import factory
 from .kernel import Arg  # noqa: F401
 
 __all__ = ["hjit", "vjit", "gjit", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET",
@@ -59,6 +60,7 @@ def gjit(signatures, layout, **options):
     return numba.guvectorize(signatures, layout, target=backend.VECTORIZE_TARGET, **options)
 
 
+@factory
 def switch(functions, nargs):
     """One :func:`hjit` function ``call(i, a1..an)`` that calls ``functions[i]``.
 
@@ -76,5 +78,6 @@ def switch(functions, nargs):
     lines.append("    return math.nan")
     namespace = {f"fn{index}": fn for index, fn in enumerate(functions)}
     namespace["math"] = math
+    namespace["__name__"] = __name__  # numba imports it to reload a cached kernel
     exec(compile("\n".join(lines), f"<hapsira switch of {len(functions)}>", "exec"), namespace)
     return hjit(namespace["call"], cache=False)

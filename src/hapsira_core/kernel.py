@@ -6,14 +6,12 @@ the body is called per object) and leaves compiling and running to the
 backend's subclass.
 """
 
-import importlib.util
-import os
+import warnings
 
 import numba
 import numpy as np
 
-from . import settings
-from .fingerprint import fingerprint
+from . import cache, settings
 
 
 class Arg:
@@ -54,10 +52,14 @@ class ObjectKernel:
     """
 
     TARGET = None  # set by each backend's subclass
+    CACHEABLE = True  # whether the backend can cache kernels on disk
 
-    def __init__(self, body, args):
+    def __init__(self, body, args, recipe=None):
         self.body = body
         self.args = list(args)
+        #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
+        #: by import, for the on-disk cache (:mod:`hapsira_core.cache`); None: in memory.
+        self.recipe = recipe
         outputs = [a.output for a in self.args]
         if not any(outputs) or outputs != sorted(outputs):
             raise ValueError("ObjectKernel args: inputs first, then at least one output")
@@ -77,44 +79,74 @@ class ObjectKernel:
         """The kernel's Python source: defines ``kernel`` calling ``body``."""
         raise NotImplementedError
 
-    def _compile(self, kernel):
-        """The compiled form of the Python function ``kernel``."""
+    def _compile(self, kernel, cached):
+        """The compiled form of the Python function ``kernel`` (``cached``: with
+        numba's on-disk cache, the function's file being a cache module)."""
         raise NotImplementedError
 
     def compile(self):
         if self._compiled is None:
-            self._compiled = self._compile(self._kernel_function())
+            self._compiled = self._build()
         return self._compiled
 
-    def _kernel_function(self):
-        """The kernel as a Python function; from a file when caching on disk.
+    def _build(self):
+        """Compile the kernel; from the on-disk cache where it has a recipe.
 
-        numba's on-disk cache needs a source file and keys entries by that
-        file alone, so each kernel is written to a file whose name holds the
-        fingerprint of everything it calls (the user's functions included):
-        a changed function gets a new file, never a stale cached kernel.
+        An entry that numba cannot load (truncated or garbage index or data
+        files) is removed and rebuilt once, with a warning; a genuine compile
+        error (the user's code) is raised as it is.
+        """
+        for attempt in range(2):
+            function, cached = self._kernel_function()
+            try:
+                compiled = self._compile(function, cached)
+                if cached:  # load (or compile and save) now, where errors are ours
+                    self._eager(compiled)
+                return compiled
+            except Exception as error:
+                if not cached or attempt or not cache.is_corruption(error):
+                    raise
+                warnings.warn(f"hapsira cache: the entry {self.cache_name} could not be "
+                              f"loaded ({type(error).__name__}: {error}); rebuilding it",
+                              cache.CacheWarning, stacklevel=4)
+                cache.remove(self.cache_name)
+
+    def on_disk(self):
+        """Whether a compiled form of this kernel is in the on-disk cache (so that
+        the first call loads it instead of compiling)."""
+        if self._compiled is not None or not settings.CACHE or self.recipe is None \
+                or not self.CACHEABLE:
+            return self._compiled is not None
+        return any(f.endswith((".nbi", ".nbc")) for f in cache._entry_files(self.cache_name))
+
+    @property
+    def cache_name(self):
+        return None if self.recipe is None else f"hapsira_kernel_{self.TARGET}_{self.recipe[0]}"
+
+    def _signature(self):
+        """The numba types of the arguments (C-ordered arrays)."""
+        return tuple(numba.types.Array(numba.from_dtype(a.dtype),
+                                       len(a.core) + (1 if a.per_object else 0), "C")
+                     for a in self.args)
+
+    def _eager(self, compiled):
+        compiled.compile(self._signature())
+
+    def _kernel_function(self):
+        """``(kernel as a Python function, whether it comes from a cache file)``.
+
+        With a recipe and caching on, the kernel lives in a generated module
+        under ``HAPSIRA_CACHE_DIR`` whose name holds the recipe's fingerprint
+        (:mod:`hapsira_core.cache`); otherwise it is made in memory.
         """
         source = self._source()
-        if not settings.CACHE:
-            namespace = self._globals()
-            exec(compile(source, "<hapsira object kernel>", "exec"), namespace)
-            return namespace["kernel"]
-        key = fingerprint(self.body, source, self.TARGET, numba.__version__)
-        name = f"hapsira_kernel_{self.TARGET}_{key}"
-        os.makedirs(settings.CACHE_DIR, exist_ok=True)
-        path = os.path.join(settings.CACHE_DIR, name + ".py")
-        if not os.path.exists(path):
-            partial = f"{path}.{os.getpid()}.tmp"
-            with open(partial, "w") as out:
-                out.write("# generated by hapsira_core.kernel.ObjectKernel; safe to delete\n")
-                out.write(source)
-            os.replace(partial, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        for key, value in self._globals().items():
-            setattr(module, key, value)
-        spec.loader.exec_module(module)
-        return module.kernel
+        if settings.CACHE and self.recipe is not None and self.CACHEABLE:
+            key, prelude = self.recipe
+            module = cache.load_module(f"{self.TARGET}_{key}", prelude + "\n\n" + source)
+            return module.kernel, True
+        namespace = self._globals()
+        exec(compile(source, "<hapsira object kernel>", "exec"), namespace)
+        return namespace["kernel"], False
 
     def _globals(self):
         return {"body": self.body}

@@ -4,8 +4,9 @@
 variable           meaning                             default
 =================  ==================================  =========
 ``HAPSIRA_TARGET`` ``cpu``, ``parallel`` or ``cuda``   ``cpu``
-``HAPSIRA_CACHE``  numba on-disk cache (``0``/``1``)   ``0``
+``HAPSIRA_CACHE``  kernels cached on disk (``0``/``1``)  ``1``
 ``HAPSIRA_CACHE_DIR``  where cached kernels live       ``~/.cache/hapsira-cowell``
+``HAPSIRA_CACHE_MAX_MB``  cache size before pruning    ``1024``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``262144``
@@ -83,10 +84,11 @@ def _check_cuda_usable():
 
 
 TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
-CACHE = _boolean("HAPSIRA_CACHE", "0")
+CACHE = _boolean("HAPSIRA_CACHE", "1")
 CACHE_DIR = os.path.expanduser(os.environ.get(
     "HAPSIRA_CACHE_DIR",
     os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
+CACHE_MAX_MB = _integer("HAPSIRA_CACHE_MAX_MB", 1024)
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 18)

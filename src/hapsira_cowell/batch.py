@@ -45,9 +45,10 @@ _NOTIFIED = set()  # (target, model) pairs this process has announced compiling
 def compile_notice(model, stream=None):
     """Say on stderr, once per process and model, that kernels are being compiled.
 
-    The first solver call of a process compiles the kernels for the active
-    target (numba; 10-30 s on a CPU, about 20 s for a GPU), during which
-    nothing else shows; later calls reuse them. Returns whether it printed.
+    The first solver call compiles the kernels for the active target
+    (numba; 10-30 s on a CPU, about 20 s for a GPU), during which nothing
+    else shows; later calls, and later processes through the on-disk cache
+    (``HAPSIRA_CACHE``), reuse them. Returns whether it printed.
     """
     from hapsira_core.jit import TARGET
 
@@ -55,9 +56,19 @@ def compile_notice(model, stream=None):
     if key in _NOTIFIED:
         return False
     _NOTIFIED.add(key)
-    print(f"{PROG}: compiling kernels for target {TARGET} ({model}; once per process, "
-          "10-30 s)...", file=stream or sys.stderr, flush=True)
+    print(f"{PROG}: compiling kernels for target {TARGET} ({model}; 10-30 s, "
+          "cached for later runs)...", file=stream or sys.stderr, flush=True)
     return True
+
+
+def _kernel_ready(f, events):
+    """Whether cowell's kernel for ``f`` and ``events`` is compiled or cached on disk."""
+    from hapsira_core.ivp import build
+
+    from .orbit_form import orbit_rhs
+
+    kernel = build.kernel("DOP853", 6, orbit_rhs(f), tuple(e.device_function for e in events))
+    return kernel.on_disk()
 
 
 def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
@@ -96,7 +107,8 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     # Compile first, on one object, so that the progress bar and the throughput
     # measure the propagation alone.
     start = time.perf_counter()
-    compile_notice("two-body" + "".join(" + " + p for p in perturbations))
+    if not _kernel_ready(f, events):
+        compile_notice("two-body" + "".join(" + " + p for p in perturbations))
     cowell(K_EARTH, np.array([R_EARTH + 500.0, 0.0, 0.0]), np.array([0.0, 7.6, 0.0]),
            [math.copysign(1.0, tofs[-1])], f=f, params=params[:1], events=events)
     out.compile_seconds = time.perf_counter() - start

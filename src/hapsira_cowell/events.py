@@ -16,6 +16,7 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
+from hapsira_core.cache import factory
 from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, dot, norm
 
@@ -28,17 +29,13 @@ __all__ = ["Event", "AltitudeCrossEvent", "LithobrakeEvent", "LatitudeCrossEvent
            "NodeCrossEvent", "EclipseEvent", "UmbraEvent", "PenumbraEvent", "shadow_angle"]
 
 
-_ADAPTERS = {}
-
-
-def _with_constants(g):
-    """``g(t, rr, vv, k, p)`` as ``g(t, rr, vv, k, p, c)``: the solver's one call form."""
-    if g not in _ADAPTERS:
-        @hjit
-        def adapted(t, rr, vv, k, p, c):
-            return g(t, rr, vv, k, p)
-        _ADAPTERS[g] = adapted
-    return _ADAPTERS[g]
+@factory
+def with_constants(g):
+    """``g(t, rr, vv, k, p)`` as ``g(t, rr, vv, k, p, c)``: the built-in events' call form."""
+    @hjit
+    def adapted(t, rr, vv, k, p, c):
+        return g(t, rr, vv, k, p)
+    return adapted
 
 
 class Event(ivp.Event):
@@ -57,7 +54,7 @@ class Event(ivp.Event):
     @property
     def device_function(self):
         """The compiled ``g(t, y, p, c)`` the solver calls (``p[0]``: GM)."""
-        return orbit_event(self._device_function or _with_constants(self.g))
+        return orbit_event(self._device_function or with_constants(self.g))
 
     @property
     def constants(self):

@@ -50,7 +50,8 @@ def build_rhs(perturbations):
     key = tuple(n for n in PERTURBATIONS if n in perturbations)
     if key in _RHS:
         return _RHS[key]
-    from hapsira_core.jit import TARGET, hjit
+    from hapsira_core.cache import remember
+    from hapsira_core.jit import hjit
     from . import perturbations as pert
 
     terms = {
@@ -66,6 +67,7 @@ def build_rhs(perturbations):
         lines += [f"    a = {terms[term]}", "    ax += a[0]", "    ay += a[1]", "    az += a[2]"]
     lines.append("    return drr, (ax, ay, az)")
     namespace = {
+        "__name__": __name__,  # numba imports it to reload a cached kernel
         "two_body": pert.two_body, "J2": pert.J2_EARTH, "J3": pert.J3_EARTH, "R": R_EARTH,
         "R_RHO0": R_EARTH + H_RHO0, "H0": H0, "RHO0": RHO0,
     }
@@ -74,7 +76,6 @@ def build_rhs(perturbations):
             namespace[fn] = getattr(pert, fn)
     exec(compile("\n".join(lines), f"<hapsira-cowell right-hand side "
                  f"{'+'.join(key) or 'two-body'}>", "exec"), namespace)
-    # cache=False: numba cannot cache a function without a source file
-    options = {} if TARGET == "cuda" else {"cache": False}
-    _RHS[key] = hjit(namespace[name], **options)
-    return _RHS[key]
+    _RHS[key] = hjit(namespace[name])
+    # a kernel module rebuilds it as build_rhs(key): kernels using it are cached on disk
+    return remember(_RHS[key], build_rhs, (key,))

@@ -5,12 +5,11 @@ puts GM first in that row, so that ``k`` is data like every other number
 (a new GM never recompiles) and the user's row follows it.
 """
 
-import functools
-
+from hapsira_core.cache import factory
 from hapsira_core.jit import hjit
 
 
-@functools.lru_cache(maxsize=None)
+@factory
 def orbit_rhs(f):
     """``f(t, rr, vv, k, p) -> (drr, dvv)`` as the core's ``fun(t, y, p)``."""
     @hjit
@@ -20,7 +19,7 @@ def orbit_rhs(f):
     return fun
 
 
-@functools.lru_cache(maxsize=None)
+@factory
 def orbit_event(g):
     """``g(t, rr, vv, k, p, c) -> float`` as the core's ``g(t, y, p, c)``."""
     @hjit

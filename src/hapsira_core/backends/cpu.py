@@ -2,7 +2,7 @@
 
 import numba
 
-from .. import kernel, settings
+from .. import kernel
 from .host import KEEP_STAGES, hjit, rsqrt  # noqa: F401
 
 VECTORIZE_TARGET = "cpu"
@@ -19,8 +19,8 @@ class ObjectKernel(kernel.ObjectKernel):
                 f"    for i in range({first_out}.shape[0]):\n"
                 f"        body({rows})\n")
 
-    def _compile(self, function):
-        return numba.njit(error_model="numpy", cache=settings.CACHE)(function)
+    def _compile(self, function, cached):
+        return numba.njit(error_model="numpy", cache=cached)(function)
 
     def _run(self, compiled, arrays):
         compiled(*arrays)

@@ -50,8 +50,9 @@ else:
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
+    CACHEABLE = not SIMULATOR  # the simulator compiles nothing
 
-    def _source(self):
+    def _kernel_source(self):
         names = ", ".join(a.name for a in self.args)
         rows = ", ".join(self._row(a) for a in self.args)
         first_out = self.args[self.n_inputs].name
@@ -63,8 +64,11 @@ class ObjectKernel(kernel.ObjectKernel):
     def _globals(self):
         return {"body": self.body, "cuda": cuda}
 
-    def _compile(self, function):
-        options = {"cache": settings.CACHE}
+    def _source(self):
+        return "from numba import cuda\n\n" + self._kernel_source()
+
+    def _compile(self, function, cached):
+        options = {"cache": cached}
         if settings.CUDA_MAX_REGISTERS and not SIMULATOR:
             options["max_registers"] = settings.CUDA_MAX_REGISTERS
         return cuda.jit(function, **options)

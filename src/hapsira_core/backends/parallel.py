@@ -3,7 +3,7 @@
 import numba
 import numpy as np
 
-from .. import kernel, settings
+from .. import kernel
 from .host import KEEP_STAGES, hjit, rsqrt  # noqa: F401
 
 VECTORIZE_TARGET = "parallel"
@@ -22,11 +22,14 @@ class ObjectKernel(kernel.ObjectKernel):
         # output dimensions defined by inputs); "->()" is a throwaway output.
         return ",".join("(" + ",".join(a.core) + ")" for a in self.args) + "->()"
 
-    def _compile(self, function):
+    def _compile(self, function, cached):
         signature = numba.void(*(a.numba_type() for a in self.args), numba.types.int8[:])
         writable = tuple(a.name for a in self.args if a.output)
         return numba.guvectorize([signature], self._layout(), target="parallel",
-                                 writable_args=writable, cache=settings.CACHE)(function)
+                                 writable_args=writable, cache=cached)(function)
+
+    def _eager(self, compiled):
+        pass  # a gufunc with a signature is compiled (or loaded) when it is made
 
     def _run(self, compiled, arrays):
         if arrays[self.n_inputs].shape[0] > 0:

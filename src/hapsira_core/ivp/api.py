@@ -1,10 +1,10 @@
 """``solve_ivp``: scipy's explicit Runge-Kutta methods for N objects at once."""
 
-import functools
 import math
 
 import numpy as np
 
+from ..cache import factory
 from ..jit import hjit
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
@@ -30,8 +30,8 @@ def _direction(direction):
     return value
 
 
-@functools.lru_cache(maxsize=None)
-def _with_constants(g):
+@factory
+def with_constants(g):
     """``g(t, y, p)`` in the loop's call form ``g(t, y, p, c)``."""
     @hjit
     def event(t, y, p, c):
@@ -58,7 +58,7 @@ class Event:
     @property
     def device_function(self):
         """The compiled ``g(t, y, p, c)`` the solve loop calls."""
-        return _with_constants(self.g)
+        return with_constants(self.g)
 
     @property
     def constants(self):

@@ -8,7 +8,9 @@ that new numbers never recompile.
 
 import numpy as np
 
+from .. import cache
 from ..errors import user_function_error
+from ..fingerprint import fingerprint
 from ..jit import TARGET, Arg, ObjectKernel, hjit, switch
 from ..backends import backend
 from . import methods
@@ -45,19 +47,50 @@ def kernel(method, n, fun, event_functions):
 
     ``event_functions``: ``g(t, y, p, c)`` per event, in order.
     """
-    key = (TARGET, method, n, fun, tuple(event_functions))
+    event_functions = tuple(event_functions)
+    key = (TARGET, method, n, fun, event_functions)
     if key not in KERNELS:
-        solve = make_solve(method, n, backend.KEEP_STAGES)
-        g = switch(tuple(event_functions), 4)
+        keep = backend.KEEP_STAGES
+        solve = make_solve(method, n, keep, fun, switch(event_functions, 4))
 
         @hjit
         def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
                  y, info, t_events, y_events, n_events, scratch, work):
-            solve(fun, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+            solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
                   y, info, t_events, y_events, n_events, scratch, work)
 
-        KERNELS[key] = ObjectKernel(body, arguments())
+        KERNELS[key] = ObjectKernel(body, arguments(),
+                                    _recipe(method, n, keep, fun, event_functions))
     return KERNELS[key]
+
+
+_BODY = """
+from hapsira_core.ivp.loop import make_solve
+from hapsira_core.jit import hjit, switch
+
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4))
+
+
+@hjit
+def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+         y, info, t_events, y_events, n_events, scratch, work):
+    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+          y, info, t_events, y_events, n_events, scratch, work)
+"""
+
+
+def _recipe(method, n, keep, fun, event_functions):
+    """``(fingerprint, source defining body by import)`` for the on-disk cache, or
+    None where some function cannot be imported in a new process."""
+    imports = {}
+    fun_source = cache.expression(fun, imports)
+    events_source = cache.expression(event_functions, imports)
+    if fun_source is None or events_source is None:
+        return None
+    prelude = cache.import_lines(imports) + "\n" + _BODY.format(
+        fun=fun_source, events=events_source, method=method, n=n, keep=keep)
+    key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(), TARGET)
+    return key, prelude
 
 
 def run(kernel, arrays, user_functions):
@@ -75,6 +108,9 @@ def run(kernel, arrays, user_functions):
 
 
 def work_rows(method, n):
-    """Rows of the per-object ``work`` array the active target's loop needs (>= 1)."""
-    from .state import ops
-    return max(1, methods.get(method).build(ops(n), backend.KEEP_STAGES).work_rows)
+    """Rows of the per-object ``work`` array the active target's loop needs (>= 1):
+    the stages of a step where the dense output reuses them."""
+    if not backend.KEEP_STAGES:
+        return 1
+    tableau = methods.get(method).tableau
+    return max(1, tableau.n_stages + 1)

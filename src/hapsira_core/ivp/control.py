@@ -9,7 +9,6 @@ steps match scipy's.
 import math
 
 from ..jit import hjit
-from .methods.base import rhs
 
 SAFETY = 0.9
 MIN_FACTOR = 0.2  # smallest factor by which a step shrinks after a rejection
@@ -43,8 +42,8 @@ def _step_factor(exponent):
     return factor
 
 
-def make_initial_step(ops, error_estimator_order):
-    """``initial_step(f, t0, y0, f0, t_bound, direction, tol, start, p) -> |h|``.
+def make_initial_step(ops, error_estimator_order, fun):
+    """``initial_step(t0, y0, f0, t_bound, direction, tol, start, p) -> |h|`` for ``fun``.
 
     scipy's ``select_initial_step`` (Hairer II.4, "starting step size");
     costs one evaluation of ``f``.
@@ -55,7 +54,7 @@ def make_initial_step(ops, error_estimator_order):
     exponent = 1.0 / (error_estimator_order + 1)
 
     @hjit
-    def initial_step(f, t0, y0, f0, t_bound, direction, tol, start, p):
+    def initial_step(t0, y0, f0, t_bound, direction, tol, start, p):
         interval = abs(t_bound - t0)
         if interval == 0.0:
             return 0.0
@@ -68,7 +67,7 @@ def make_initial_step(ops, error_estimator_order):
             h0 = 0.01 * d0 / d1
         h0 = min(h0, interval)
         y1 = axpy(h0 * direction, f0, y0)
-        f1 = rhs(f, t0 + h0 * direction, y1, p)
+        f1 = fun(t0 + h0 * direction, y1, p)
         d2 = math.sqrt(scaled_sum_squares(sub(f1, f0), scale)) / sqrt_n / h0
         if d1 <= 1e-15 and d2 <= 1e-15:
             h1 = max(1e-6, h0 * 1e-3)
@@ -80,8 +79,8 @@ def make_initial_step(ops, error_estimator_order):
 
 
 def make_step(parts):
-    """``step(f, t, y, f0, h_abs, t_bound, direction, tol, start, p, work)``: try
-    steps until one is accepted.
+    """``step(t, y, f0, h_abs, t_bound, direction, tol, start, p, work)``: try
+    steps of the method's ``attempt`` until one is accepted.
 
     Returns ``(ok, t_new, y_new, f_new, h, h_abs_next, nfev)``; ``ok``
     is False when the step size fell below 10 ulp of ``t`` (then only
@@ -93,7 +92,7 @@ def make_step(parts):
     step_nfev = parts.step_nfev
 
     @hjit
-    def step(f, t, y, f0, h_abs, t_bound, direction, tol, start, p, work):
+    def step(t, y, f0, h_abs, t_bound, direction, tol, start, p, work):
         min_step = 10.0 * ulp_toward(t, direction)
         if h_abs < min_step:
             h_abs = min_step
@@ -105,7 +104,7 @@ def make_step(parts):
                 t_new = t_bound
             h = t_new - t
             h_abs = abs(h)
-            y_new, f_new, err = attempt(f, t, y, f0, h, p, tol, start, work)
+            y_new, f_new, err = attempt(t, y, f0, h, p, tol, start, work)
             nfev += step_nfev
             if err < 1.0:
                 if err == 0.0:

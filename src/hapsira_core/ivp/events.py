@@ -32,10 +32,10 @@ def is_triggered(g_old, g_new, direction):
     return up or down
 
 
-def make_locate(evaluate):
-    """``locate(g, index, t_a, t_b, coeffs, t_old, h, y_old, p, c) -> t``:
-    the zero of event ``index`` between ``t_a`` and ``t_b`` on the dense
-    output ``evaluate`` of a method.
+def make_locate(evaluate, g):
+    """``locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c) -> t``: the zero
+    of event ``index`` of ``g(i, t, y, p, c)`` between ``t_a`` and ``t_b`` on
+    the dense output ``evaluate`` of a method.
 
     Brent's method (R. P. Brent, *Algorithms for Minimization without
     Derivatives*, 1973, ch. 4): inverse quadratic interpolation or secant
@@ -44,15 +44,15 @@ def make_locate(evaluate):
     """
 
     @hjit
-    def value_on_step(g, index, t, coeffs, t_old, h, y_old, p, c):
+    def value_on_step(index, t, coeffs, t_old, h, y_old, p, c):
         return g(index, t, evaluate(coeffs, t_old, h, y_old, t), p, c)
 
     @hjit
-    def locate(g, index, t_a, t_b, coeffs, t_old, h, y_old, p, c):
+    def locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c):
         a = t_a
         b = t_b
-        fa = value_on_step(g, index, a, coeffs, t_old, h, y_old, p, c)
-        fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, p, c)
+        fa = value_on_step(index, a, coeffs, t_old, h, y_old, p, c)
+        fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c)
         if fa == 0.0:
             return a
         if fb == 0.0:
@@ -108,7 +108,7 @@ def make_locate(evaluate):
                 b += d
             else:
                 b += math.copysign(tol, m)
-            fb = value_on_step(g, index, b, coeffs, t_old, h, y_old, p, c)
+            fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c)
         return b
 
     return locate

@@ -6,28 +6,28 @@ every accepted step, and stops at a terminal event, on failure, or after
 ``max_steps`` accepted steps (so that no GPU thread loops forever).
 """
 
-import functools
 import math
 
+from ..cache import factory
 from ..jit import hjit
 from . import methods
 from .control import make_initial_step, make_step
 from .events import is_triggered, make_locate
 from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, SCRATCH, STEP_TOO_SMALL,
                      SUCCESS, TERMINATED, config_row)
-from .methods.base import rhs
 from .state import ops as state_ops
 
 
-@functools.lru_cache(maxsize=None)
-def make_solve(method_name, n, keep):
+@factory
+def make_solve(method_name, n, keep, f, g):
     """The loop for ``method_name`` on n-component states (built once).
 
-    ``solve(f, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+    ``solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
     out_y, info, t_events, y_events, n_events, scratch, work)``:
 
     ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
-    event ``i`` (``c``: its row of ``ev_consts``). ``t_eval``: output times,
+    event ``i`` (``c``: its row of ``ev_consts``); both are compile-time
+    constants of the loop (see :mod:`hapsira_core.cache`). ``t_eval``: output times,
     sorted in the direction of integration. ``ev_max[e]``: the occurrence of
     event ``e`` that terminates (0: never). Writes ``out_y[j]`` (the state at
     ``t_eval[j]``, NaN where not reached), ``info`` (status, nfev, nsteps),
@@ -36,10 +36,11 @@ def make_solve(method_name, n, keep):
     memory (``work``: the step's stages where the dense output reuses them).
     """
     ops = state_ops(n)
-    parts = methods.get(method_name).build(ops, keep)
+    method = methods.get(method_name)
+    parts = method.build(ops, keep, f)
     step = make_step(parts)
-    initial_step = make_initial_step(ops, methods.get(method_name).tableau.error_estimator_order)
-    locate = make_locate(parts.evaluate)
+    initial_step = make_initial_step(ops, method.tableau.error_estimator_order, f)
+    locate = make_locate(parts.evaluate, g)
     coefficients, evaluate, placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     dense_nfev = parts.dense_nfev
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
@@ -60,7 +61,7 @@ def make_solve(method_name, n, keep):
 
 
     @hjit
-    def solve(f, g, y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+    def solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
               out_y, info, t_events, y_events, n_events, scratch, work):
         reset(out_y, t_events, n_events)
         max_steps = iconf[MAX]
@@ -80,7 +81,7 @@ def make_solve(method_name, n, keep):
         if not is_finite(y):
             info[STATUS] = BAD_INITIAL_STATE
             return
-        fy = rhs(f, t, y, p)
+        fy = f(t, y, p)
         nfev = 1
         if not is_finite(fy):
             info[STATUS] = BAD_INITIAL_STATE
@@ -99,7 +100,7 @@ def make_solve(method_name, n, keep):
         for e in range(n_ev):
             scratch[e, G] = g(e, t, y, p, ev_consts[e])
 
-        h_abs = initial_step(f, t, y, fy, t_end, direction, conf, TOL, p)
+        h_abs = initial_step(t, y, fy, t_end, direction, conf, TOL, p)
         nfev += 1
         nsteps = 0
         status = SUCCESS
@@ -108,7 +109,7 @@ def make_solve(method_name, n, keep):
                 status = MAX_STEPS
                 break
             ok, t_new, y_new, f_new, h, h_abs, step_nfev = step(
-                f, t, y, fy, h_abs, t_end, direction, conf, TOL, p, work)
+                t, y, fy, h_abs, t_end, direction, conf, TOL, p, work)
             nfev += step_nfev
             if not ok:
                 status = STEP_TOO_SMALL
@@ -126,7 +127,7 @@ def make_solve(method_name, n, keep):
                     need_dense = True
             coeffs = placeholder(y)
             if need_dense:
-                coeffs = coefficients(f, t, y, fy, y_new, f_new, h, p, work)
+                coeffs = coefficients(t, y, fy, y_new, f_new, h, p, work)
                 nfev += dense_nfev
 
             for e in range(n_ev):
@@ -144,7 +145,7 @@ def make_solve(method_name, n, keep):
             e_stop = n_ev
             for e in range(n_ev):
                 if scratch[e, ROOT] == scratch[e, ROOT]:
-                    root = locate(g, e, t, t_new, coeffs, t, h, y, p, ev_consts[e])
+                    root = locate(e, t, t_new, coeffs, t, h, y, p, ev_consts[e])
                     scratch[e, ROOT] = root
                     if ev_max[e] > 0 and n_events[e] + 1 >= ev_max[e]:
                         earlier = direction * (root - t_stop)

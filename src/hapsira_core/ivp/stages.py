@@ -56,14 +56,17 @@ def _live_states(stages, outputs, given, switch):
     return peak
 
 
-def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False, load=False):
+def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False, load=False,
+             fun_argument=True):
     """Source of ``name(f, t, y, h, *context, *given_states) -> outputs`` and its switch.
 
     ``stages``: ``(index, c, {column: weight})`` for each stage to evaluate;
     ``given``: the indices of the stages passed in (``0``: ``f(t, y)``);
     ``outputs``: ``{name: {column: weight}}``, the sums returned as
     n-tuples in that order (unscaled by ``h``). Each stage is
-    ``rhs(f, t + c h, y + h S, *context)``. ``store``: also write each stage
+    ``rhs(f, t + c h, y + h S, *context)``; without ``fun_argument`` there is
+    no ``f`` and each stage is ``rhs(t + c h, y + h S, *context)``, ``rhs``
+    being the right-hand side itself. ``store``: also write each stage
     ``c`` to row ``c`` of an extra last argument ``work`` (for a dense output
     that reuses them); ``load``: read the given stages from rows of ``work``
     instead of taking them as arguments.
@@ -78,7 +81,8 @@ def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False,
     args = ", ".join(list(context) + ([] if load else [f"g{c}" for c in given])
                      + (["work"] if store or load else []))
     passed = ", ".join(context)
-    lines = [f"def {name}(f, t, y, h, {args}):"]
+    head, call = ("f, ", "f, ") if fun_argument else ("", "")
+    lines = [f"def {name}({head}t, y, h, {args}):"]
 
     def state(items):
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -107,7 +111,7 @@ def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False,
         if column in evaluated:
             increment = state([f"y[{n}] + h * ({sum_of(column, n)})" for n in range(N)])
             lines.append(f"    {unpack(column)} = "
-                         f"rhs(f, t + {evaluated[column]!r} * h, {increment}, {passed})")
+                         f"rhs({call}t + {evaluated[column]!r} * h, {increment}, {passed})")
         else:
             source = state([f"work[{column}, {n}]" for n in range(N)]) if load else f"g{column}"
             lines.append(f"    {unpack(column)} = {source}")
@@ -129,11 +133,14 @@ def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False,
     return "\n".join(lines) + "\n", switch
 
 
-def compile_stages(name, stages, outputs, given, rhs, n=N, context=("p",), store=False,
+def compile_stages(name, stages, outputs, given, fun, n=N, context=("p",), store=False,
                    load=False):
     """:func:`generate`, compiled as an :func:`~hapsira_core.jit.hjit` function
-    that evaluates stages with ``rhs``."""
-    source, _ = generate(name, stages, outputs, given, n, context, store, load)
-    namespace = {"rhs": rhs}
+    ``name(t, y, h, p, ...)`` whose stages call the right-hand side ``fun``
+    (a compile-time constant, not an argument: see :mod:`hapsira_core.cache`)."""
+    source, _ = generate(name, stages, outputs, given, n, context, store, load,
+                         fun_argument=False)
+    # generated functions belong to this module: numba imports it to reload a cached kernel
+    namespace = {"rhs": fun, "__name__": __name__}
     exec(compile(source, f"<{name} n={n}>", "exec"), namespace)
     return hjit(namespace[name], cache=False)

@@ -69,7 +69,8 @@ def ops(n):
     """
     if not isinstance(n, int) or not 1 <= n <= MAX_N:
         raise ValueError(f"state dimension: expected 1 to {MAX_N} components, got {n!r}")
-    namespace = {"math": math}
+    # generated functions belong to this module: numba imports it to reload a cached kernel
+    namespace = {"math": math, "__name__": __name__}
     compiled = {"n": n}
     for name, source in _sources(n).items():
         exec(compile(source, f"<hapsira state ops n={n}: {name}>", "exec"), namespace)

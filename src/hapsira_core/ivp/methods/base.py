@@ -1,17 +1,19 @@
 """The contract a method fulfils, in the spirit of ``scipy.integrate._ivp.base``.
 
 A method is an explicit embedded Runge-Kutta pair described by its
-:class:`~hapsira_core.ivp.butcher.ButcherTableau`. For a state dimension n it
-builds (:meth:`Method.build`) these ``hjit`` functions, which the
-method-neutral step-size control (:mod:`..control`) and solve loop
-(:mod:`..loop`) call:
+:class:`~hapsira_core.ivp.butcher.ButcherTableau`. For a state dimension n
+and a right-hand side ``f(t, y, p)`` it builds (:meth:`Method.build`) these
+``hjit`` functions, which the method-neutral step-size control
+(:mod:`..control`) and solve loop (:mod:`..loop`) call. ``f`` is a
+compile-time constant of each of them, never an argument: a function value
+passed at run time would keep numba from caching the kernel.
 
-``attempt(f, t, y, f0, h, p, tol, start, work) -> (y_new, f_new, err)``
+``attempt(t, y, f0, h, p, tol, start, work) -> (y_new, f_new, err)``
     One step of size ``h`` from ``(t, y)`` with ``f0 = f(t, y, p)``: the new
     state, the derivative there and the error norm (below 1: accept).
     ``tol[start:start+n]`` is rtol, the next n atol. With ``keep``, the
     stages are also written to the rows of ``work``.
-``coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work) -> coeffs``
+``coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work) -> coeffs``
     The interpolant over an accepted step (from ``work`` with ``keep``).
 ``placeholder(y) -> coeffs``
     A value of the interpolant's type, for code paths that need none.
@@ -19,8 +21,8 @@ method-neutral step-size control (:mod:`..control`) and solve loop
     The dense output at ``t`` within the step.
 
 and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
-``dense_nfev`` (per interpolant built), ``work_rows`` (rows of ``work``
-needed) and ``error_exponent``.
+``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has
+a row per stage and one for the step's end (``n_stages + 1``).
 
 ``keep``: whether ``attempt`` keeps its stages for the interpolant (host
 targets: an output time then costs what it costs in scipy) or the
@@ -30,14 +32,6 @@ event).
 """
 
 import types
-
-from ...jit import hjit
-
-
-@hjit
-def rhs(f, t, y, p):
-    """The user's right-hand side, called as every stage calls it."""
-    return f(t, y, p)
 
 
 class Method:
@@ -53,11 +47,12 @@ class Method:
     def error_exponent(self):
         return -1.0 / (self.tableau.error_estimator_order + 1)
 
-    def build(self, ops, keep):
-        """The method's functions for states of ``ops.n`` components (built once)."""
-        key = (ops.n, keep)
+    def build(self, ops, keep, fun):
+        """The method's functions for states of ``ops.n`` components and the
+        right-hand side ``fun`` (built once)."""
+        key = (ops.n, keep, fun)
         if key not in self._built:
-            parts = self._builder(self.tableau, ops, keep)
+            parts = self._builder(self.tableau, ops, keep, fun)
             parts.setdefault("error_exponent", self.error_exponent)
             self._built[key] = types.SimpleNamespace(**parts)
         return self._built[key]

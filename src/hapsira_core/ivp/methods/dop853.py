@@ -14,7 +14,7 @@ import math
 from ...jit import hjit
 from ..butcher import ButcherTableau, weights
 from ..stages import compile_stages
-from .base import Method, rhs
+from .base import Method
 
 N_STAGES = 12
 
@@ -61,7 +61,7 @@ C, A, B, E3, E5 = _C, _A, _B, _E3, _E5
 _EXTRA = (13, 14, 15)
 
 
-def build(tableau, ops, keep):
+def build(tableau, ops, keep, fun):
     """The hjit functions of the :mod:`.base` contract for n = ``ops.n``."""
     n = ops.n
     axpy, sub, scale = ops.axpy, ops.sub, ops.scale
@@ -69,24 +69,24 @@ def build(tableau, ops, keep):
     weighted_sum_squares = ops.weighted_sum_squares
     step_sums = compile_stages(
         "dop853_step_sums", tableau.stage_rows(range(1, N_STAGES)),
-        {"b": weights(B), "e5": weights(E5), "e3": weights(E3)}, (0,), rhs, n, store=keep)
+        {"b": weights(B), "e5": weights(E5), "e3": weights(E3)}, (0,), fun, n, store=keep)
     d_rows = {f"d{r}": weights(D[r]) for r in range(len(D))}
     if keep:  # the 13 derivatives of the step are in work: 3 evaluations
         interpolant_sums = compile_stages(
             "dop853_interpolant_sums", tableau.stage_rows(_EXTRA), d_rows,
-            tuple(range(N_STAGES + 1)), rhs, n, load=True)
+            tuple(range(N_STAGES + 1)), fun, n, load=True)
 
         @hjit
-        def sums(f, t_old, y_old, f_old, f_new, h, p, work):
-            return interpolant_sums(f, t_old, y_old, h, p, work)
+        def sums(t_old, y_old, f_old, f_new, h, p, work):
+            return interpolant_sums(t_old, y_old, h, p, work)
     else:  # the stages are evaluated again: 14 evaluations
         interpolant_sums = compile_stages(
             "dop853_interpolant_sums", tableau.stage_rows(list(range(1, N_STAGES)) + list(_EXTRA)),
-            d_rows, (0, N_STAGES), rhs, n)
+            d_rows, (0, N_STAGES), fun, n)
 
         @hjit
-        def sums(f, t_old, y_old, f_old, f_new, h, p, work):
-            return interpolant_sums(f, t_old, y_old, h, p, f_old, f_new)
+        def sums(t_old, y_old, f_old, f_new, h, p, work):
+            return interpolant_sums(t_old, y_old, h, p, f_old, f_new)
 
     @hjit
     def error_norm(y, y_new, err5, err3, h, tol, start):
@@ -100,24 +100,24 @@ def build(tableau, ops, keep):
 
     if keep:
         @hjit
-        def attempt(f, t, y, f0, h, p, tol, start, work):
-            b, err5, err3 = step_sums(f, t, y, h, p, f0, work)
+        def attempt(t, y, f0, h, p, tol, start, work):
+            b, err5, err3 = step_sums(t, y, h, p, f0, work)
             y_new = axpy(h, b, y)
-            f_new = rhs(f, t + h, y_new, p)
+            f_new = fun(t + h, y_new, p)
             store_row(work, N_STAGES, f_new)
             return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start)
     else:
         @hjit
-        def attempt(f, t, y, f0, h, p, tol, start, work):
-            b, err5, err3 = step_sums(f, t, y, h, p, f0)
+        def attempt(t, y, f0, h, p, tol, start, work):
+            b, err5, err3 = step_sums(t, y, h, p, f0)
             y_new = axpy(h, b, y)
-            f_new = rhs(f, t + h, y_new, p)
+            f_new = fun(t + h, y_new, p)
             return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start)
 
     @hjit
-    def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work):
+    def coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work):
         """The 7 coefficient states of the interpolant over the step ``h``."""
-        d0, d1, d2, d3 = sums(f, t_old, y_old, f_old, f_new, h, p, work)
+        d0, d1, d2, d3 = sums(t_old, y_old, f_old, f_new, h, p, work)
         dy = sub(y_new, y_old)
         return (
             dy,
@@ -148,8 +148,7 @@ def build(tableau, ops, keep):
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
             "evaluate": evaluate, "step_nfev": N_STAGES,
-            "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA),
-            "work_rows": N_STAGES + 1 if keep else 0}
+            "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA)}
 
 
 METHOD = Method(TABLEAU, build)

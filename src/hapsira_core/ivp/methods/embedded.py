@@ -12,10 +12,9 @@ import math
 from ...jit import hjit
 from ..butcher import weights
 from ..stages import compile_stages
-from .base import rhs
 
 
-def build(tableau, ops, keep, P):
+def build(tableau, ops, keep, fun, P):
     """The hjit functions of the :mod:`.base` contract for a tableau and its ``P``."""
     n = ops.n
     s = tableau.n_stages
@@ -28,23 +27,23 @@ def build(tableau, ops, keep, P):
     store_row = ops.store_row
     step_sums = compile_stages(
         f"{name}_step_sums", tableau.stage_rows(range(1, s)),
-        {"b": weights(tableau.b), "e": weights(e[:s])}, (0,), rhs, n, store=keep)
+        {"b": weights(tableau.b), "e": weights(e[:s])}, (0,), fun, n, store=keep)
     columns = range(len(P[0]))
     q_rows = {f"q{j}": weights([row[j] for row in P]) for j in columns}
     if keep:  # every derivative of the step is in work: no evaluation
-        q_sums = compile_stages(f"{name}_dense_sums", [], q_rows, tuple(range(s + 1)), rhs, n,
+        q_sums = compile_stages(f"{name}_dense_sums", [], q_rows, tuple(range(s + 1)), fun, n,
                                 load=True)
 
         @hjit
-        def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work):
-            return q_sums(f, t_old, y_old, h, p, work)
+        def coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work):
+            return q_sums(t_old, y_old, h, p, work)
     else:
         q_sums = compile_stages(f"{name}_dense_sums", tableau.stage_rows(range(1, s)),
-                                q_rows, (0, s), rhs, n)
+                                q_rows, (0, s), fun, n)
 
         @hjit
-        def coefficients(f, t_old, y_old, f_old, y_new, f_new, h, p, work):
-            return q_sums(f, t_old, y_old, h, p, f_old, f_new)
+        def coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work):
+            return q_sums(t_old, y_old, h, p, f_old, f_new)
 
     @hjit
     def error_norm(y, y_new, err, h, tol, start):
@@ -54,19 +53,19 @@ def build(tableau, ops, keep, P):
 
     if keep:
         @hjit
-        def attempt(f, t, y, f0, h, p, tol, start, work):
-            b, err = step_sums(f, t, y, h, p, f0, work)
+        def attempt(t, y, f0, h, p, tol, start, work):
+            b, err = step_sums(t, y, h, p, f0, work)
             y_new = axpy(h, b, y)
-            f_new = rhs(f, t + h, y_new, p)
+            f_new = fun(t + h, y_new, p)
             store_row(work, s, f_new)
             err = axpy(e_last, f_new, err)
             return y_new, f_new, error_norm(y, y_new, err, h, tol, start)
     else:
         @hjit
-        def attempt(f, t, y, f0, h, p, tol, start, work):
-            b, err = step_sums(f, t, y, h, p, f0)
+        def attempt(t, y, f0, h, p, tol, start, work):
+            b, err = step_sums(t, y, h, p, f0)
             y_new = axpy(h, b, y)
-            f_new = rhs(f, t + h, y_new, p)
+            f_new = fun(t + h, y_new, p)
             err = axpy(e_last, f_new, err)
             return y_new, f_new, error_norm(y, y_new, err, h, tol, start)
 
@@ -98,5 +97,4 @@ def build(tableau, ops, keep, P):
         raise NotImplementedError(f"interpolant with {n_q} coefficients")
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
-            "evaluate": evaluate, "step_nfev": s, "dense_nfev": 0 if keep else s - 1,
-            "work_rows": s + 1 if keep else 0}
+            "evaluate": evaluate, "step_nfev": s, "dense_nfev": 0 if keep else s - 1}

@@ -27,4 +27,4 @@ P = (
     (0.0, -1.0, 1.0),
 )
 
-METHOD = Method(TABLEAU, lambda tableau, ops, keep: embedded.build(tableau, ops, keep, P))
+METHOD = Method(TABLEAU, lambda tableau, ops, keep, fun: embedded.build(tableau, ops, keep, fun, P))

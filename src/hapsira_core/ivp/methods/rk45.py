@@ -40,4 +40,4 @@ P = (
     (0.0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423),
 )
 
-METHOD = Method(TABLEAU, lambda tableau, ops, keep: embedded.build(tableau, ops, keep, P))
+METHOD = Method(TABLEAU, lambda tableau, ops, keep, fun: embedded.build(tableau, ops, keep, fun, P))

@@ -1,0 +1,279 @@
+"""The on-disk kernel cache: generated kernel modules under ``HAPSIRA_CACHE_DIR``.
+
+numba caches a compiled function beside its source file and keys the entry
+by that file alone (not by the functions it calls), and it refuses to cache
+functions that reach others through values made at run time. So each
+kernel is written as a small module that reaches everything it calls by
+import: the user's functions by their module and name, functions made by
+factories (adapters, the solve loop per method and dimension) by calling
+the factory again (:func:`factory` records how). The module's file name
+holds a fingerprint of everything the kernel calls, the library's own
+source and the versions involved: a changed function, helper or library
+never finds a stale kernel. numba then caches the kernel beside that file,
+in the same folder.
+
+Where a function cannot be reached by import (defined in ``python -c``, an
+interactive session or a closure no factory made), the kernel is built in
+memory as before, without an error: it is compiled in every process.
+
+Entries are written atomically (concurrent processes are safe), a corrupt
+entry is removed and rebuilt with a warning, and the folder is pruned to
+``HAPSIRA_CACHE_MAX_MB``, least recently used first.
+"""
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import time
+import warnings
+
+from . import settings
+
+#: ``id(result) -> (factory, args)`` for every result of a :func:`factory`.
+_RECIPES = {}
+_PREFIX = "hapsira_kernel_"
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was unusable (corrupt or truncated) and is being rebuilt."""
+
+
+def remember(result, maker, args):
+    """Record that ``maker(*args)`` gives ``result`` (and will again, in a new
+    process), so that kernels calling ``result`` can be cached: for builders
+    that memoise by hand (see :func:`factory` for the decorator)."""
+    _RECIPES[id(result)] = (maker, tuple(args))
+    return result
+
+
+def factory(func):
+    """Memoise ``func(*args)`` and remember how each result was made.
+
+    A kernel module can then rebuild the result by calling the factory with
+    the same arguments, as long as the factory and its arguments can be
+    imported (or are plain numbers, strings and tuples of them).
+    """
+    memo = {}
+
+    @functools.wraps(func)
+    def make(*args):
+        try:
+            return memo[args]
+        except KeyError:
+            result = memo[args] = func(*args)
+            return remember(result, make, args)
+
+    return make
+
+
+def _importable(obj):
+    """``(module, qualname)`` if ``obj`` is what that import gives, else None."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(
+        getattr(obj, "py_func", None), "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return None
+    loaded = sys.modules.get(module)
+    if loaded is None or (module == "__main__" and not getattr(loaded, "__file__", None)):
+        return None  # python -c, an interactive session: nothing to import next time
+    target = loaded
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return (module, qualname) if target is obj else None
+
+
+def expression(obj, imports):
+    """Python source that rebuilds ``obj`` in a kernel module, or None.
+
+    ``imports``: a dict ``{alias: (module, qualname)}`` that is filled in.
+    """
+    if isinstance(obj, (bool, int, float, str, type(None))):
+        return repr(obj)
+    if isinstance(obj, tuple):
+        items = [expression(item, imports) for item in obj]
+        if any(item is None for item in items):
+            return None
+        return "(" + "".join(f"{item}, " for item in items) + ")"
+    if id(obj) in _RECIPES:
+        make, args = _RECIPES[id(obj)]
+        maker = expression(make, imports)
+        items = [expression(arg, imports) for arg in args]
+        if maker is None or any(item is None for item in items):
+            return None
+        return f"{maker}({', '.join(items)})"
+    place = _importable(obj)
+    if place is None:
+        return None
+    alias = f"_i{len(imports)}"
+    for existing, value in imports.items():
+        if value == place:
+            return existing
+    imports[alias] = place
+    return alias
+
+
+def import_lines(imports):
+    lines = []
+    for alias, (module, qualname) in imports.items():
+        head, _, rest = qualname.partition(".")
+        line = f"from {module} import {head} as {alias}"
+        if rest:
+            line = f"import {module} as {alias}_m\n{alias} = {alias}_m.{qualname}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def library_fingerprint():
+    """A hash of the source of hapsira_core and hapsira_cowell and of the versions
+    that compile it: a kernel cached by another version is never reused."""
+    import numba
+    import numpy
+
+    digest = hashlib.sha256()
+    for version in (sys.version, numba.__version__, numpy.__version__):
+        digest.update(version.encode())
+    for package in ("hapsira_core", "hapsira_cowell"):
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        for root in spec.submodule_search_locations:
+            for folder, _, files in sorted(os.walk(root)):
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        with open(os.path.join(folder, name), "rb") as source:
+                            digest.update(name.encode())
+                            digest.update(source.read())
+    return digest.hexdigest()[:16]
+
+
+def _write_atomically(path, text):
+    partial = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    with open(partial, "w") as out:
+        out.write(text)
+    os.replace(partial, path)
+
+
+def load_module(key, source):
+    """The kernel module for ``key`` with this ``source``, written if needed.
+
+    A file whose text is not ``source`` (truncated, edited, garbage) is
+    rewritten; a module that fails to import is removed and written again.
+    """
+    os.makedirs(settings.CACHE_DIR, exist_ok=True)
+    name = f"{_PREFIX}{key}"
+    path = os.path.join(settings.CACHE_DIR, name + ".py")
+    text = "# generated by hapsira_core; safe to delete\n" + source
+    try:
+        with open(path) as existing:
+            intact = existing.read() == text
+    except (OSError, UnicodeDecodeError):
+        intact = False
+    if not intact:
+        if os.path.exists(path):
+            warnings.warn(f"hapsira cache: {path} was damaged; rebuilding it", CacheWarning,
+                          stacklevel=3)
+            remove(name)
+        _write_atomically(path, text)
+    else:
+        os.utime(path)  # recently used: pruned last
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    # numba reloads a cached kernel's environment by importing its module by name
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    prune()
+    return module
+
+
+def _entry_files(name):
+    """The files of one entry: the module and numba's index and data beside it."""
+    folder = settings.CACHE_DIR
+    found = []
+    for base in (folder, os.path.join(folder, "__pycache__")):
+        try:
+            for file in os.listdir(base):
+                if file.startswith(name + ".") or file.startswith(f"guf-{name}."):
+                    found.append(os.path.join(base, file))
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def remove(name):
+    """Delete one entry (module and numba's files); missing files are fine."""
+    for file in _entry_files(name):
+        try:
+            os.remove(file)
+        except FileNotFoundError:
+            pass
+
+
+def entries():
+    """``[(name, bytes, last used)]`` of every entry, most recently used first."""
+    try:
+        modules = [f for f in os.listdir(settings.CACHE_DIR)
+                   if f.startswith(_PREFIX) and f.endswith(".py")]
+    except FileNotFoundError:
+        return []
+    found = []
+    for module in modules:
+        name = module[:-3]
+        files = _entry_files(name)
+        try:
+            size = sum(os.path.getsize(f) for f in files)
+            used = max(os.path.getmtime(f) for f in files)
+        except (OSError, ValueError):
+            continue  # removed meanwhile by another process
+        found.append((name, size, used))
+    return sorted(found, key=lambda entry: -entry[2])
+
+
+def prune(max_bytes=None):
+    """Remove the least recently used entries until the cache is under ``max_bytes``."""
+    limit = settings.CACHE_MAX_MB * 2 ** 20 if max_bytes is None else max_bytes
+    total = 0
+    for name, size, _ in entries():
+        total += size
+        if total > limit:
+            remove(name)
+
+
+def clear():
+    """Remove every entry; returns how many there were."""
+    found = entries()
+    for name, _, _ in found:
+        remove(name)
+    return len(found)
+
+
+def info():
+    """A short description of the cache: where, how many entries, how large."""
+    found = entries()
+    size = sum(entry[1] for entry in found)
+    return {"directory": settings.CACHE_DIR, "enabled": settings.CACHE,
+            "entries": len(found), "megabytes": size / 2 ** 20,
+            "limit_megabytes": settings.CACHE_MAX_MB}
+
+
+def is_corruption(error):
+    """Whether ``error`` (raised while numba loaded a cached kernel) means a damaged
+    entry rather than code that does not compile."""
+    from numba.core import errors
+
+    if isinstance(error, (errors.TypingError, errors.LoweringError, errors.UnsupportedError)):
+        return False
+    return True
+
+
+__all__ = ["factory", "remember", "expression", "import_lines", "library_fingerprint", "load_module",
+           "remove", "entries", "prune", "clear", "info", "CacheWarning"]
