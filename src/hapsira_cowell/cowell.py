@@ -1,8 +1,8 @@
 """``cowell()``: propagate one object or a cloud with DOP853 on the active target.
 
-A thin layer on :func:`hapsira_core.ivp.integrate`: the state is ``(rr, vv)``,
-GM travels first in the params row (:mod:`.orbit_form`), times of flight
-start at 0, and results come back in orbit units and shapes.
+A thin layer on the core's :class:`~hapsira_core.ivp.Problem`: the state
+is ``(rr, vv)``, GM travels first in the params row (:mod:`.orbit_form`),
+times of flight start at 0, and results come back in orbit units and shapes.
 """
 
 import numpy as np
@@ -72,25 +72,30 @@ class CowellResult:
         return f"CowellResult(objects={status.size}, status counts={counts})"
 
 
-def _states(r0, v0):
-    """r0, v0 as (N, 3) float64 km, km/s (device arrays pass through)."""
-    arrays = []
-    for name, value, unit in (("r0", r0, u.km), ("v0", v0, u.km / u.s)):
-        if is_device_array(value):
-            shape = tuple(value.__cuda_array_interface__["shape"])
-            dtype = np.dtype(value.__cuda_array_interface__["typestr"])
-            if len(shape) != 2 or shape[1] != 3 or dtype != np.float64:
-                raise ValueError(f"{name}: expected shape (N, 3) and float64 for a device "
-                                 f"array, got {shape} {dtype}")
-            arrays.append(value)
-            continue
-        array = to_value(value, unit, name)
-        if array.ndim not in (1, 2) or array.shape[-1] != 3:
-            raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
-        if not array.flags.c_contiguous or 0 in array.strides or array.dtype != np.float64:
-            array = array.astype(np.float64, order="C")  # no stride-0 or strided views in kernels
-        arrays.append(array)
-    r0, v0 = arrays
+def _state(value, name, unit):
+    """One of r0, v0 as a float64 array, (3,) or (N, 3) (device arrays pass through)."""
+    if is_device_array(value):
+        shape = tuple(value.__cuda_array_interface__["shape"])
+        dtype = np.dtype(value.__cuda_array_interface__["typestr"])
+        if len(shape) != 2 or shape[1] != 3 or dtype != np.float64:
+            raise ValueError(f"{name}: expected shape (N, 3) and float64 for a device "
+                             f"array, got {shape} {dtype}")
+        return value
+    array = to_value(value, unit, name)
+    if array.ndim not in (1, 2) or array.shape[-1] != 3:
+        raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
+    if not array.flags.c_contiguous or 0 in array.strides or array.dtype != np.float64:
+        array = array.astype(np.float64, order="C")  # no stride-0 or strided views in kernels
+    return array
+
+
+def _states(r0, v0, state=_state):
+    """r0, v0 as (N, 3) km, km/s, and whether one object was given.
+
+    ``state(value, name, unit)`` converts and checks each one (the JAX front
+    passes its own); the two are then checked against each other.
+    """
+    r0, v0 = state(r0, "r0", u.km), state(v0, "v0", u.km / u.s)
     single = getattr(r0, "ndim", 2) == 1
     if (getattr(v0, "ndim", 2) == 1) != single:
         raise ValueError(f"r0, v0: shapes differ ({r0.shape} and {v0.shape})")
@@ -113,6 +118,36 @@ def _tofs(tofs):
         raise ValueError("tofs: expected times sorted away from 0 (increasing, or decreasing "
                          "when backward)")
     return np.ascontiguousarray(array)
+
+
+def _gm(k):
+    """GM as a 0-d float64 array: positive and finite."""
+    k = to_value(k, u.km ** 3 / u.s ** 2, "k")
+    if k.ndim != 0 or not np.isfinite(k) or k <= 0:
+        raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {k!r}")
+    return k
+
+
+def _options(f, events, max_steps, max_event_records):
+    """``(f, events, max_steps, records)`` checked: what fixes the compiled kernel."""
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    events = checks.event_list(events, Event)
+    f = two_body if f is None else f
+    if not callable(f):
+        raise ValueError(f"f: expected an hjit function, got {type(f).__name__}")
+    return f, events, max_steps, records
+
+
+def _problem(f, events, tofs, max_steps, records):
+    """The core's :class:`~hapsira_core.ivp.Problem` of an orbit propagation.
+
+    DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
+    ``tofs``, no event states kept; shared with the JAX front
+    (:mod:`hapsira_cowell.jax`), which runs it on XLA's buffers.
+    """
+    return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
+                       [f] + [e.g for e in events])
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
@@ -150,9 +185,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         Quantities (km, km/s, s) if any of ``r0``, ``v0``, ``tofs`` was one.
     """
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
-    k = to_value(k, u.km ** 3 / u.s ** 2, "k")
-    if k.ndim != 0 or not np.isfinite(k) or k <= 0:
-        raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {k!r}")
+    k = _gm(k)
     r0, v0, single = _states(r0, v0)
     n = r0.shape[0]
     tofs = _tofs(tofs)
@@ -161,20 +194,15 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     params = checks.params(params, n)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-    max_steps = checks.integer(max_steps, "max_steps", 1)
-    records = checks.integer(max_event_records, "max_event_records", 0)
-    events = checks.event_list(events, Event)
-    f = two_body if f is None else f
-    if not callable(f):
-        raise ValueError(f"f: expected an hjit function, got {type(f).__name__}")
+    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
     if is_device_array(r0):
         from hapsira_core.backends import backend
         y0 = backend.device_hstack(r0, v0)
     else:
         y0 = np.concatenate((r0, v0), axis=1)
 
-    raw = ivp.integrate("DOP853", orbit_rhs(f), y0, 0.0, float(tofs[-1]), tofs, rtol, atol,
-                        params, events, max_steps, records, 0, [f] + [e.g for e in events])
+    raw = _problem(f, events, tofs, max_steps, records).run(y0, params, 0.0, float(tofs[-1]),
+                                                            rtol, atol)
     y = raw["y"]
     rr, vv = y[:, :, :3], y[:, :, 3:]
     t_events = [raw["t_events"][:, e] for e in range(len(events))]
