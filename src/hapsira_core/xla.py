@@ -582,6 +582,24 @@ class XlaKernel:
         inputs = [jnp.asarray(x, dtype=a.dtype) for x, a in zip(inputs, self.inputs)]
         return self._op(int(n), self._core_sizes(inputs, sizes))(*inputs)
 
+    def output_sizes(self, shapes):
+        """``sizes`` for a call, from the outputs' ``(shape, dtype)`` in argument order
+        (for instance the values of :meth:`hapsira_core.ivp.Problem.output_shapes`)."""
+        shapes = list(shapes)
+        if len(shapes) != len(self.outputs):
+            raise ValueError(f"{self.what}: {len(shapes)} output shapes for "
+                             f"{len(self.outputs)} outputs")
+        sizes = {}
+        for arg, (shape, dtype) in zip(self.outputs, shapes):
+            if np.dtype(dtype) != arg.dtype or len(shape) != len(arg.core) + 1:
+                raise ValueError(f"{self.what}: output {arg.name} is {arg.dtype} (n, "
+                                 f"{', '.join(arg.core)}), got {np.dtype(dtype)} {shape}")
+            for name, size in zip(arg.core, shape[1:]):
+                if sizes.setdefault(name, size) != size:
+                    raise ValueError(f"{self.what}: outputs disagree on {name} "
+                                     f"({sizes[name]} and {size})")
+        return sizes
+
     def _core_sizes(self, inputs, sizes):
         known = dict(sizes or {})
         for arg, array in zip(self.inputs, inputs):
