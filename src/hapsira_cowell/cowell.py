@@ -9,6 +9,7 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
+from hapsira_core.dask import any_dask
 from hapsira_core.ivp import build, checks
 from hapsira_core.jit import is_device_array
 
@@ -183,7 +184,14 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     -------
     CowellResult
         Quantities (km, km/s, s) if any of ``r0``, ``v0``, ``tofs`` was one.
+        A `hapsira_cowell.dask.DaskCowellResult` (Dask arrays, km, km/s, s)
+        when ``r0``, ``v0`` or ``params`` is a Dask array chunked along the
+        object axis: each chunk is propagated by a Dask worker (docs/dask.md).
     """
+    if any_dask(r0, v0, params):
+        from .dask import cowell as cowell_chunked
+        return cowell_chunked(k, r0, v0, tofs, rtol, atol, f=f, params=params, events=events,
+                              max_steps=max_steps, max_event_records=max_event_records)
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
     k = _gm(k)
     r0, v0, single = _states(r0, v0)

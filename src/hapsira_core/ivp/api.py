@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ..cache import factory
+from .. import memory
 from ..jit import hjit
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
@@ -134,9 +135,14 @@ class Problem:
                 "n_events": outputs["n_events"][:, :ev]}
 
     def run(self, y0, params, t0, tf, rtol, atol):
-        """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``)."""
-        outputs = {name: np.empty(shape, dtype)
-                   for name, (shape, dtype) in self.output_shapes(y0.shape[0]).items()}
+        """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``).
+
+        Outputs that would not fit in memory are refused before anything is
+        allocated (:func:`hapsira_core.memory.check`).
+        """
+        shapes = self.output_shapes(y0.shape[0])
+        memory.check(shapes, y0.shape[0], self.t_eval.size)
+        outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
                   self.user_functions)
@@ -214,7 +220,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Returns
     -------
     IVPResult
+        A ``hapsira_core.dask.DaskIVPResult`` (same fields, Dask arrays) when
+        ``y0`` or ``params`` is a Dask array chunked along the object axis:
+        each chunk is solved by a Dask worker (docs/dask.md).
     """
+    from ..dask import any_dask
+    if any_dask(y0, params):
+        from ..dask import solve_ivp as solve_chunked
+        return solve_chunked(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
+                             events=events, max_steps=max_steps,
+                             max_event_records=max_event_records)
     solver = methods.get(method)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape

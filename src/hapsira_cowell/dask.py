@@ -1,0 +1,165 @@
+"""``cowell()`` on Dask arrays: each chunk of objects propagated by a worker, results as Dask arrays.
+
+:func:`cowell` is what ``hapsira_cowell.cowell`` calls when ``r0``, ``v0``
+or ``params`` is a Dask array; each task runs the numpy ``cowell()`` on its
+chunk (:func:`propagate_chunk`), on the worker's own target, so a chunk's
+result is the single-process result for those objects, bit for bit. See
+:mod:`hapsira_core.dask` for how functions reach the workers and
+``docs/dask.md`` for clusters, GPUs and Zarr.
+"""
+
+import numpy as np
+from astropy import units as u
+
+from hapsira_core import dask as core
+from hapsira_core.ivp import checks
+
+from .cowell import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
+from .cowell import cowell as cowell_numpy
+from .units import to_value
+
+__all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call"]
+
+
+def propagate_chunk(blob, r0, v0, params=None):
+    """One chunk on a worker: the numpy ``cowell()`` on these objects.
+
+    ``blob``: the call's description (:func:`pack_call`); ``params``: the
+    chunk's rows, or None for the blob's shared row. Returns ``(rr, vv,
+    status, nfev, nsteps, n_events, *t_events)`` as numpy arrays.
+    """
+    spec = core.unpack(blob)
+    res = cowell_numpy(spec["k"], r0, v0, spec["tofs"], spec["rtol"], spec["atol"],
+                       f=spec["f"], params=spec["params"] if params is None else params,
+                       events=spec["events"], max_steps=spec["max_steps"],
+                       max_event_records=spec["records"])
+    return (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
+
+
+def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
+              max_steps=100_000, max_event_records=64):
+    """The checked call (all but the per-object arrays) as one blob for the workers.
+
+    ``params``: the shared row, or None when each chunk brings its own rows.
+    Returns ``(blob, tofs, events, max_event_records)`` as checked.
+    """
+    k = _gm(k)
+    tofs = _tofs(tofs)
+    rtol = checks.relative_tolerance(rtol, 6, stacklevel=5)
+    atol = checks.tolerance(atol, "atol", 6)
+    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
+    blob = core.pack(f=f, events=events, k=float(k), tofs=tofs, rtol=rtol, atol=atol,
+                     params=params, max_steps=max_steps, records=records)
+    return blob, tofs, events, records
+
+
+def _states(value, name, unit):
+    if core.is_dask_array(value):
+        return core.dask_rows(value, name, width=3)
+    array = to_value(value, unit, name)
+    if array.ndim not in (1, 2) or array.shape[-1] != 3:
+        raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
+    return (array[None, :] if array.ndim == 1 else array), array.ndim == 1
+
+
+def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
+           max_steps=100_000, max_event_records=64):
+    """``hapsira_cowell.cowell`` for Dask arrays ``r0``, ``v0`` and/or ``params``.
+
+    Arguments as ``cowell()``; the per-object arrays are chunked along the
+    object axis (the first Dask array's chunks; numpy arrays are cut the
+    same way). Nothing is computed here: returns a :class:`DaskCowellResult`
+    whose fields are Dask arrays in km, km/s and s.
+    """
+    r0, single = _states(r0, "r0", u.km)
+    v0, single_v = _states(v0, "v0", u.km / u.s)
+    if single != single_v:
+        raise ValueError(f"r0, v0: shapes differ ({r0.shape} and {v0.shape})")
+    n = r0.shape[0]
+    if v0.shape[0] != n:
+        raise ValueError(f"r0, v0: number of objects differs ({n} and {v0.shape[0]})")
+    if core.is_dask_array(params):
+        shared, per_object = core.dask_params(params, n)
+    else:
+        shared = checks.params(params, n)
+        shared, per_object = (shared, None) if shared.shape[0] == 1 or n == 1 \
+            else (None, shared)
+    blob, tofs, events, records = pack_call(k, tofs, rtol, atol, f=f, params=shared,
+                                            events=events, max_steps=max_steps,
+                                            max_event_records=max_event_records)
+    arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object]))
+    m = tofs.size
+    outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),
+               ((), np.int64), ((len(events),), np.int64)]
+    outputs += [((records,), np.float64)] * len(events)
+    fields = core.blocks(propagate_chunk, blob, arrays, outputs, "hapsira-cowell")
+    return DaskCowellResult.from_fields(fields, tofs, single)
+
+
+class DaskCowellResult(core.DaskResult, CowellResult):
+    """`hapsira_cowell.CowellResult` with Dask arrays (km, km/s, s; no Quantities).
+
+    Fields and shapes as the numpy result, plus ``tofs`` (numpy). Nothing is
+    computed until asked: :meth:`compute` (the numpy result), :meth:`persist`,
+    :meth:`to_zarr` (stream to a Zarr store), or ``dask.compute`` on fields,
+    together, so that each chunk runs once.
+    """
+
+    @classmethod
+    def from_fields(cls, fields, tofs, single):
+        rr, vv, status, nfev, nsteps, n_events, *t_events = fields
+        if single:
+            rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
+            n_events, t_events = n_events[0], [t[0] for t in t_events]
+        result = cls(rr, vv, status, list(t_events), n_events, nfev, nsteps)
+        result.tofs, result.single = tofs, single
+        return result
+
+    @property
+    def success(self):
+        """True where the object reached the last time or a terminal event (a Dask array)."""
+        return self.status >= 0
+
+    def messages(self):
+        """The meaning of each object's status (computes ``status``)."""
+        status = np.asarray(self.status.compute())
+        if status.ndim == 0:
+            return STATUS_MESSAGES[int(status)]
+        return [STATUS_MESSAGES[int(s)] for s in status]
+
+    def __len__(self):
+        return 1 if self.single else self.status.shape[0]
+
+    def __repr__(self):
+        return core._status_repr(self, "DaskCowellResult")
+
+    def _lazy(self):
+        lazy = {"rr": self.rr, "vv": self.vv, "status": self.status, "nfev": self.nfev,
+                "nsteps": self.nsteps, "n_events": self.n_events}
+        lazy.update({f"t_events_{e}": t for e, t in enumerate(self.t_events)})
+        return lazy
+
+    def _split(self, values):
+        t_events = [values[f"t_events_{e}"] for e in range(len(self.t_events))]
+        return (values["rr"], values["vv"], values["status"], t_events, values["n_events"],
+                values["nfev"], values["nsteps"])
+
+    def _numpy(self, computed):
+        return CowellResult(*self._split(computed))
+
+    def _rebuild(self, lazy):
+        result = DaskCowellResult(*self._split(lazy))
+        result.tofs, result.single = self.tofs, self.single
+        return result
+
+    def _fields(self):
+        return dict(self._lazy(), tofs=self.tofs)
+
+    def _attrs(self):
+        return {"producer": "hapsira_cowell.cowell",
+                "units": {"rr": "km", "vv": "km/s", "tofs": "s", "t_events_*": "s"},
+                "layout": "rr, vv: (N, M, 3) at tofs, NaN after an object stopped; "
+                          "t_events_e: (N, C) times of event e, NaN-padded; "
+                          "n_events: (N, E)",
+                "status_messages": {str(code): text for code, text in STATUS_MESSAGES.items()}}
+
