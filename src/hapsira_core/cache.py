@@ -265,6 +265,20 @@ def info():
             "limit_megabytes": settings.CACHE_MAX_MB}
 
 
+def info_lines():
+    """:func:`info` as lines for a terminal (``hapsira-cowell cache info``)."""
+    found = info()
+    return [f"directory: {found['directory']}",
+            f"enabled:   {'yes' if found['enabled'] else 'no (HAPSIRA_CACHE=0)'}",
+            f"entries:   {found['entries']} ({found['megabytes']:.1f} MB of "
+            f"{found['limit_megabytes']} MB, HAPSIRA_CACHE_MAX_MB)"]
+
+
+def clear_lines():
+    """:func:`clear`, reported as lines (``hapsira-cowell cache clear``)."""
+    return [f"removed {clear()} cached kernels from {settings.CACHE_DIR}"]
+
+
 def is_corruption(error):
     """Whether ``error`` (raised while numba loaded a cached kernel) means a damaged
     entry rather than code that does not compile."""

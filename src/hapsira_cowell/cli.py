@@ -62,7 +62,7 @@ def build_parser():
     parser = _Parser(prog=PROG, description="Cowell orbit propagation (DOP853) of debris "
                      "catalogs on cpu, parallel cpu or CUDA GPUs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{propagate,demo}",
+    commands = parser.add_subparsers(dest="command", metavar="{propagate,demo,cache}",
                                      parser_class=_Parser)
     commands.required = True
     inputs = _lib("inputs")
@@ -118,6 +118,11 @@ def build_parser():
     d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     d.add_argument("--target", choices=TARGETS, default=None, help=target_help)
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    c = commands.add_parser("cache", help="show or clear the kernel cache", description="Kernels "
+                            "are cached under $HAPSIRA_CACHE_DIR (default ~/.cache/hapsira-"
+                            "cowell); 'info' says where and how much, 'clear' empties it.")
+    c.add_argument("action", choices=("info", "clear"))
     return parser
 
 
@@ -149,7 +154,7 @@ def _validate(args):
             raise UsageError(f"catalog {args.catalog!r}: no such file")
         if args.catalog is not None and os.path.isdir(args.catalog):
             raise UsageError(f"catalog {args.catalog!r}: is a folder, expected a file")
-    else:
+    elif args.command == "demo":
         writers.check_plot_output(args.out, "--out")
 
 
@@ -238,6 +243,12 @@ def _propagate_command(args, started):
     return 0
 
 
+def _cache_command(args):
+    from hapsira_core import cache
+    print("\n".join(cache.clear_lines() if args.action == "clear" else cache.info_lines()))
+    return 0
+
+
 def _demo_command(args, started):
     run, catalog, paths = _lib("demo").run_demo(args.out, args.n, args.seed,
                                                 progress=not args.no_progress)
@@ -267,6 +278,8 @@ def main(argv=None):
         _validate(args)
         if args.command == "propagate":
             return _propagate_command(args, started)
+        if args.command == "cache":
+            return _cache_command(args)
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

@@ -1,0 +1,215 @@
+"""The on-disk kernel cache across processes: warm starts, edits, damage, pruning, the CLI.
+
+Each run is a new Python process with HAPSIRA_CACHE=1 and its own cache folder.
+Under the CUDA simulator nothing is compiled, so nothing is cached: there the
+tests check that the runs are right and that the cache stays empty.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from hapsira_core import settings
+
+SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from hapsira_core.jit import hjit
+    from hapsira_core.ivp import solve_ivp
+    from helper import damping
+
+    @hjit
+    def oscillator(t, y, p):
+        return (y[1], -p[0] * y[0] - damping(y[1]) * {constant})
+
+    from hapsira_core.ivp import build
+    warm = build.kernel("DOP853", 2, oscillator, ()).on_disk()  # the kernel solve_ivp will use
+    y0 = np.array([[1.0, 0.0], [0.5, 0.3], [2.0, -1.0]])
+    res = solve_ivp(oscillator, (0.0, 5.0), y0, rtol=1e-10, atol=1e-12, params=[[1.0], [2.0], [0.5]])
+    print(repr(res.y[:, :, -1].tolist()))
+    print("cached-before" if warm else "fresh")
+""")
+
+HELPER = textwrap.dedent("""
+    from hapsira_core.jit import hjit
+
+    @hjit
+    def damping(v):
+        return {factor} * v
+""")
+
+
+def expected(constant, factor):
+    from scipy.integrate import solve_ivp
+    out = []
+    for y0, k in (([1.0, 0.0], 1.0), ([0.5, 0.3], 2.0), ([2.0, -1.0], 0.5)):
+        sol = solve_ivp(lambda t, y: [y[1], -k * y[0] - factor * y[1] * constant], (0.0, 5.0),
+                        y0, method="DOP853", rtol=1e-10, atol=1e-12)
+        out.append(sol.y[:, -1])
+    return np.array(out)
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A user's script and helper module, and a cache folder of their own."""
+    return make_project(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def warm_folder(tmp_path_factory):
+    """A cache folder holding the script's kernel, compiled once for the module."""
+    folder, _, run = make_project(tmp_path_factory.mktemp("warm"))
+    run()
+    return folder / "cache"
+
+
+def make_project(tmp_path):
+    (tmp_path / "cache").mkdir()
+
+    def write(constant=0.1, factor=0.5):
+        (tmp_path / "model.py").write_text(SCRIPT.format(constant=constant))
+        (tmp_path / "helper.py").write_text(HELPER.format(factor=factor))
+        for stale in (tmp_path / "__pycache__").glob("*"):
+            stale.unlink()  # python's own bytecode cache keys by mtime at 1 s
+
+    def run(check=True):
+        env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+                   PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        done = subprocess.run([sys.executable, str(tmp_path / "model.py")], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)
+        if check:
+            assert done.returncode == 0, done.stderr
+        lines = done.stdout.strip().splitlines()
+        return np.array(eval(lines[-2])), lines[-1], done.stderr
+
+    write()
+    return tmp_path, write, run
+
+
+def cache_files(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_warm_runs_load_the_kernel_and_give_the_same_numbers(project):
+    folder, _, run = project
+    reference = expected(0.1, 0.5)
+    first, state, _ = run()
+    np.testing.assert_allclose(first, reference, rtol=1e-9)
+    assert state == "fresh"
+    runs = 3 if SIMULATED else 100
+    for _ in range(runs - 1):  # consecutive cached runs of one script
+        again, state, stderr = run()
+        np.testing.assert_array_equal(again, first)
+        assert state == ("fresh" if SIMULATED else "cached-before")
+        assert "hapsira cache" not in stderr
+    modules = [f for f in cache_files(folder / "cache") if f.endswith(".py")]
+    assert len(modules) == (0 if SIMULATED else 1)
+
+
+def test_edited_functions_and_helpers_never_run_a_stale_kernel(project):
+    folder, write, run = project
+    base, _, _ = run()
+    write(constant=0.3)  # the user's function
+    edited, state, _ = run()
+    assert state == "fresh"
+    np.testing.assert_allclose(edited, expected(0.3, 0.5), rtol=1e-9)
+    assert not np.allclose(edited, base)
+    write(constant=0.3, factor=0.9)  # a helper module the function imports
+    helper_edited, state, _ = run()
+    assert state == "fresh"
+    np.testing.assert_allclose(helper_edited, expected(0.3, 0.9), rtol=1e-9)
+    write()  # back to the first version: its entry is still there
+    again, state, _ = run()
+    np.testing.assert_array_equal(again, base)
+    assert state == ("fresh" if SIMULATED else "cached-before")
+
+
+@pytest.mark.skipif(SIMULATED, reason="the CUDA simulator compiles nothing, so there is no "
+                    "cache file to damage (the warm-run test checks it stays empty there)")
+@pytest.mark.parametrize("kind", ["module", "index", "data"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_damaged_entries_are_rebuilt_with_a_warning(project, warm_folder, kind, damage):
+    folder, _, run = project
+    shutil.rmtree(folder / "cache")
+    shutil.copytree(warm_folder, folder / "cache")
+    good, state, _ = run()
+    assert state == "cached-before"
+    suffix = {"module": ".py", "index": ".nbi", "data": ".nbc"}[kind]
+    files = [f for f in (folder / "cache").rglob("*" + suffix)]
+    assert len(files) == 1
+    data = files[0].read_bytes()
+    files[0].write_bytes(data[: len(data) // 3] if damage == "truncate"
+                         else bytes(reversed(data[:200])) + b"\x00garbage\xff" * 10)
+    repaired, state, stderr = run()
+    np.testing.assert_array_equal(repaired, good)
+    assert "hapsira cache" in stderr
+    healthy, state, stderr = run()  # and the rebuilt entry is good again
+    np.testing.assert_array_equal(healthy, good)
+    assert state == "cached-before" and "hapsira cache" not in stderr
+
+
+def test_concurrent_first_runs_share_one_folder(project):
+    folder, _, run = project
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(folder / "cache"),
+               PYTHONPATH=str(folder) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = [subprocess.Popen([sys.executable, str(folder / "model.py")], env=env, cwd=folder,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    outputs = [p.communicate(timeout=600) for p in runs]
+    assert all(p.returncode == 0 for p in runs), [err for _, err in outputs]
+    results = [np.array(eval(out.strip().splitlines()[-2])) for out, _ in outputs]
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])
+    np.testing.assert_allclose(results[0], expected(0.1, 0.5), rtol=1e-9)
+    assert not [f for f in cache_files(folder / "cache") if f.endswith(".tmp")]
+
+
+def test_functions_that_cannot_be_imported_run_without_the_cache(tmp_path):
+    code = SCRIPT.format(constant=0.1).replace("from helper import damping", textwrap.dedent("""
+        @hjit
+        def damping(v):
+            return 0.5 * v
+    """))
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.array(eval(done.stdout.splitlines()[-2])), expected(0.1, 0.5),
+                               rtol=1e-9)
+    assert not [f for f in cache_files(tmp_path) if f.endswith(".py")]
+
+
+def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
+    folder, write, run = project
+    for constant in (0.1, 0.2):
+        write(constant=constant)
+        run()
+    env = dict(os.environ, HAPSIRA_CACHE_DIR=str(folder / "cache"))
+    info = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "cache", "info"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert info.returncode == 0, info.stderr
+    entries = 0 if SIMULATED else 2
+    assert f"entries:   {entries} (" in info.stdout and str(folder / "cache") in info.stdout
+    from hapsira_core import cache
+    if not SIMULATED:
+        assert len(cache_files(folder / "cache")) >= 6  # module, index, data per entry
+        previous = settings.CACHE_DIR
+        try:
+            settings.CACHE_DIR = str(folder / "cache")
+            newest, size, _ = cache.entries()[0]
+            cache.prune(max_bytes=size + 1)  # room for one: the most recently used stays
+            assert [name for name, _, _ in cache.entries()] == [newest]
+        finally:
+            settings.CACHE_DIR = previous
+        assert newest.startswith("hapsira_kernel_")
+    cleared = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "cache", "clear"],
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert cleared.returncode == 0 and "removed" in cleared.stdout
+    assert not [f for f in cache_files(folder / "cache") if f.endswith(".py")]
