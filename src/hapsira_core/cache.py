@@ -6,7 +6,7 @@ functions that reach others through values made at run time. So each
 kernel is written as a small module that reaches everything it calls by
 import: the user's functions by their module and name, functions made by
 factories (adapters, the solve loop per method and dimension) by calling
-the factory again (:func:`factory` records how). The module's file name
+the factory again (`factory()` records how). The module's file name
 holds a fingerprint of everything the kernel calls, the library's own
 source and the versions involved: a changed function, helper or library
 never finds a stale kernel. numba then caches the kernel beside that file,
@@ -32,7 +32,7 @@ import warnings
 
 from . import settings
 
-#: ``id(result) -> (factory, args)`` for every result of a :func:`factory`.
+#: ``id(result) -> (factory, args)`` for every result of a `factory()`.
 _RECIPES = {}
 _PREFIX = "hapsira_kernel_"
 
@@ -44,7 +44,7 @@ class CacheWarning(UserWarning):
 def remember(result, maker, args):
     """Record that ``maker(*args)`` gives ``result`` (and will again, in a new
     process), so that kernels calling ``result`` can be cached: for builders
-    that memoise by hand (see :func:`factory` for the decorator)."""
+    that memoise by hand (see `factory()` for the decorator)."""
     _RECIPES[id(result)] = (maker, tuple(args))
     return result
 
@@ -266,7 +266,7 @@ def info():
 
 
 def info_lines():
-    """:func:`info` as lines for a terminal (``hapsira-cowell cache info``)."""
+    """`info()` as lines for a terminal (``hapsira-cowell cache info``)."""
     found = info()
     return [f"directory: {found['directory']}",
             f"enabled:   {'yes' if found['enabled'] else 'no (HAPSIRA_CACHE=0)'}",
@@ -275,7 +275,7 @@ def info_lines():
 
 
 def clear_lines():
-    """:func:`clear`, reported as lines (``hapsira-cowell cache clear``)."""
+    """`clear()`, reported as lines (``hapsira-cowell cache clear``)."""
     return [f"removed {clear()} cached kernels from {settings.CACHE_DIR}"]
 
 

@@ -1,7 +1,7 @@
 """The one place that knows how code is compiled for the active target.
 
-Algorithms are written once as :func:`hjit` functions (plain Python on
-tuples and ``math``). The active backend (:mod:`hapsira_core.backends`, one
+Algorithms are written once as `hjit()` functions (plain Python on
+tuples and ``math``). The active backend (`hapsira_core.backends`, one
 module per target) turns them into
 
 * ``cpu``: ``numba.njit`` functions and an ``njit`` loop over objects,
@@ -32,7 +32,7 @@ TARGET = settings.TARGET
 #: ``@hjit(option=value)``; options go to numba.
 hjit = backend.hjit
 
-#: :class:`~hapsira_core.kernel.ObjectKernel` of the active target.
+#: `ObjectKernel` of the active target.
 ObjectKernel = backend.ObjectKernel
 
 #: ``rsqrt(x) = 1 / sqrt(x)``, within 1 ulp. On the GPU one reciprocal square
@@ -55,14 +55,14 @@ def gjit(signatures, layout, **options):
     """``numba.guvectorize`` for the active target (generalised ufuncs).
 
     Note: numba-cuda 0.30 cannot run cuda gufuncs under its simulator; prefer
-    :class:`ObjectKernel` for per-object work.
+    `ObjectKernel` for per-object work.
     """
     return numba.guvectorize(signatures, layout, target=backend.VECTORIZE_TARGET, **options)
 
 
 @factory
 def switch(functions, nargs):
-    """One :func:`hjit` function ``call(i, a1..an)`` that calls ``functions[i]``.
+    """One `hjit()` function ``call(i, a1..an)`` that calls ``functions[i]``.
 
     Device functions cannot be stored in an array or indexed from a tuple at
     run time on the GPU, so the dispatch is an ``if`` chain generated here,

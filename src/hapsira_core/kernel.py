@@ -1,6 +1,6 @@
 """A per-object kernel, described independently of the target that runs it.
 
-:class:`Arg` describes one array argument; :class:`ObjectKernel` holds the
+`Arg` describes one array argument; `ObjectKernel` holds the
 body and the arguments, writes the kernel's source (each backend says how
 the body is called per object) and leaves compiling and running to the
 backend's subclass.
@@ -15,7 +15,7 @@ from . import cache, settings
 
 
 class Arg:
-    """One array argument of an :class:`ObjectKernel`.
+    """One array argument of an `ObjectKernel`.
 
     ``core``: the names of the per-object dimensions (``()`` for none).
     ``per_object``: the array has a leading object axis of length N (or 1,
@@ -44,8 +44,8 @@ class Arg:
 class ObjectKernel:
     """Run ``body(row_0, ..., row_n)`` once per object on the active target.
 
-    ``body`` is an :func:`~hapsira_core.jit.hjit` function taking one
-    argument per :class:`Arg`: a per-object argument arrives as that
+    ``body`` is an `hjit()` function taking one
+    argument per `Arg`: a per-object argument arrives as that
     object's row, a shared one whole. Inputs come first in ``args``, outputs
     last. Calling the kernel with numpy arrays (or, on cuda, arrays exposing
     ``__cuda_array_interface__``, used in place) fills the output arrays.
@@ -58,7 +58,7 @@ class ObjectKernel:
         self.body = body
         self.args = list(args)
         #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
-        #: by import, for the on-disk cache (:mod:`hapsira_core.cache`); None: in memory.
+        #: by import, for the on-disk cache (`hapsira_core.cache`); None: in memory.
         self.recipe = recipe
         outputs = [a.output for a in self.args]
         if not any(outputs) or outputs != sorted(outputs):
@@ -137,7 +137,7 @@ class ObjectKernel:
 
         With a recipe and caching on, the kernel lives in a generated module
         under ``HAPSIRA_CACHE_DIR`` whose name holds the recipe's fingerprint
-        (:mod:`hapsira_core.cache`); otherwise it is made in memory.
+        (`hapsira_core.cache`); otherwise it is made in memory.
         """
         source = self._source()
         if settings.CACHE and self.recipe is not None and self.CACHEABLE:

@@ -13,7 +13,7 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
 =================  ==================================  =========
 
-A bad value raises :class:`ValueError` naming the variable, the value and
+A bad value raises `ValueError` naming the variable, the value and
 what is valid. Settings cannot change after import: compiled code depends on
 them, so change the environment and start a new process instead.
 """

@@ -1,4 +1,4 @@
-"""3-vector helpers on tuples, usable from any :func:`~hapsira_core.jit.hjit` code."""
+"""3-vector helpers on tuples, usable from any `hjit()` code."""
 
 import math
 

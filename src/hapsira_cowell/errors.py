@@ -1,4 +1,4 @@
-"""Compile errors in user callbacks: see :mod:`hapsira_core.errors` (re-exported here)."""
+"""Compile errors in user callbacks: see `hapsira_core.errors` (re-exported here)."""
 
 from hapsira_core.errors import CallbackCompileError, user_function_error  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""One module per target; :data:`backend` is the active one.
+"""One module per target; `backend` is the active one.
 
 A backend provides ``hjit`` (compile a helper function), ``rsqrt``,
 ``vectorize``/``guvectorize`` targets, ``KEEP_STAGES`` (whether the dense

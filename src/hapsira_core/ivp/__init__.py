@@ -1,11 +1,11 @@
 """``solve_ivp`` for N objects at once: scipy's explicit Runge-Kutta methods as ``hjit`` code.
 
-:func:`solve_ivp` is the front (:mod:`.api`); the solver is built from
-parts, each a module: the methods and their tableaux (:mod:`.methods`,
-:mod:`.butcher`), the stage code generator (:mod:`.stages`), state
-arithmetic per dimension (:mod:`.state`), step-size control
-(:mod:`.control`), events (:mod:`.events`), the per-object loop
-(:mod:`.loop`), row layouts (:mod:`.layout`) and kernels (:mod:`.build`).
+`solve_ivp()` is the front (`.api`); the solver is built from
+parts, each a module: the methods and their tableaux (`.methods`,
+`.butcher`), the stage code generator (`.stages`), state
+arithmetic per dimension (`.state`), step-size control
+(`.control`), events (`.events`), the per-object loop
+(`.loop`), row layouts (`.layout`) and kernels (`.build`).
 """
 
 from .api import Event, IVPResult, ObjectResult, Problem, integrate, solve_ivp  # noqa: F401

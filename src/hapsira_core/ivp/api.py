@@ -63,7 +63,7 @@ class Event:
 
     @property
     def constants(self):
-        """Numbers handed to :attr:`device_function` as ``c``."""
+        """Numbers handed to `device_function` as ``c``."""
         return ()
 
     def __repr__(self):
@@ -74,9 +74,9 @@ class Event:
 class Problem:
     """Everything about a batch but the per-object data: kernel, shared rows, output shapes.
 
-    The numpy front (:func:`integrate`), the JAX front and the Dask front
+    The numpy front (`integrate()`), the JAX front and the Dask front
     share it: they differ only in where the arrays live. ``method``: a name
-    in :data:`~hapsira_core.ivp.methods.METHODS`; ``fun``: ``fun(t, y, p)``;
+    in `METHODS`; ``fun``: ``fun(t, y, p)``;
     ``events``: objects with ``device_function``, ``constants``,
     ``direction`` and ``max_occurrences``; ``records``/``y_records``:
     occurrences of each event whose time/state are kept; ``user_functions``:
@@ -138,7 +138,7 @@ class Problem:
         """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``).
 
         Outputs that would not fit in memory are refused before anything is
-        allocated (:func:`hapsira_core.memory.check`).
+        allocated (`hapsira_core.memory.check()`).
         """
         shapes = self.output_shapes(y0.shape[0])
         memory.check(shapes, y0.shape[0], self.t_eval.size)
@@ -154,7 +154,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
-    ``params`` ``(1 or N, P)``; see :class:`Problem` for the rest. Returns
+    ``params`` ``(1 or N, P)``; see `Problem` for the rest. Returns
     ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events`` ``(N, E, C)``,
     ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
     """
@@ -248,11 +248,11 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
 
 
 class IVPResult:
-    """What :func:`solve_ivp` returns, for N objects.
+    """What `solve_ivp()` returns, for N objects.
 
     ``t`` ``(M,)``; ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
     ``sol.y``), NaN after a terminal event or a failure; ``status`` ``(N,)``
-    (:data:`~hapsira_core.ivp.STATUS_MESSAGES`); ``t_events`` per event
+    (`STATUS_MESSAGES`); ``t_events`` per event
     ``(N, C)`` and ``y_events`` per event ``(N, C, n)``, NaN-padded;
     ``n_events`` ``(N, E)``; ``nfev``, ``nsteps`` ``(N,)``. For one object
     (``y0`` of shape ``(n,)``) the leading N axis is dropped. ``res[i]`` is
@@ -308,7 +308,7 @@ class IVPResult:
 
 
 class ObjectResult:
-    """One object of an :class:`IVPResult`, with the attribute names of scipy's
+    """One object of an `IVPResult`, with the attribute names of scipy's
     ``OdeResult``: ``t``, ``y`` ``(n, M)``, ``t_events`` (a list of 1-D arrays
     holding the recorded occurrences), ``y_events`` (a list of ``(k, n)``),
     ``status``, ``message``, ``success``, ``nfev``, ``nsteps``."""

@@ -95,7 +95,7 @@ def _recipe(method, n, keep, fun, event_functions):
 
 def run(kernel, arrays, user_functions):
     """Call ``kernel`` on ``arrays``; a compile error in a user function is told
-    in the user's terms (:class:`~hapsira_core.errors.CallbackCompileError`)."""
+    in the user's terms (`CallbackCompileError`)."""
     try:
         kernel(*arrays)
     except Exception as exc:

@@ -74,5 +74,5 @@ class ButcherTableau:
             raise ValueError(f"{self.name} tableau is inconsistent: " + "; ".join(problems))
 
     def stage_rows(self, indices):
-        """``(index, c, {column: weight})`` of the given stages, for :mod:`.stages`."""
+        """``(index, c, {column: weight})`` of the given stages, for `.stages`."""
         return [(i, self.c[i], weights(self.a[i])) for i in indices]

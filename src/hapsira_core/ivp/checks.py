@@ -1,4 +1,4 @@
-"""Checks of the arguments of :func:`~hapsira_core.ivp.solve_ivp` (and of ``cowell()``).
+"""Checks of the arguments of `solve_ivp()` (and of ``cowell()``).
 
 Each check names the argument, what was expected and what was received, and
 returns the value in the form the kernel takes (float64, C-ordered, no

@@ -1,8 +1,8 @@
 """Step-size control, the same for every method: scipy's ``RungeKutta._step_impl``.
 
 Hairer, Norsett & Wanner, *Solving ODEs I*, Sec. II.4: the starting step
-size (:func:`make_initial_step`) and the control of the step size from the
-error norm (:func:`make_step`), with scipy's constants so that accepted
+size (`make_initial_step()`) and the control of the step size from the
+error norm (`make_step()`), with scipy's constants so that accepted
 steps match scipy's.
 """
 

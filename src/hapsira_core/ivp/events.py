@@ -1,9 +1,9 @@
 """Event detection and location, with the semantics of ``solve_ivp``.
 
 An event is a zero of ``g(t, y)``. After each accepted step the solver checks
-each event for a sign change (:func:`is_triggered`, honouring the direction
+each event for a sign change (`is_triggered()`, honouring the direction
 filter), then locates the zero on the step's dense output with Brent's method
-(:func:`make_locate`) to scipy's tolerances (``xtol = rtol = 4 * eps``).
+(`make_locate()`) to scipy's tolerances (``xtol = rtol = 4 * eps``).
 """
 
 import math

@@ -2,7 +2,7 @@
 
 The kernel takes a few small rows instead of many scalar arguments (a
 gufunc or a GPU kernel wants arrays): the host fills them with
-:meth:`Row.pack`, the loop reads them at the offsets below, which are
+`Row.pack()`, the loop reads them at the offsets below, which are
 compile-time constants in its code.
 """
 

@@ -27,7 +27,7 @@ def make_solve(method_name, n, keep, f, g):
 
     ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
     event ``i`` (``c``: its row of ``ev_consts``); both are compile-time
-    constants of the loop (see :mod:`hapsira_core.cache`). ``t_eval``: output times,
+    constants of the loop (see `hapsira_core.cache`). ``t_eval``: output times,
     sorted in the direction of integration. ``ev_max[e]``: the occurrence of
     event ``e`` that terminates (0: never). Writes ``out_y[j]`` (the state at
     ``t_eval[j]``, NaN where not reached), ``info`` (status, nfev, nsteps),

@@ -18,7 +18,7 @@ form, in fewer registers and fewer instructions.
 
 The code is generated once per method and state dimension, from the
 numbers in the method's tableau. Where the dense output will need the stages
-again (the host targets keep them; see :mod:`.methods.base`), each stage is
+again (the host targets keep them; see `.methods.base`), each stage is
 also written to a small per-object work array: on a CPU a store to L1 costs
 far less than carrying 13 states through the step loop as values (measured:
 the reference workload 25% slower that way).
@@ -135,9 +135,9 @@ def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False,
 
 def compile_stages(name, stages, outputs, given, fun, n=N, context=("p",), store=False,
                    load=False):
-    """:func:`generate`, compiled as an :func:`~hapsira_core.jit.hjit` function
+    """`generate()`, compiled as an `hjit()` function
     ``name(t, y, h, p, ...)`` whose stages call the right-hand side ``fun``
-    (a compile-time constant, not an argument: see :mod:`hapsira_core.cache`)."""
+    (a compile-time constant, not an argument: see `hapsira_core.cache`)."""
     source, _ = generate(name, stages, outputs, given, n, context, store, load,
                          fun_argument=False)
     # generated functions belong to this module: numba imports it to reload a cached kernel

@@ -2,8 +2,8 @@
 
 Tuples, not arrays: on the GPU they live in registers, and numba unrolls
 every operation on them. numba cannot build a tuple of variable length, so
-each operation is written out for a given n by :func:`ops` (the same way
-:mod:`.stages` writes out the Runge-Kutta stages) and compiled as an
+each operation is written out for a given n by `ops()` (the same way
+`.stages` writes out the Runge-Kutta stages) and compiled as an
 ``hjit`` function.
 """
 

@@ -1,6 +1,6 @@
 """The registry of methods: ``solve_ivp(method=NAME)`` looks the name up here.
 
-A new method is one module that defines ``METHOD`` (see :mod:`.base`) and
+A new method is one module that defines ``METHOD`` (see `.base`) and
 one line below.
 """
 
@@ -10,7 +10,7 @@ METHODS = {module.METHOD.name: module.METHOD for module in (dop853, rk45, rk23)}
 
 
 def get(name):
-    """The :class:`~.base.Method` called ``name`` (as scipy spells it)."""
+    """The `Method` called ``name`` (as scipy spells it)."""
     try:
         return METHODS[name]
     except (KeyError, TypeError):

@@ -1,10 +1,10 @@
 """The contract a method fulfils, in the spirit of ``scipy.integrate._ivp.base``.
 
 A method is an explicit embedded Runge-Kutta pair described by its
-:class:`~hapsira_core.ivp.butcher.ButcherTableau`. For a state dimension n
-and a right-hand side ``f(t, y, p)`` it builds (:meth:`Method.build`) these
+`ButcherTableau`. For a state dimension n
+and a right-hand side ``f(t, y, p)`` it builds (`Method.build()`) these
 ``hjit`` functions, which the method-neutral step-size control
-(:mod:`..control`) and solve loop (:mod:`..loop`) call. ``f`` is a
+(`..control`) and solve loop (`..loop`) call. ``f`` is a
 compile-time constant of each of them, never an argument: a function value
 passed at run time would keep numba from caching the kernel.
 

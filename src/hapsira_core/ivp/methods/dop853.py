@@ -62,7 +62,7 @@ _EXTRA = (13, 14, 15)
 
 
 def build(tableau, ops, keep, fun):
-    """The hjit functions of the :mod:`.base` contract for n = ``ops.n``."""
+    """The hjit functions of the `.base` contract for n = ``ops.n``."""
     n = ops.n
     axpy, sub, scale = ops.axpy, ops.sub, ops.scale
     error_scale, inverse, store_row = ops.error_scale, ops.inverse, ops.store_row

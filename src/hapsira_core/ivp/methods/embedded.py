@@ -15,7 +15,7 @@ from ..stages import compile_stages
 
 
 def build(tableau, ops, keep, fun, P):
-    """The hjit functions of the :mod:`.base` contract for a tableau and its ``P``."""
+    """The hjit functions of the `.base` contract for a tableau and its ``P``."""
     n = ops.n
     s = tableau.n_stages
     e = tableau.error["e"]
