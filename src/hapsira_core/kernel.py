@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from . import cache, settings
+from .fingerprint import fingerprint
 
 
 class Arg:
@@ -59,7 +60,8 @@ class ObjectKernel:
         self.args = list(args)
         #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
         #: by import, for the on-disk cache (`hapsira_core.cache`); None: in memory.
-        self.recipe = recipe
+        #: Without one, a body that a new process can import gets one made here.
+        self.recipe = recipe if recipe is not None else self._importable_body()
         outputs = [a.output for a in self.args]
         if not any(outputs) or outputs != sorted(outputs):
             raise ValueError("ObjectKernel args: inputs first, then at least one output")
@@ -110,6 +112,16 @@ class ObjectKernel:
                               f"loaded ({type(error).__name__}: {error}); rebuilding it",
                               cache.CacheWarning, stacklevel=4)
                 cache.remove(self.cache_name)
+
+    def _importable_body(self):
+        imports = {}
+        body = cache.expression(self.body, imports)
+        if body is None:
+            return None
+        prelude = f"{cache.import_lines(imports)}\n\nbody = {body}\n"
+        arguments = repr([(a.name, a.dtype.str, a.core, a.per_object, a.output) for a in self.args])
+        key = fingerprint(self.body, prelude, arguments, cache.library_fingerprint(), self.TARGET)
+        return key, prelude
 
     def on_disk(self):
         """Whether a compiled form of this kernel is in the on-disk cache (so that

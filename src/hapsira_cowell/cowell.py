@@ -1,7 +1,7 @@
 """``cowell()``: propagate one object or a cloud with DOP853 on the active target.
 
-A thin layer on the core's :class:`~hapsira_core.ivp.Problem`: the state
-is ``(rr, vv)``, GM travels first in the params row (:mod:`.orbit_form`),
+A thin layer on the core's `Problem`: the state
+is ``(rr, vv)``, GM travels first in the params row (`.orbit_form`),
 times of flight start at 0, and results come back in orbit units and shapes.
 """
 
@@ -36,11 +36,11 @@ _KERNELS = build.KERNELS
 
 
 class CowellResult:
-    """What :func:`cowell` returns.
+    """What `cowell()` returns.
 
     ``rr``, ``vv``: states at ``tofs``, ``(N, M, 3)`` km and km/s (NaN where
     the object had stopped); ``status``: ``(N,)`` codes, see
-    :data:`STATUS_MESSAGES`; ``t_events``: one ``(N, C)`` array of event times
+    `STATUS_MESSAGES`; ``t_events``: one ``(N, C)`` array of event times
     (s, NaN-padded) per event; ``n_events``: ``(N, E)`` occurrence counts;
     ``nfev``, ``nsteps``: ``(N,)`` work done. For a single object (``r0`` of
     shape ``(3,)``) the leading N axis is dropped everywhere.
@@ -141,11 +141,11 @@ def _options(f, events, max_steps, max_event_records):
 
 
 def _problem(f, events, tofs, max_steps, records):
-    """The core's :class:`~hapsira_core.ivp.Problem` of an orbit propagation.
+    """The core's `Problem` of an orbit propagation.
 
     DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
     ``tofs``, no event states kept; shared with the JAX front
-    (:mod:`hapsira_cowell.jax`), which runs it on XLA's buffers.
+    (`hapsira_cowell.jax`), which runs it on XLA's buffers.
     """
     return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
                        [f] + [e.g for e in events])
@@ -170,11 +170,11 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         (rtol below 100 eps is raised to it, with a warning).
     f : hjit function, optional
         ``f(t, rr, vv, k, p) -> (drr, dvv)``; default
-        :func:`~hapsira_cowell.perturbations.two_body`.
+        `two_body()`.
     params : array_like, (P,) or (N, P), optional
         Numbers handed to ``f`` and events as the row ``p`` (shared or one row
         per object). Changing them never recompiles.
-    events : sequence of :class:`~hapsira_cowell.events.Event`
+    events : sequence of `Event`
     max_steps : int
         Accepted steps allowed per object (status -2 when exceeded).
     max_event_records : int
