@@ -1,72 +1,136 @@
-"""Time to the first result in a fresh process, cold and with a warm kernel cache.
+"""Time to the first result in a new process: cold, and with a warm kernel cache; heyoka beside.
 
-    HAPSIRA_TARGET=cuda python benchmarks/latency.py [--cache-dir DIR]
+    python benchmarks/latency.py [--targets cpu,parallel] [--runs 3]
 
-Runs three fresh processes with ``HAPSIRA_CACHE=1``: cold (empty cache), warm
-(same right-hand side), and with a changed right-hand side (same names, other
-J2 constant), which must compile anew and give other numbers. Prints and
-returns seconds from interpreter start to the first result.
+For each target, fresh processes with ``HAPSIRA_CACHE=1`` and a cache folder
+of their own: a cold start (empty cache), then ``--runs`` warm starts. Each
+reports the import time, the time of the first result (100 objects of the
+reference workload with ``cowell()``, one day; then a Van der Pol ensemble of
+100 objects with ``solve_ivp``) and the whole process (wall clock, measured
+outside). heyoka (the CPU peer, PyPI ``heyoka``) in the same run: a Taylor
+integrator for the same two-body + J2 problem, cold and warm in new processes
+(heyoka keeps no compiled code on disk, so its "warm" is its second process).
+Writes ``benchmarks/results/latency_<machine>.json`` and prints a table.
 """
 
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-SCRIPT = '''
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+OURS = '''
 import time
 t0 = time.perf_counter()
-import math, sys
+import sys
 import numpy as np
-from hapsira_core.jit import hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.perturbations import two_body
+from hapsira_core.ivp import solve_ivp
+sys.path.insert(0, {here!r})
+import workload
+from latency_models import van_der_pol
+t1 = time.perf_counter()
+rng = np.random.default_rng(0)
+r0, v0 = workload.leo_cloud(100)
+res = cowell(workload.K, r0, v0, [workload.DAY], f=workload.two_body_j2)
+t2 = time.perf_counter()
+y0 = np.column_stack([rng.uniform(0.5, 2.5, 100), rng.uniform(-1, 1, 100)])
+sol = solve_ivp(van_der_pol, (0.0, 20.0), y0, rtol=1e-9, atol=1e-12,
+                params=rng.uniform(0.5, 3.0, (100, 1)))
+t3 = time.perf_counter()
+assert (res.status == 0).all() and (sol.status == 0).all()
+print(json.dumps({{"import_s": t1 - t0, "cowell_first_s": t2 - t1, "solve_ivp_first_s": t3 - t2}}))
+'''.replace("import time\n", "import json, time\n", 1)
 
-@hjit
-def f(t, rr, vv, k, p):
-    drr, dvv = two_body(t, rr, vv, k, p)
-    r = math.sqrt(rr[0] ** 2 + rr[1] ** 2 + rr[2] ** 2)
-    c = 1.5 * k * J2 * 6378.137 ** 2 / r ** 5
-    z2 = (rr[2] / r) ** 2
-    return drr, (dvv[0] + c * rr[0] * (5 * z2 - 1), dvv[1] + c * rr[1] * (5 * z2 - 1),
-                 dvv[2] + c * rr[2] * (5 * z2 - 3))
-
-res = cowell(398600.4418, np.array([7000.0, 0.0, 500.0]), np.array([0.0, 7.5, 1.0]),
-             [86400.0], f=f)
-print(json.dumps({"seconds": time.perf_counter() - t0, "x": float(res.rr[0, 0])}))
+HEYOKA = '''
+import json, time
+t0 = time.perf_counter()
+import sys
+import numpy as np
+import heyoka as hy
+sys.path.insert(0, {here!r})
+import workload
+t1 = time.perf_counter()
+x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
+r2 = x * x + y * y + z * z
+k, R, J2 = workload.K, workload.R, workload.J2
+c = -k * r2 ** -1.5
+f = 1.5 * k * J2 * R * R * r2 ** -2.5
+z2 = z * z / r2
+rhs = [(x, vx), (y, vy), (z, vz), (vx, c * x + f * x * (5 * z2 - 1)),
+       (vy, c * y + f * y * (5 * z2 - 1)), (vz, c * z + f * z * (5 * z2 - 3))]
+r0, v0 = workload.leo_cloud(100)
+ta = hy.taylor_adaptive(rhs, list(r0[0]) + list(v0[0]), tol=workload.RTOL)
+for i in range(100):
+    ta.time = 0.0
+    ta.state[:] = list(r0[i]) + list(v0[i])
+    ta.propagate_until(workload.DAY)
+t2 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "first_result_s": t2 - t1}}))
 '''
 
 
-def run(cache_dir, j2):
-    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=cache_dir)
-    source = "import json\nJ2 = %r\n" % j2 + SCRIPT
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False, dir=cache_dir) as script:
-        script.write(source)
+def run(script, env):
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, script.name], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, check=True)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result["process_seconds"] = time.perf_counter() - start
-    return result
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    record["process_s"] = time.perf_counter() - start
+    return record
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cache-dir", default=None)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default="cpu,parallel")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--name", default="2core")
     args = parser.parse_args()
-    cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="hapsira-cache-")
-    shutil.rmtree(cache_dir, ignore_errors=True)
-    os.makedirs(cache_dir)
-    report = {"target": os.environ.get("HAPSIRA_TARGET", "cpu"),
-              "cold": run(cache_dir, 1.08262668e-3),
-              "warm": run(cache_dir, 1.08262668e-3),
-              "changed_f": run(cache_dir, 2e-3)}
-    report["changed_f_gives_new_numbers"] = report["changed_f"]["x"] != report["warm"]["x"]
-    print(json.dumps(report, indent=2))
+    out = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                       "python": platform.python_version()}, "targets": {}}
+    for target in args.targets.split(","):
+        folder = tempfile.mkdtemp(prefix="hapsira-latency-")
+        env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="1",
+                   HAPSIRA_CACHE_DIR=folder)
+        try:
+            cold = run(OURS.format(here=HERE), env)
+            warm = [run(OURS.format(here=HERE), env) for _ in range(args.runs)]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        out["targets"][target] = {"cold": cold, "warm": warm}
+    try:
+        heyoka = [run(HEYOKA.format(here=HERE), dict(os.environ)) for _ in range(1 + args.runs)]
+        out["heyoka"] = {"cold": heyoka[0], "warm": heyoka[1:]}
+    except (subprocess.CalledProcessError, json.JSONDecodeError) as error:
+        out["heyoka"] = {"error": str(error)}
+    path = os.path.join(HERE, "results", f"latency_{args.name}.json")
+    with open(path, "w") as stream:
+        json.dump(out, stream, indent=1)
+
+    def best(records, key):
+        return min(r[key] for r in records)
+
+    print("| | import s | first cowell s (100 obj.) | first solve_ivp s | whole process s |")
+    print("|---|---|---|---|---|")
+    for target, result in out["targets"].items():
+        cold, warm = result["cold"], result["warm"]
+        print(f"| {target} cold | {cold['import_s']:.2f} | {cold['cowell_first_s']:.2f} | "
+              f"{cold['solve_ivp_first_s']:.2f} | {cold['process_s']:.2f} |")
+        print(f"| {target} warm (best of {len(warm)}) | {best(warm, 'import_s'):.2f} | "
+              f"{best(warm, 'cowell_first_s'):.2f} | {best(warm, 'solve_ivp_first_s'):.2f} | "
+              f"{best(warm, 'process_s'):.2f} |")
+    if "cold" in out["heyoka"]:
+        cold, warm = out["heyoka"]["cold"], out["heyoka"]["warm"]
+        print(f"| heyoka cold | {cold['import_s']:.2f} | {cold['first_result_s']:.2f} | - | "
+              f"{cold['process_s']:.2f} |")
+        print(f"| heyoka warm (best of {len(warm)}) | {best(warm, 'import_s'):.2f} | "
+              f"{best(warm, 'first_result_s'):.2f} | - | {best(warm, 'process_s'):.2f} |")
+    print(f"written to {path}")
 
 
 if __name__ == "__main__":
