@@ -134,6 +134,8 @@ def _span(t_span, t_eval):
     if all(v is not None for v in values) and (t_eval is None or times is not None):
         t0, tf, times = _times((values[0], values[1]), times)
         return t0, tf, jnp.asarray(times)
+    if all(v is not None for v in values):
+        _times((values[0], values[1]), None)  # the span itself, as the numpy call
     # something is traced: only shapes can be checked, values are the caller's to keep valid
     t0, tf = real(t0, "t_span"), real(tf, "t_span")
     if t0.ndim or tf.ndim:
