@@ -119,7 +119,7 @@ def kill_once(block, marker, block_id=None):
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.CRITICAL)
+                                       dashboard_address=":0", silence_logs=logging.CRITICAL)
     with cluster, distributed.Client(cluster) as client:
         yield client
 
@@ -333,3 +333,57 @@ def test_a_worker_killed_mid_run_loses_no_object(client, cloud, tmp_path):
     out = res.compute()
     assert os.path.exists(marker)  # a worker did die
     same_cowell(out, ref)
+
+
+# ------------------------------------------------------------------- command line
+
+def csv_catalog(path, n):
+    r0, v0 = leo_cloud(n + 2, seed=8)
+    lines = ["name,x,y,z,vx,vy,vz"] + [
+        f"OBJ-{i}," + ",".join(repr(float(x)) for x in (*r0[i], *v0[i])) for i in range(n)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_zarr_output_here_and_on_the_cluster(client, tmp_path, capsys):
+    from hapsira_cowell import cli
+
+    n, chunk = (6, 4) if SIMULATED else (300, 70)
+    catalog = csv_catalog(tmp_path / "cloud.csv", n)
+    args = ["propagate", str(catalog), "--tof", "20min", "--every", "5min", "--perturbations",
+            "j2,drag", "--chunk", str(chunk), "--no-progress", "--target", settings.TARGET]
+    assert cli.main(args + ["--out", str(tmp_path / "ref.npz")]) == 0
+    assert cli.main(args + ["--out", str(tmp_path / "here.zarr")]) == 0
+    assert cli.main(args + ["--out", str(tmp_path / "there"), "--format", "zarr",
+                            "--scheduler", client.scheduler.address]) == 0
+    out = capsys.readouterr().out
+    assert "Dask workers: 2 (target " + settings.TARGET + ")" in out
+    assert f"wrote {tmp_path / 'there'} (zarr)" in out
+    ref = np.load(tmp_path / "ref.npz")
+    for store in ("here.zarr", "there"):
+        group = zarr.open_group(str(tmp_path / store), mode="r")
+        for name in ("rr", "vv", "status", "reentry", "nsteps", "tofs", "initial_ok"):
+            same_bits(group[name][...], ref[name])
+        assert list(group["names"][...]) == [f"OBJ-{i}" for i in range(n)]
+        assert group["rr"].chunks[0] == chunk
+        assert group.attrs["perturbations"] == "j2,drag"
+    # a second run replaces the store; a folder that is not one is refused
+    assert cli.main(args + ["--out", str(tmp_path / "here.zarr")]) == 0
+    (tmp_path / "plain").mkdir()
+    assert cli.main(args + ["--out", str(tmp_path / "plain"), "--format", "zarr"]) == 2
+    assert "exists and is not a Zarr store" in capsys.readouterr().err
+
+
+def test_cli_local_cluster_is_sized_for_the_target():
+    from hapsira_cowell.dask import close_client, open_client, workers
+
+    client = open_client("local")
+    try:
+        info = workers(client)
+        cores = len(os.sched_getaffinity(0))
+        assert len(info) == (cores if settings.TARGET == "cpu" else 1)
+        assert {i["target"] for i in info.values()} == {settings.TARGET}
+        cluster = client._hapsira_cluster
+    finally:
+        close_client(client)
+    assert cluster.status.name == "closed"

@@ -2,23 +2,23 @@
 
 Objects are independent, so a chunk's result is the single-process result
 for those objects, bit for bit: each task calls the numpy front
-(:func:`hapsira_core.ivp.integrate`, ``hapsira_cowell.cowell``) on its chunk.
+(`hapsira_core.ivp.integrate`, ``hapsira_cowell.cowell``) on its chunk.
 
 How the pieces fit:
 
 * The call's description (functions, events, times, tolerances) travels as
-  one pickled blob (:func:`pack`) in which every ``hjit`` function is a
+  one pickled blob (`pack`) in which every ``hjit`` function is a
   reference by module and name, so that a worker imports it and compiles it
   for *its own* target (``HAPSIRA_TARGET`` of the worker: cpu, parallel or
   cuda), whatever the client's target is. A worker unpacks a blob once
-  (:func:`unpack` is memoised per process) and the kernel registry
-  (:data:`hapsira_core.ivp.build.KERNELS`) is per process, so a worker
+  (`unpack` is memoised per process) and the kernel registry
+  (`hapsira_core.ivp.build.KERNELS`) is per process, so a worker
   compiles each kernel once, at its first task, never per task.
-* :func:`blocks` makes the task graph: one task per chunk returns all the
+* `blocks` makes the task graph: one task per chunk returns all the
   chunk's outputs at once; each output field is a Dask array picking its
   part, so computing several fields together runs each chunk once.
-* Results (:class:`DaskIVPResult` and ``hapsira_cowell.dask.DaskCowellResult``)
-  compute to the numpy results, or stream to Zarr (:meth:`DaskResult.to_zarr`)
+* Results (`DaskIVPResult` and ``hapsira_cowell.dask.DaskCowellResult``)
+  compute to the numpy results, or stream to Zarr (`DaskResult.to_zarr`)
   chunk by chunk, so that outputs larger than memory never exist in RAM.
 
 Nothing here imports Dask at module level: the numpy path never needs it.
@@ -36,7 +36,7 @@ import numpy as np
 
 from .ivp.api import IVPResult
 
-__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "remember", "blocks",
+__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
            "RETRIES", "ZARR_CHUNK_BYTES"]
 
@@ -74,20 +74,6 @@ def _require_dask():
 
 # ------------------------------------------------------------ functions by reference
 
-_MADE = {}  # id(function) -> (function, maker, args): see remember()
-
-
-def remember(function, maker, *args):
-    """Tell workers how to make ``function``: ``maker(*args)``; returns ``function``.
-
-    For ``hjit`` functions made at run time by a factory (which workers cannot
-    import by name): ``maker`` must be importable and return the same object
-    for the same arguments (memoised), so that a worker compiles it once.
-    """
-    _MADE[id(function)] = (function, maker, args)
-    return function
-
-
 def _is_compiled(obj):
     """An ``hjit`` function: a numba dispatcher (cpu, cuda) or a simulator kernel."""
     return callable(obj) and not isinstance(obj, type) and hasattr(obj, "py_func")
@@ -106,6 +92,22 @@ def _place(obj):
     return (module, qualname) if target is obj else None
 
 
+def _recipe(obj):
+    """``(maker, args)`` when a factory made ``obj`` (`hapsira_core.cache.factory`,
+    `hapsira_core.cache.remember`) and makes the same object again: a worker
+    calls the factory (memoised there too) instead of importing ``obj``."""
+    from . import cache
+    recipe = cache._RECIPES.get(id(obj))
+    if recipe is None:
+        return None
+    maker, args = recipe
+    try:
+        same = maker(*args) is obj  # ids are reused: check that the record is obj's
+    except Exception:  # noqa: BLE001 - a stale record is no recipe
+        return None
+    return (maker, tuple(args)) if same else None
+
+
 class NotImportableError(TypeError):
     """An ``hjit`` function that Dask workers could not import."""
 
@@ -114,9 +116,9 @@ class _Pickler(pickle.Pickler):
     def persistent_id(self, obj):
         if not _is_compiled(obj):
             return None
-        if id(obj) in _MADE and _MADE[id(obj)][0] is obj:
-            _, maker, args = _MADE[id(obj)]
-            return ("made", maker, args)
+        recipe = _recipe(obj)
+        if recipe is not None:
+            return ("made",) + recipe
         place = _place(obj)
         if place is None:
             python = getattr(obj, "py_func", obj)
@@ -126,8 +128,8 @@ class _Pickler(pickle.Pickler):
                 "which import hjit functions by module and name so that each worker compiles "
                 "them once for its own target: define it at the top level of a module on "
                 "the workers' Python path (not in __main__, a notebook or inside a "
-                "function), or say how to make it with hapsira_core.dask.remember(function, "
-                "factory, *args)")
+                "function), or, for a function made by a factory, record how with "
+                "hapsira_core.cache.remember(function, factory, args)")
         return ("hjit",) + place
 
 
@@ -161,7 +163,7 @@ def pack(**fields):
 
 @functools.lru_cache(maxsize=16)
 def unpack(blob):
-    """The fields of :func:`pack`, once per process and blob (same objects every task)."""
+    """The fields of `pack`, once per process and blob (same objects every task)."""
     return _Unpickler(io.BytesIO(blob)).load()
 
 
@@ -237,7 +239,7 @@ def _field(raw, index, trailing):
 def blocks(task, blob, arrays, outputs, name):
     """Dask arrays of the outputs of ``task(blob, *chunks)`` over the object chunks.
 
-    ``arrays``: Dask arrays ``(N, k)`` aligned by :func:`object_arrays`;
+    ``arrays``: Dask arrays ``(N, k)`` aligned by `object_arrays`;
     ``task`` returns a tuple of arrays, one per ``outputs`` entry
     ``(trailing shape, dtype)``, each with the chunk's objects first.
     """
@@ -257,34 +259,43 @@ def blocks(task, blob, arrays, outputs, name):
 
 # ------------------------------------------------------------------------- results
 
-def _zarr_chunks(array):
-    """The chunks written to Zarr: the object axis as computed (made regular, as
-    Zarr needs), later axes cut, outermost first, until a chunk holds at most
-    :data:`ZARR_CHUNK_BYTES`. Unchanged chunks cost nothing (no rechunk task)."""
-    rows = array.chunks[0]
-    regular = all(c == rows[0] for c in rows[:-1]) and rows[-1] <= rows[0]
-    target = [rows[0] if regular else max(rows)] + list(array.shape[1:])
-    for axis in range(1, array.ndim):
-        others = array.dtype.itemsize * math.prod(target[:axis] + target[axis + 1:])
+def zarr_chunk_shape(shape, itemsize, rows):
+    """A Zarr chunk for an array of ``shape``: ``rows`` objects (the chunks as
+    computed), later axes cut, outermost first, until a chunk holds at most
+    `ZARR_CHUNK_BYTES` (compressors refuse chunks over 2 GB)."""
+    target = [max(1, rows)] + [max(1, d) for d in shape[1:]]
+    for axis in range(1, len(shape)):
+        others = itemsize * math.prod(target[:axis] + target[axis + 1:])
         if others * target[axis] <= ZARR_CHUNK_BYTES:
             break
         target[axis] = max(1, ZARR_CHUNK_BYTES // others)
-    return array.rechunk(tuple(target))
+    return tuple(target)
+
+
+def _zarr_chunks(array):
+    """``array`` rechunked as written to Zarr: object chunks made regular (Zarr
+    needs that), later axes as `zarr_chunk_shape`. Unchanged chunks cost
+    nothing (no rechunk task)."""
+    rows = array.chunks[0]
+    regular = all(c == rows[0] for c in rows[:-1]) and rows[-1] <= rows[0]
+    shape = zarr_chunk_shape(array.shape, array.dtype.itemsize,
+                             rows[0] if regular else max(rows))
+    return array.rechunk(shape)
 
 
 class DaskResult:
     """What the Dask results share: compute, persist and stream to Zarr."""
 
     def _fields(self):
-        """``{name: array}``: what :meth:`to_zarr` writes, as the result shows it."""
+        """``{name: array}``: what `to_zarr` writes, as the result shows it."""
         raise NotImplementedError
 
     def _numpy(self, computed):
-        """The numpy result from computed :meth:`_lazy` arrays."""
+        """The numpy result from computed `_lazy` arrays."""
         raise NotImplementedError
 
     def _lazy(self):
-        """``{name: Dask array}`` from which :meth:`_numpy` makes the numpy result."""
+        """``{name: Dask array}`` from which `_numpy` makes the numpy result."""
         raise NotImplementedError
 
     def compute(self, retries=RETRIES, **kwargs):
@@ -357,9 +368,9 @@ def _status_repr(self, name):
 
 
 class DaskIVPResult(DaskResult, IVPResult):
-    """:class:`~hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
-    shapes (``t`` stays numpy), computed when asked (:meth:`compute`,
-    :meth:`to_zarr`, or ``dask.compute`` on the fields)."""
+    """`hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
+    shapes (``t`` stays numpy), computed when asked (`compute`,
+    `to_zarr`, or ``dask.compute`` on the fields)."""
 
     def __init__(self, t, raw, single=False):
         IVPResult.__init__(self, t, raw, single)
@@ -382,7 +393,7 @@ class DaskIVPResult(DaskResult, IVPResult):
         return 1 if self.single else self.status.shape[0]
 
     def __getitem__(self, i):
-        """Object ``i`` as an :class:`~hapsira_core.ivp.ObjectResult` (computes its row)."""
+        """Object ``i`` as an `hapsira_core.ivp.ObjectResult` (computes its row)."""
         import dask
         if self.single:
             return self.compute()[i]
@@ -423,7 +434,7 @@ _RAW = ("y", "info", "t_events", "y_events", "n_events")
 
 
 def _solve_block(blob, y0, params=None):
-    """One chunk of :func:`solve_ivp`, on a worker: the numpy front on its objects."""
+    """One chunk of `solve_ivp`, on a worker: the numpy front on its objects."""
     from .ivp import api, checks
     spec = unpack(blob)
     y0, _ = checks.states(y0)
@@ -437,11 +448,11 @@ def _solve_block(blob, y0, params=None):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64):
-    """:func:`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
+    """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
 
     Arguments are checked here (the Dask arrays without computing them); each
     chunk of objects is then solved by a worker, on the worker's target.
-    Returns a :class:`DaskIVPResult`.
+    Returns a `DaskIVPResult`.
     """
     _require_dask()
     from .ivp import api, checks, methods

@@ -5,10 +5,10 @@ Without it, 1e6 objects x 1440 output times (70 GB of states) end in numpy's
 process being killed halfway through the propagation.
 
 The rule: the arrays one call allocates (outputs plus per-object working
-memory, :meth:`hapsira_core.ivp.Problem.output_shapes`) must not exceed the
+memory, `hapsira_core.ivp.Problem.output_shapes`) must not exceed the
 *limit*, which is
 
-1. :data:`LIMIT` when set (bytes; for tests and programs),
+1. `LIMIT` when set (bytes; for tests and programs),
 2. else ``HAPSIRA_MEMORY_LIMIT`` (``8GB``, ``512MiB``, ``2e9``, or ``off``),
    read at each call, so that it can be changed at run time,
 3. else the memory available now (what the OS can hand out without swapping:
@@ -116,7 +116,7 @@ def nbytes(shapes):
 
 
 def check(shapes, n_objects, n_times):
-    """Refuse (:class:`OutputTooLargeError`) arrays ``{name: (shape, dtype)}`` over the limit.
+    """Refuse (`OutputTooLargeError`) arrays ``{name: (shape, dtype)}`` over the limit.
 
     ``n_objects``, ``n_times``: told in the message, with the size and the way
     out (Dask arrays in, Zarr out).

@@ -4,7 +4,9 @@
 (`hapsira_cowell.models`), per-object drag numbers, a terminal re-entry event
 with drag, chunks of ``chunk`` objects so that memory stays bounded whatever
 the catalog's size, a progress bar, and the timings of compilation and
-propagation apart. `summary_lines` is the end-of-run report.
+propagation apart; with a Dask ``client`` the chunks run on the cluster's
+workers (`hapsira_cowell.dask.map_chunks`) and come back here in order.
+`summary_lines` is the end-of-run report.
 """
 
 import math
@@ -25,7 +27,8 @@ PROG = "hapsira-cowell"
 class RunResult:
     """What one propagation gives the summary and the plots: ``names``, ``tofs``,
     ``status``, ``reentry`` (s, NaN if none), ``rr`` (kept only when asked),
-    ``seconds`` (propagation), ``compile_seconds``."""
+    ``seconds`` (propagation), ``compile_seconds``, ``workers`` (the Dask
+    workers' `hapsira_core.dask.worker_info`, None without a cluster)."""
 
 
 def _progress(total, enabled, desc):
@@ -71,9 +74,18 @@ def _kernel_ready(f, events):
     return kernel.on_disk()
 
 
+def _local_chunks(cowell, catalog, tofs, params, chunk, options):
+    """``(first, last, CowellResult)`` per chunk, propagated in this process."""
+    n = len(catalog)
+    for first in range(0, n, chunk):
+        last = min(first + chunk, n)
+        yield first, last, cowell(K_EARTH, catalog.r0[first:last], catalog.v0[first:last],
+                                  tofs, params=params[first:last], **options)
+
+
 def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
               reentry_altitude=100.0, chunk=10_000, writer=None, keep_states=False,
-              progress=True, rtol=1e-11, atol=1e-12):
+              progress=True, rtol=1e-11, atol=1e-12, client=None):
     """Propagate a `hapsira_cowell.catalog.Catalog` in chunks; hand each chunk to ``writer``.
 
     ``perturbations``: names from `hapsira_cowell.models.PERTURBATIONS`.
@@ -82,7 +94,9 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     terminal `hapsira_cowell.events.AltitudeCrossEvent` stops an object when it
     descends through ``reentry_altitude`` (km). ``writer(first, last, res,
     reentry)`` receives each chunk's `CowellResult` and re-entry times (s,
-    NaN for none). Returns a `RunResult`.
+    NaN for none). ``client``: a ``distributed.Client`` whose workers propagate the
+    chunks (each on its own target; see `hapsira_cowell.dask.open_client`).
+    Returns a `RunResult`.
     """
     from hapsira_core.jit import TARGET
 
@@ -103,23 +117,40 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     out.status = np.zeros(n, dtype=np.int64)
     out.reentry = np.full(n, np.nan)
     out.rr = np.empty((n, tofs.size, 3)) if keep_states else None
+    out.workers = None
+    model = "two-body" + "".join(" + " + p for p in perturbations)
 
     # Compile first, on one object, so that the progress bar and the throughput
     # measure the propagation alone.
     start = time.perf_counter()
-    if not _kernel_ready(f, events):
-        compile_notice("two-body" + "".join(" + " + p for p in perturbations))
-    cowell(K_EARTH, np.array([R_EARTH + 500.0, 0.0, 0.0]), np.array([0.0, 7.6, 0.0]),
-           [math.copysign(1.0, tofs[-1])], f=f, params=params[:1], events=events)
+    if client is None:
+        if not _kernel_ready(f, events):
+            compile_notice(model)
+        cowell(K_EARTH, np.array([R_EARTH + 500.0, 0.0, 0.0]), np.array([0.0, 7.6, 0.0]),
+               [math.copysign(1.0, tofs[-1])], f=f, params=params[:1], events=events)
+        chunks = _local_chunks(cowell, catalog, tofs, params, chunk, dict(
+            rtol=rtol, atol=atol, f=f, events=events))
+        where = TARGET
+    else:
+        from . import dask as on_cluster
+        blob = on_cluster.pack_call(K_EARTH, tofs, rtol, atol, f=f, events=events)[0]
+        print(f"{PROG}: compiling kernels on the Dask workers ({model}; once per worker "
+              "process, unless cached)...", file=sys.stderr, flush=True)
+        if n:
+            on_cluster.warm_up(client, blob, catalog.r0, catalog.v0, params)
+        out.workers = on_cluster.workers(client)
+        if client.dashboard_link:
+            print(f"{PROG}: Dask dashboard at {client.dashboard_link}", file=sys.stderr,
+                  flush=True)
+        chunks = on_cluster.map_chunks(client, blob, catalog.r0, catalog.v0, params, chunk)
+        targets = sorted({w["target"] for w in out.workers.values()})
+        where = f"{len(out.workers)} Dask workers, {'/'.join(targets)}"
     out.compile_seconds = time.perf_counter() - start
 
-    bar = _progress(n, progress, f"propagating ({TARGET})")
+    bar = _progress(n, progress, f"propagating ({where})")
     start = time.perf_counter()
     try:
-        for first in range(0, n, chunk):
-            last = min(first + chunk, n)
-            res = cowell(K_EARTH, catalog.r0[first:last], catalog.v0[first:last], tofs,
-                         rtol, atol, f=f, params=params[first:last], events=events)
+        for first, last, res in chunks:
             reentry = (np.where(res.status == 1, res.t_events[0][:, 0], np.nan) if drag
                        else np.full(last - first, np.nan))
             out.status[first:last] = res.status
@@ -165,6 +196,9 @@ def summary_lines(run, catalog, tof, wall_seconds):
         lines.append("failures: 0")
     object_days = n * abs(tof) / 86400.0
     rate = object_days / run.seconds if run.seconds > 0 else math.inf
+    if getattr(run, "workers", None):
+        targets = sorted({w["target"] for w in run.workers.values()})
+        lines.append(f"Dask workers: {len(run.workers)} (target {', '.join(targets)})")
     lines.append(f"wall time: {wall_seconds:.1f} s (compilation {run.compile_seconds:.1f} s, "
                  f"propagation {run.seconds:.2f} s)")
     lines.append(f"throughput: {rate:,.0f} object-days per second of propagation")

@@ -84,10 +84,11 @@ def build_parser():
     p.add_argument("--perturbations", default="j2", help=f"comma-separated subset of {names}, "
                    "or none (default j2); two-body is always included")
     p.add_argument("--out", default=None, help="output file (default result.npz, or "
-                   "result.csv / result.parquet with --format; a folder for oem, default "
-                   "result-oem)")
-    p.add_argument("--format", default=None, help="npz, csv, parquet or oem (CCSDS OEM, one "
-                   "file per object; default: from the suffix of --out)")
+                   "result.csv / result.parquet / result.zarr with --format; a folder for "
+                   "oem, default result-oem)")
+    p.add_argument("--format", default=None, help="npz, csv, parquet, zarr (a chunked store "
+                   "for catalogs larger than memory) or oem (CCSDS OEM, one file per object; "
+                   "default: from the suffix of --out)")
     p.add_argument("--epoch", default=None, help="ISO UTC time: where SGP4 takes a TLE "
                    "catalog (default its latest epoch); the epoch of a CSV catalog's states")
     p.add_argument("--frame", default=None, help="OEM REF_FRAME of a CSV catalog's states, "
@@ -95,6 +96,10 @@ def build_parser():
     p.add_argument("--target", choices=TARGETS, default=None, help=target_help)
     p.add_argument("--chunk", type=inputs.positive_int, default=10_000,
                    help="objects per solver call (default 10000)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS|local",
+                   help="propagate the chunks on a Dask cluster: its scheduler's address "
+                   "(tcp://host:8786; workers keep their own HAPSIRA_TARGET), or 'local' for "
+                   "worker processes on this machine (needs the dask extra; docs/dask.md)")
     p.add_argument("--area-to-mass", type=inputs.positive_float, default=0.01,
                    help="area-to-mass ratio for drag, m^2/kg (default 0.01); a CSV catalog's "
                    "area_to_mass column wins where given")
@@ -154,6 +159,13 @@ def _validate(args):
             raise UsageError(f"catalog {args.catalog!r}: no such file")
         if args.catalog is not None and os.path.isdir(args.catalog):
             raise UsageError(f"catalog {args.catalog!r}: is a folder, expected a file")
+        if args.scheduler is not None:
+            try:
+                import dask  # noqa: F401
+                import distributed  # noqa: F401
+            except ImportError:
+                raise UsageError("--scheduler needs dask and distributed, which are not "
+                                 "installed (pip install 'hapsira-cowell[dask]')") from None
     elif args.command == "demo":
         writers.check_plot_output(args.out, "--out")
 
@@ -212,21 +224,36 @@ def _select_target(target, argv):
         return 130
 
 
+def _open_client(scheduler):
+    """The Dask client of ``--scheduler`` (`hapsira_cowell.dask.open_client`)."""
+    try:
+        return _lib("dask").open_client(scheduler)
+    except (OSError, ImportError, ValueError) as error:  # no scheduler there, no dask-cuda
+        raise _lib("inputs").UsageError(f"--scheduler {scheduler}: {error}") from None
+
+
 def _propagate_command(args, started):
     catalog_module, writers, batch = _lib("catalog"), _lib("writers"), _lib("batch")
     catalog = catalog_module.read_catalog(args.catalog, args.epoch)
     tofs = _lib("inputs").make_tofs(args.tof, args.every)
     sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
-                                      args.perturbations, frame=args.frame)
+                                      args.perturbations, frame=args.frame, chunk=args.chunk)
+    client = None
     try:
+        if args.scheduler is not None:
+            client = _open_client(args.scheduler)
         run = batch.propagate(catalog, tofs, args.perturbations, c_d=args.drag_coefficient,
                               area_to_mass=args.area_to_mass, chunk=args.chunk,
                               reentry_altitude=args.reentry_altitude, writer=write,
-                              keep_states=args.plot is not None, progress=not args.no_progress)
+                              keep_states=args.plot is not None, progress=not args.no_progress,
+                              client=client)
         sink.close()
     except BaseException:
         sink.abort()
         raise
+    finally:
+        if client is not None:
+            _lib("dask").close_client(client)
     if args.plot:
         from .plots import altitude_vs_time
         model = " + ".join(args.perturbations) or "two-body"

@@ -1,12 +1,14 @@
 """``cowell()`` on Dask arrays: each chunk of objects propagated by a worker, results as Dask arrays.
 
-:func:`cowell` is what ``hapsira_cowell.cowell`` calls when ``r0``, ``v0``
+`cowell` is what ``hapsira_cowell.cowell`` calls when ``r0``, ``v0``
 or ``params`` is a Dask array; each task runs the numpy ``cowell()`` on its
-chunk (:func:`propagate_chunk`), on the worker's own target, so a chunk's
+chunk (`propagate_chunk`), on the worker's own target, so a chunk's
 result is the single-process result for those objects, bit for bit. See
-:mod:`hapsira_core.dask` for how functions reach the workers and
+`hapsira_core.dask` for how functions reach the workers and
 ``docs/dask.md`` for clusters, GPUs and Zarr.
 """
+
+import os
 
 import numpy as np
 from astropy import units as u
@@ -18,13 +20,14 @@ from .cowell import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
 from .cowell import cowell as cowell_numpy
 from .units import to_value
 
-__all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call"]
+__all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_client",
+           "close_client", "workers", "warm_up", "map_chunks"]
 
 
 def propagate_chunk(blob, r0, v0, params=None):
     """One chunk on a worker: the numpy ``cowell()`` on these objects.
 
-    ``blob``: the call's description (:func:`pack_call`); ``params``: the
+    ``blob``: the call's description (`pack_call`); ``params``: the
     chunk's rows, or None for the blob's shared row. Returns ``(rr, vv,
     status, nfev, nsteps, n_events, *t_events)`` as numpy arrays.
     """
@@ -68,7 +71,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
 
     Arguments as ``cowell()``; the per-object arrays are chunked along the
     object axis (the first Dask array's chunks; numpy arrays are cut the
-    same way). Nothing is computed here: returns a :class:`DaskCowellResult`
+    same way). Nothing is computed here: returns a `DaskCowellResult`
     whose fields are Dask arrays in km, km/s and s.
     """
     r0, single = _states(r0, "r0", u.km)
@@ -100,8 +103,8 @@ class DaskCowellResult(core.DaskResult, CowellResult):
     """`hapsira_cowell.CowellResult` with Dask arrays (km, km/s, s; no Quantities).
 
     Fields and shapes as the numpy result, plus ``tofs`` (numpy). Nothing is
-    computed until asked: :meth:`compute` (the numpy result), :meth:`persist`,
-    :meth:`to_zarr` (stream to a Zarr store), or ``dask.compute`` on fields,
+    computed until asked: `compute` (the numpy result), `persist`,
+    `to_zarr` (stream to a Zarr store), or ``dask.compute`` on fields,
     together, so that each chunk runs once.
     """
 
@@ -163,3 +166,103 @@ class DaskCowellResult(core.DaskResult, CowellResult):
                           "n_events: (N, E)",
                 "status_messages": {str(code): text for code, text in STATUS_MESSAGES.items()}}
 
+
+
+# ---------------------------------------------------------------- the batch driver
+
+def open_client(scheduler):
+    """A ``distributed.Client`` for ``hapsira-cowell propagate --scheduler``.
+
+    ``scheduler``: a scheduler's address (``tcp://host:8786``; its workers
+    keep their own ``HAPSIRA_TARGET``), or ``"local"``: worker processes on
+    this machine with this process's environment, sized for the target: one
+    single-threaded worker per core on ``cpu``, one worker on ``parallel``
+    (numba's threads use the cores) and under the CUDA simulator, one per GPU
+    on ``cuda`` (dask-cuda's ``LocalCUDACluster``). Closing the client closes
+    a local cluster.
+    """
+    import logging
+
+    import distributed
+    from hapsira_core import settings
+
+    if scheduler != "local":
+        return distributed.Client(scheduler, timeout="30s")
+    options = dict(processes=True, threads_per_worker=1, silence_logs=logging.ERROR)
+    if settings.TARGET == "cuda" and not settings.cuda_simulator_enabled():
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ImportError("--scheduler local on the cuda target starts one worker per "
+                              "GPU with dask-cuda, which is not installed (pip install "
+                              "dask-cuda)") from None
+        cluster = LocalCUDACluster(threads_per_worker=1)
+    else:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+        cluster = distributed.LocalCluster(
+            n_workers=workers if settings.TARGET == "cpu" else 1, **options)
+    client = distributed.Client(cluster)
+    client._hapsira_cluster = cluster  # closed with the client by close_client()
+    return client
+
+
+def close_client(client):
+    """Close a client of `open_client` (and the local cluster it started)."""
+    cluster = getattr(client, "_hapsira_cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def workers(client):
+    """``{address: worker_info()}`` of the cluster's workers (target, kernels)."""
+    return client.run(core.worker_info)
+
+
+def _result(values):
+    rr, vv, status, nfev, nsteps, n_events, *t_events = values
+    return CowellResult(rr, vv, status, list(t_events), n_events, nfev, nsteps)
+
+
+def warm_up(client, blob, r0, v0, params):
+    """Compile the kernel on every worker now (one object each), so that timings and
+    progress measure propagation alone."""
+    import distributed
+    futures = [client.submit(propagate_chunk, blob, r0[:1], v0[:1], params[:1], pure=False,
+                             workers=[address], allow_other_workers=False)
+               for address in client.scheduler_info()["workers"]]
+    distributed.wait(futures)
+    for future in futures:
+        future.result()  # a compile error is raised here, in the user's terms
+
+
+def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
+    """Yield ``(first, last, CowellResult)`` for chunks of objects run on the cluster, in
+    order. A few chunks per worker are in flight at a time, so that the results
+    held here stay bounded whatever the catalog's size; a chunk that raises is
+    run again up to ``retries`` times, one whose worker died runs elsewhere."""
+    from collections import deque
+
+    n = r0.shape[0]
+    window = 2 * max(1, len(client.scheduler_info()["workers"]))
+    starts = iter(range(0, n, chunk))
+    pending = deque()
+
+    def submit():
+        first = next(starts, None)
+        if first is None:
+            return
+        last = min(first + chunk, n)
+        pending.append((first, last, client.submit(
+            propagate_chunk, blob, r0[first:last], v0[first:last], params[first:last],
+            pure=False, retries=retries)))
+
+    for _ in range(window):
+        submit()
+    while pending:
+        first, last, future = pending.popleft()
+        values = future.result()
+        future.release()
+        submit()
+        yield first, last, _result(values)

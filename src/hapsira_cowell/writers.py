@@ -1,9 +1,12 @@
-"""Result files: npz, csv, parquet and CCSDS OEM, written chunk by chunk as batches finish.
+"""Result files: npz, csv, parquet, Zarr and CCSDS OEM, written chunk by chunk as batches finish.
 
 Each writer takes a propagation's results one chunk of objects at a time (a
 ``res`` with ``rr``, ``vv`` (n, M, 3), ``status``, ``nsteps``) so that a
 catalog larger than memory can be written; files appear complete or not at
-all. `write_oem` and `read_oem` exchange ephemerides with other tools (Orekit,
+all. A Zarr store (`ZarrWriter`, ``pip install "hapsira-cowell[dask]"``) is
+the format for catalogs whose states do not fit in memory: chunked and
+compressed on disk, read back lazily by zarr or Dask. `write_oem` and
+`read_oem` exchange ephemerides with other tools (Orekit,
 GMAT, STK) as CCSDS Orbit Ephemeris Messages through the ``oem`` package
 (``pip install "hapsira-cowell[oem]"``).
 """
@@ -21,11 +24,11 @@ import numpy as np
 
 from .inputs import UsageError
 
-__all__ = ["FORMATS", "NpzWriter", "RowWriter", "OemWriter", "open_writer", "write_oem",
+__all__ = ["FORMATS", "NpzWriter", "RowWriter", "ZarrWriter", "OemWriter", "open_writer", "write_oem",
            "read_oem", "OemEphemeris", "output_times", "isot", "check_output",
            "check_plot_output"]
 
-FORMATS = ("npz", "csv", "parquet", "oem")
+FORMATS = ("npz", "csv", "parquet", "zarr", "oem")
 
 
 def isot(time):
@@ -159,6 +162,79 @@ class RowWriter:
         for path in (self.partial, self.path):
             if os.path.exists(path):
                 os.remove(path)
+
+
+# ------------------------------------------------------------------------------ Zarr
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError:
+        raise UsageError("the Zarr format needs zarr >= 3 (Python >= 3.11), which is not "
+                         "installed (pip install 'hapsira-cowell[dask]')") from None
+    if int(zarr.__version__.split(".")[0]) < 3:
+        raise UsageError(f"the Zarr format needs zarr >= 3, found {zarr.__version__} "
+                         "(pip install 'hapsira-cowell[dask]')")
+    return zarr
+
+
+def is_zarr_store(path):
+    """True for a folder holding a Zarr group or array (v2 or v3 metadata)."""
+    return os.path.isdir(path) and any(
+        os.path.exists(os.path.join(path, name)) for name in ("zarr.json", ".zgroup", ".zarray"))
+
+
+class ZarrWriter:
+    """A Zarr group (a folder) written chunk by chunk: ``rr``, ``vv`` (n, M, 3) km and
+    km/s, ``status``, ``reentry``, ``nsteps`` (n,), ``names``, ``tofs``, and the run's
+    metadata as attributes. Each write of `propagate`'s ``chunk`` objects fills
+    whole Zarr chunks (the time axis is cut where a chunk would pass 64 MiB).
+    Written to ``<path>.partial`` and moved to ``path`` by `close`, replacing a Zarr
+    store there, so that a store appears complete or not at all."""
+
+    def __init__(self, path, names, tofs, meta, chunk=10_000):
+        from hapsira_core.dask import zarr_chunk_shape
+
+        zarr = _zarr()
+        self.path, self.partial = path, path + ".partial"
+        shutil.rmtree(self.partial, ignore_errors=True)
+        n, m = len(names), tofs.size
+        rows = max(1, min(chunk, n))
+        group = zarr.open_group(self.partial, mode="w")
+        attrs = {key: np.asarray(value).tolist() for key, value in meta.items()
+                 if np.ndim(value) == 0}
+        attrs.update({"units": {"rr": "km", "vv": "km/s", "tofs": "s", "reentry": "s"},
+                      "producer": "hapsira-cowell propagate"})
+        group.attrs.update(attrs)
+        self.arrays = {}
+        for key, shape, dtype in (("rr", (n, m, 3), np.float64), ("vv", (n, m, 3), np.float64),
+                                  ("status", (n,), np.int64), ("reentry", (n,), np.float64),
+                                  ("nsteps", (n,), np.int64)):
+            self.arrays[key] = group.create_array(
+                key, shape=shape, dtype=dtype,
+                chunks=zarr_chunk_shape(shape, np.dtype(dtype).itemsize, rows),
+                fill_value=np.nan if dtype == np.float64 else 0)
+        group.create_array("names", shape=(n,), dtype=str, chunks=(rows,))[:] = \
+            np.array(names, dtype=str)
+        group.create_array("tofs", data=np.asarray(tofs, dtype=np.float64))
+        for key, value in meta.items():  # per-object metadata (initial_ok)
+            if np.ndim(value) == 1 and len(value) == n:
+                group.create_array(key, data=np.asarray(value), chunks=(rows,))
+
+    def write(self, start, stop, res, reentry):
+        self.arrays["rr"][start:stop] = np.asarray(res.rr)
+        self.arrays["vv"][start:stop] = np.asarray(res.vv)
+        self.arrays["status"][start:stop] = res.status
+        self.arrays["reentry"][start:stop] = reentry
+        self.arrays["nsteps"][start:stop] = res.nsteps
+
+    def close(self):
+        if is_zarr_store(self.path):
+            shutil.rmtree(self.path)
+        os.replace(self.partial, self.path)
+
+    def abort(self):
+        shutil.rmtree(self.partial, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------- OEM
@@ -368,13 +444,14 @@ def read_oem(path):
 
 # ----------------------------------------------------------------------- command line
 
-def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None):
+def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None, chunk=10_000):
     """``(sink, write)``: the writer of ``fmt`` for a `hapsira_cowell.catalog.Catalog`'s run.
 
     ``write(first, last, res, reentry)`` takes each chunk (the ``writer`` of
     `hapsira_cowell.batch.propagate`); ``sink.close()`` completes the file(s),
     ``sink.abort()`` removes them. ``frame``: the OEM ``REF_FRAME`` of a CSV
-    catalog's states (a TLE catalog's are TEME).
+    catalog's states (a TLE catalog's are TEME). ``chunk``: objects per write (the
+    Zarr store's chunks follow it).
     """
     names = catalog.names
     if fmt == "oem":
@@ -384,12 +461,13 @@ def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None):
                              "--frame, e.g. GCRF or EME2000")
         sink = OemWriter(path, names, catalog.epoch, tofs, frame, ids=catalog.ids)
         return sink, sink.write
-    if fmt == "npz":
-        sink = NpzWriter(path, names, tofs, {
-            "epoch": np.array(isot(catalog.epoch) if catalog.epoch is not None else ""),
-            "frame": np.array(catalog.frame),
-            "perturbations": np.array(",".join(perturbations) or "none"),
-            "initial_ok": catalog.initial_ok})
+    if fmt in ("npz", "zarr"):
+        meta = {"epoch": np.array(isot(catalog.epoch) if catalog.epoch is not None else ""),
+                "frame": np.array(catalog.frame),
+                "perturbations": np.array(",".join(perturbations) or "none"),
+                "initial_ok": catalog.initial_ok}
+        sink = (NpzWriter(path, names, tofs, meta) if fmt == "npz"
+                else ZarrWriter(path, names, tofs, meta, chunk))
         return sink, sink.write
     sink = RowWriter(path, fmt, tofs, output_times(catalog.epoch, tofs))
 
@@ -418,10 +496,10 @@ def check_output(out, fmt):
     if out is None:
         out = "result-oem" if fmt == "oem" else f"result.{fmt or 'npz'}"
     if fmt is None:
-        suffix = os.path.splitext(out)[1].lower().lstrip(".")
+        suffix = os.path.splitext(out.rstrip("/" + os.sep))[1].lower().lstrip(".")
         if suffix not in FORMATS:
             raise UsageError(f"--out {out!r}: cannot tell the format from the suffix; "
-                             f"use .npz, .csv, .parquet or .oem, or --format")
+                             f"use .npz, .csv, .parquet, .zarr or .oem, or --format")
         fmt = suffix
     if fmt not in FORMATS:
         raise UsageError(f"--format: unknown format {fmt!r}; expected one of "
@@ -438,6 +516,12 @@ def check_output(out, fmt):
             _oem()
         except UsageError as error:
             raise UsageError(f"--format oem: {error}") from None
+    if fmt == "zarr":
+        try:
+            _zarr()
+        except UsageError as error:
+            raise UsageError(f"--format zarr: {error}") from None
+        out = out.rstrip("/" + os.sep) or out
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
@@ -447,6 +531,10 @@ def check_output(out, fmt):
         if os.path.exists(out) and not os.path.isdir(out):
             raise UsageError(f"--out {out!r}: is a file; the OEM format writes a folder "
                              "with one file per object")
+    elif fmt == "zarr":
+        if os.path.exists(out) and not is_zarr_store(out):
+            raise UsageError(f"--out {out!r}: exists and is not a Zarr store; the Zarr "
+                             "format writes a folder (an existing store is replaced)")
     elif os.path.isdir(out):
         raise UsageError(f"--out {out!r}: is a folder; give a file name")
     return out, fmt
