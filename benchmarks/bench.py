@@ -97,6 +97,16 @@ def reference(variant, n_ref):
     return out
 
 
+def solve_kernel(variant):
+    """The cuda kernel that cowell() ran for this variant (None on other targets)."""
+    if settings.TARGET != "cuda":
+        return None
+    from hapsira_core.ivp import build
+    n_events = 0 if variant == "j2" else 1
+    return next((k for key, k in build.KERNELS.items()
+                 if key[0] == "cuda" and key[2] == 6 and len(key[4]) == n_events), None)
+
+
 def time_hapsira(variant, n, repeat):
     cowell(workload.K, *variant_inputs(variant, 2)[:2], TOFS, **variant_inputs(variant, 2)[2])
     r0, v0, kwargs = variant_inputs(variant, n)
@@ -170,6 +180,10 @@ def main():
                    "max_pos_err_km": float(np.nanmax(err)) if same_nan else float("inf"),
                    "status_counts": {int(s): int((res.status == s).sum())
                                      for s in np.unique(res.status)}}
+            kernel = solve_kernel(variant)
+            if kernel is not None:  # GPU time of the last call's launches, and the kernel's needs
+                run["kernel_seconds"] = kernel.last_kernel_seconds
+                run["kernel_resources"] = kernel.resources()
             if variant == "j2":
                 run["peers"] = peer_results(n, args)
             report["runs"].append(run)

@@ -63,7 +63,7 @@ def nvidia_tool(name):
 
 def kernel_ptx(f, cc):
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), ())  # what cowell(f=f) runs
-    pyfunc = kernel._kernel_function()
+    pyfunc = kernel._kernel_function()[0]
     types = []
     for arg in kernel.args:
         ndim = len(arg.core) + (1 if arg.per_object else 0)

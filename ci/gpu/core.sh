@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The GPU session of docs/benchmarks.md ("The rebuilt core on the GPU") in one command:
+#   bash ci/gpu/core.sh [STAGE ...]        (default: all, in this order)
+# Stages: probe, tests (the whole suite on the real GPU, in the background on
+# cores 0-9 while the next stages run on cores 10-15), bench (reference
+# workload at 1e6 with diffrax, benchmarks/bench.py), ensembles (Van der Pol
+# and Lotka-Volterra at 1e6: ours, CuBIE, diffrax), foreign (C linked into a
+# kernel vs its hjit twin, two processes), jax (inside jax.jit vs diffrax),
+# latency (first result in a new process, cold and warm cache).
+# Environment: WHEELS (default .whl: carried cp312 wheels, installed into
+# /tmp/site once), DATA (default .gpu_shared: the debris catalogs),
+# DEADLINE (seconds from the start, default 570: a stage starts only if its
+# usual time fits), SIZES (bench sizes, default 1e6), ENS_N, FOREIGN_N (objects,
+# default 1e6), JAX_N (default "100000 1000000"), JAX_DIFFRAX_N (default 100000),
+# TESTS (pytest paths, default tests), OUT (default gpu-out). Everything lands in $OUT/results,
+# packed into $OUT/results.tar.gz at the end.
+set -u
+START=$(date +%s)
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+WHEELS=${WHEELS:-$ROOT/.whl}
+DATA=${DATA:-$ROOT/.gpu_shared}
+DEADLINE=${DEADLINE:-570}
+OUT=${OUT:-$ROOT/gpu-out}
+RES=$OUT/results
+mkdir -p "$RES"
+STAGES=${*:-probe tests bench ensembles foreign jax latency}
+
+if [ -d "$WHEELS" ] && [ ! -f /tmp/site/.installed ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site "$WHEELS"/*.whl || exit 1
+    touch /tmp/site/.installed
+fi
+export PYTHONPATH=/tmp/site:$ROOT/src:${PYTHONPATH:-}
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+[ -d "$DATA" ] && export HAPSIRA_TEST_DATA=$DATA
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$GPU" in *H200*) MACHINE=h200 ;; *H100*) MACHINE=h100 ;; *) MACHINE=gpu ;; esac
+CORES=$(nproc)
+# with the tests in the background, they get all cores but six; the timed stages get those six
+if [[ " $STAGES " == *" tests "* ]] && command -v taskset >/dev/null && [ "$CORES" -ge 12 ]; then
+    TEST_CPUS="taskset -c 0-$((CORES - 7))"; BENCH_CPUS="taskset -c $((CORES - 6))-$((CORES - 1))"
+else
+    TEST_CPUS=""; BENCH_CPUS=""
+fi
+
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+
+# stage NAME SECONDS COMMAND...: run COMMAND if SECONDS still fit before the deadline
+stage() {
+    local name=$1 need=$2 began
+    shift 2
+    if [ "$(left)" -lt "$need" ]; then
+        echo "== $name: skipped ($(left) s left, needs about $need s)" | tee -a "$RES/skipped.txt"
+        return
+    fi
+    echo "== $name ($(left) s left)"
+    began=$(date +%s)
+    timeout "$(left)" $BENCH_CPUS "$@" > "$RES/$name.log" 2>&1
+    local rc=$?
+    tail -40 "$RES/$name.log"
+    echo "== $name: exit $rc after $(($(date +%s) - began)) s" | tee -a "$RES/stages.txt"
+}
+
+TESTS_PID=
+for s in $STAGES; do
+    case $s in
+    probe)
+        {
+            nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+            python3 - <<'PY'
+import importlib, platform
+print("python", platform.python_version())
+for name in ("numpy", "numba", "numba_cuda", "scipy", "astropy", "jax", "jaxlib", "diffrax",
+             "equinox", "cupy", "cubie", "dask", "distributed", "zarr", "oem", "pytest", "xdist"):
+    try:
+        print(name, getattr(importlib.import_module(name), "__version__", "?"))
+    except Exception as error:
+        print(name, "missing:", type(error).__name__, str(error)[:120])
+try:
+    import jax
+    print("jax devices", jax.devices())
+except Exception as error:
+    print("jax devices failed:", error)
+try:
+    from numba import cuda
+    device = cuda.get_current_device()
+    print("numba-cuda device", device.name, device.compute_capability)
+except Exception as error:
+    print("numba-cuda device failed:", error)
+PY
+        } > "$RES/probe.txt" 2>&1
+        cat "$RES/probe.txt"
+        ;;
+    tests)
+        echo "== tests: in the background ($TEST_CPUS)"
+        (HAPSIRA_TARGET=cuda HAPSIRA_CACHE=0 timeout "$(left)" $TEST_CPUS python3 -m pytest -q \
+            -n 8 --dist loadfile -p no:cacheprovider -rs --durations=25 -o timeout=480 \
+            --junitxml="$RES/junit.xml" ${TESTS:-tests} > "$RES/pytest.log" 2>&1;
+         echo "exit $?" >> "$RES/pytest.log") &
+        TESTS_PID=$!
+        ;;
+    bench)
+        stage bench 100 env HAPSIRA_TARGET=cuda python3 benchmarks/bench.py \
+            --name "${MACHINE}_core" --sizes "${SIZES:-1e6}" --peers diffrax --n-ref 20 --repeat 3
+        cp "benchmarks/results/${MACHINE}_core.json" "$RES/" 2>/dev/null
+        ;;
+    ensembles)
+        stage ensembles 150 python3 benchmarks/gpu_ensembles.py --n "${ENS_N:-1000000}" --repeat 3 \
+            --n-ref 30 --timeout 170 --out "$RES/${MACHINE}_ensembles.json"
+        ;;
+    foreign)
+        stage foreign 60 env HAPSIRA_TARGET=cuda python3 benchmarks/gpu_foreign.py --n "${FOREIGN_N:-1000000}" \
+            --repeat 2 --out "$RES/${MACHINE}_foreign.json"
+        ;;
+    jax)
+        stage jax 60 python3 benchmarks/gpu_jax.py --n ${JAX_N:-100000 1000000} --diffrax-n ${JAX_DIFFRAX_N:-100000} \
+            --repeat 3 --out "$RES/${MACHINE}_jax.json"
+        ;;
+    latency)
+        stage latency 30 python3 benchmarks/latency.py --targets cuda --runs 2 \
+            --name "${MACHINE}_core"
+        cp "benchmarks/results/latency_${MACHINE}_core.json" "$RES/" 2>/dev/null
+        ;;
+    *) echo "unknown stage $s" ;;
+    esac
+done
+if [ -n "$TESTS_PID" ]; then
+    wait "$TESTS_PID"
+    echo "== tests"
+    grep -E "passed|failed|error|SKIPPED|^FAILED|^ERROR|exit " "$RES/pytest.log" | tail -40
+fi
+tar -czf "$OUT/results.tar.gz" -C "$OUT" results
+echo "== done after $(($(date +%s) - START)) s"
