@@ -12,8 +12,8 @@
 # DEADLINE (seconds from the start, default 570: a stage starts only if its
 # usual time fits), SIZES (bench sizes, default 1e6), ENS_N, FOREIGN_N (objects,
 # default 1e6), JAX_N (default "100000 1000000"), JAX_DIFFRAX_N (default 100000),
-# TESTS (pytest paths, default tests), OUT (default gpu-out). Everything lands in $OUT/results,
-# packed into $OUT/results.tar.gz at the end.
+# TESTS (pytest paths, default tests), OUT (default gpu-out). Everything lands in
+# $OUT/results.tar.gz at the end.
 set -u
 START=$(date +%s)
 cd "$(dirname "$0")/../.."
@@ -22,8 +22,9 @@ WHEELS=${WHEELS:-$ROOT/.whl}
 DATA=${DATA:-$ROOT/.gpu_shared}
 DEADLINE=${DEADLINE:-570}
 OUT=${OUT:-$ROOT/gpu-out}
-RES=$OUT/results
-mkdir -p "$RES"
+# results gathered outside $OUT, which may return only a few files: packed at the end
+RES=/tmp/hapsira-gpu/results
+rm -rf "$RES" && mkdir -p "$RES" "$OUT"
 STAGES=${*:-probe tests bench ensembles foreign jax latency}
 
 if [ -d "$WHEELS" ] && [ ! -f /tmp/site/.installed ]; then
@@ -143,5 +144,5 @@ if [ -n "$TESTS_PID" ]; then
         grep -E "passed|failed|error|SKIPPED|^FAILED|^ERROR|^exit " "$log" | tail -30
     done
 fi
-tar -czf "$OUT/results.tar.gz" -C "$OUT" results
+tar -czf "$OUT/results.tar.gz" -C "$(dirname "$RES")" results
 echo "== done after $(($(date +%s) - START)) s"
