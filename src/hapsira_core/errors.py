@@ -210,3 +210,45 @@ def _build(fn, filename, line, source, detail):
     message = (f"user function '{fn.name}' ({where}) does not compile: {what}\n\n"
                f"numba says:\n{detail}")
     return CallbackCompileError(message, fn.name, filename, line, source, detail)
+
+
+def check_returns(function, arguments, accept, expected):
+    """Call the Python function behind ``function`` on sample ``arguments``; raise
+    a `CallbackCompileError` naming it if what it returns is not ``accept``-ed.
+
+    Used after a kernel failed, to tell "returns 5 values, the state has 6"
+    instead of numba's tuple-unpacking message. Nothing is raised when the
+    call itself fails (then numba's own message is the better one).
+    """
+    fn = _Function(function)
+    if fn.py is None:
+        return
+    try:
+        result = fn.py(*arguments)
+    except Exception:  # noqa: BLE001 - not ours to judge
+        return
+    if accept(result):
+        return
+    where = f"{fn.filename}:{fn.first}" if fn.filename else "unknown place"
+    raise CallbackCompileError(f"user function '{fn.name}' ({where}) returns "
+                               f"{_describe(result)}; expected {expected}",
+                               fn.name, fn.filename, fn.first)
+
+
+def _describe(value):
+    if isinstance(value, tuple):
+        inner = ", ".join(_describe(item) if isinstance(item, tuple) else type(item).__name__
+                          for item in value)
+        return f"a tuple of {len(value)} ({inner})"
+    return f"a {type(value).__name__}"
+
+
+def is_real(value):
+    import numbers
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_state(value, n):
+    """A tuple of ``n`` real numbers."""
+    return isinstance(value, tuple) and len(value) == n and all(is_real(v) for v in value)

@@ -5,11 +5,14 @@ is ``(rr, vv)``, GM travels first in the params row (`.orbit_form`),
 times of flight start at 0, and results come back in orbit units and shapes.
 """
 
+import functools
+
 import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
 from hapsira_core.dask import any_dask
+from hapsira_core.errors import check_returns, is_real, is_state
 from hapsira_core.ivp import build, checks
 from hapsira_core.jit import is_device_array
 
@@ -140,6 +143,27 @@ def _options(f, events, max_steps, max_event_records):
     return f, events, max_steps, records
 
 
+def _params(params, n, f, events):
+    """The user's params rows, checked against what ``f`` and the events read."""
+    rows = checks.params(params, n)
+    width = checks.columns_given(params)
+    checks.params_width(width, [f] + [e.g for e in events], position=4)
+    for event in events:
+        event.check_params(rows[:, :width])
+    return rows
+
+
+def _diagnose(f, events, y0, params, t0):
+    """After a failed kernel: do ``f`` and the events' ``g`` return what they should?"""
+    rr, vv = tuple(float(v) for v in y0[0, :3]), tuple(float(v) for v in y0[0, 3:])
+    sample = (t0, rr, vv, float(params[0, 0]), params[0, 1:])
+    check_returns(f, sample, lambda r: isinstance(r, tuple) and len(r) == 2
+                  and all(is_state(part, 3) for part in r),
+                  "(drr, dvv): two tuples of 3 floats")
+    for event in events:
+        check_returns(event.g, sample, is_real, "a float (the event function's value)")
+
+
 def _problem(f, events, tofs, max_steps, records):
     """The core's `Problem` of an orbit propagation.
 
@@ -148,7 +172,7 @@ def _problem(f, events, tofs, max_steps, records):
     (`hapsira_cowell.jax`), which runs it on XLA's buffers.
     """
     return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
-                       [f] + [e.g for e in events])
+                       [f] + [e.g for e in events], functools.partial(_diagnose, f, events))
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
@@ -199,10 +223,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     tofs = _tofs(tofs)
     rtol = checks.relative_tolerance(rtol, 6)
     atol = checks.tolerance(atol, "atol", 6)
-    params = checks.params(params, n)
+    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
+    params = _params(params, n, f, events)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
     if is_device_array(r0):
         from hapsira_core.backends import backend
         y0 = backend.device_hstack(r0, v0)

@@ -20,7 +20,7 @@ from hapsira_core.cache import factory
 from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, dot, norm
 
-from .ephem import position
+from .ephem import HEADER, position
 from .orbit_form import orbit_event
 
 from .units import to_float
@@ -38,7 +38,7 @@ def with_constants(g):
     return adapted
 
 
-class Event(ivp.Event):
+class Event(ivp.EventBase):
     """A user event: ``g(t, rr, vv, k, p) -> float``, an ``hjit`` function.
 
     ``t`` s, ``rr`` km, ``vv`` km/s, ``k`` km^3/s^2, ``p`` the object's
@@ -60,6 +60,10 @@ class Event(ivp.Event):
     def constants(self):
         """Numbers handed to `device_function` as ``c``."""
         return ()
+
+    def check_params(self, params):
+        """Raise ``ValueError`` if the params rows (``(1 or N, P)``, the user's
+        columns) lack what this event reads; events that read none accept any."""
 
     def __repr__(self):
         return (f"{type(self).__name__}(terminal={self.terminal!r}, "
@@ -203,6 +207,22 @@ class EclipseEvent(Event):
     @property
     def constants(self):
         return (self.R, self.R_sun, float(self.offset), _KINDS[self.kind])
+
+    def check_params(self, params):
+        """The Sun's table (`Ephemeris.to_params()`) must be whole in every row."""
+        o, width = self.offset, params.shape[1]
+        if width < o + HEADER:
+            raise ValueError(f"params: {self!r} reads the Sun's ephemeris table at column {o} "
+                             f"(Ephemeris.to_params()), but the rows have {width} columns")
+        samples = params[:, o + 2]
+        if not np.all((samples >= 2) & (samples == np.floor(samples))):
+            raise ValueError(f"params: {self!r} expects the number of table samples in column "
+                             f"{o + 2} (an integer >= 2), got {samples[~((samples >= 2) & (samples == np.floor(samples)))][0]!r}")
+        needed = o + HEADER + 6 * int(samples.max())
+        if width < needed:
+            raise ValueError(f"params: {self!r} needs {needed} columns for its ephemeris table "
+                             f"of {int(samples.max())} samples at column {o}, but the rows "
+                             f"have {width}")
 
     def __repr__(self):
         return (f"{type(self).__name__}(R={self.R}, R_sun={self.R_sun}, offset={self.offset}, "

@@ -27,10 +27,10 @@ def to_value(value, unit, name):
         except u.UnitConversionError as error:
             raise ValueError(f"{name}: expected a quantity in {unit} or a compatible unit, "
                              f"got {value.unit}") from error
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: expected real numbers, got {type(value).__name__}") from error
+    from hapsira_core.ivp.checks import real_array
+
+    # complex, bool, text and masked input is refused, never silently converted
+    return real_array(value, name)
 
 
 def to_float(value, unit, name):

@@ -1,16 +1,18 @@
 """``solve_ivp``: scipy's explicit Runge-Kutta methods for N objects at once."""
 
+import functools
 import math
 
 import numpy as np
 
 from ..cache import factory
+from ..errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
-__all__ = ["solve_ivp", "Event", "IVPResult", "ObjectResult", "Problem", "integrate"]
+__all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
 
 
 def _terminal_count(terminal):
@@ -40,12 +42,14 @@ def with_constants(g):
     return event
 
 
-class Event:
-    """An event: a zero of ``g(t, y, p) -> float``, an ``hjit`` function.
+class EventBase:
+    """What every event has: ``g``, ``terminal`` and ``direction``, checked.
 
     As in ``scipy.integrate.solve_ivp``: ``direction`` +1 counts only upward
     crossings, -1 only downward, 0 both; ``terminal`` True stops the object
-    at the first occurrence, an int n at the n-th, False never.
+    at the first occurrence, an int n at the n-th, False never. Subclasses
+    say how the loop calls ``g`` (`device_function`, ``g(t, y, p, c)``) and
+    which numbers it gets as ``c`` (`constants`).
     """
 
     def __init__(self, g, terminal=False, direction=0):
@@ -55,6 +59,11 @@ class Event:
         self.terminal = terminal
         self.max_occurrences = _terminal_count(terminal)
         self.direction = _direction(direction)
+
+
+class Event(EventBase):
+    """An event of `solve_ivp()`: a zero of ``g(t, y, p) -> float``, an ``hjit``
+    function; see `EventBase` for ``terminal`` and ``direction``."""
 
     @property
     def device_function(self):
@@ -84,7 +93,7 @@ class Problem:
     """
 
     def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
-                 user_functions):
+                 user_functions, diagnose=None):
         self.method, self.fun, self.n = method, fun, n
         self.events = tuple(events)
         self.n_events = len(self.events)
@@ -94,6 +103,8 @@ class Problem:
         self.y_records = y_records if self.n_events else 0
         self.max_steps = max_steps
         self.user_functions = user_functions
+        #: ``diagnose(y0, params, t0)``: run when the kernel fails, raises a clearer error
+        self.diagnose = diagnose
         self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events))
 
     def shared_inputs(self, t0, tf, rtol, atol):
@@ -144,13 +155,17 @@ class Problem:
         memory.check(shapes, y0.shape[0], self.t_eval.size)
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
+        diagnose = None
+        if self.diagnose is not None and isinstance(y0, np.ndarray) and len(y0):
+            def diagnose():
+                self.diagnose(y0, params, t0)
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
-                  self.user_functions)
+                  self.user_functions, diagnose)
         return self.trim(outputs)
 
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
-              records, y_records, user_functions):
+              records, y_records, user_functions, diagnose=None):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
@@ -159,7 +174,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
     """
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
-                      user_functions)
+                      user_functions, diagnose)
     return problem.run(y0, params, t0, tf, rtol, atol)
 
 
@@ -183,6 +198,16 @@ def _times(t_span, t_eval):
     if np.any(direction * np.diff(times) < 0):
         raise ValueError("t_eval: expected times sorted in the direction of integration")
     return t0, tf, times
+
+
+def _diagnose(fun, events, y0, params, t0):
+    """After a failed kernel: does each user function return what the loop expects?"""
+    n = y0.shape[1]
+    sample = (t0, tuple(float(v) for v in y0[0]), params[0])
+    check_returns(fun, sample, lambda r: is_state(r, n),
+                  f"a tuple of {n} floats, one per state component")
+    for event in events:
+        check_returns(event.g, sample, is_real, "a float (the event function's value)")
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -236,14 +261,18 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _times(t_span, t_eval)
     rtol = checks.relative_tolerance(rtol, n)
     atol = checks.tolerance(atol, "atol", n)
+    params_given = params
     params = checks.params(params, n_objects)
     events = checks.event_list(events, Event)
     max_steps = checks.integer(max_steps, "max_steps", 1)
     records = checks.integer(max_event_records, "max_event_records", 0)
     if not callable(fun):
         raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    checks.params_width(checks.columns_given(params_given),
+                        [fun] + [e.g for e in events], position=2)
     raw = integrate(solver.name, fun, y0, t0, tf, times, rtol, atol, params, events,
-                    max_steps, records, records, [fun] + [e.g for e in events])
+                    max_steps, records, records, [fun] + [e.g for e in events],
+                    functools.partial(_diagnose, fun, events))
     return IVPResult(times, raw, single)
 
 

@@ -9,7 +9,7 @@ that new numbers never recompile.
 import numpy as np
 
 from .. import cache
-from ..errors import user_function_error
+from ..errors import CallbackCompileError, user_function_error
 from ..fingerprint import fingerprint
 from ..jit import TARGET, Arg, ObjectKernel, hjit, switch
 from ..backends import backend
@@ -93,12 +93,18 @@ def _recipe(method, n, keep, fun, event_functions):
     return key, prelude
 
 
-def run(kernel, arrays, user_functions):
+def run(kernel, arrays, user_functions, diagnose=None):
     """Call ``kernel`` on ``arrays``; a compile error in a user function is told
-    in the user's terms (`CallbackCompileError`)."""
+    in the user's terms (`CallbackCompileError`). ``diagnose()``, run first
+    when the kernel fails, may raise a clearer error (what a function returns)."""
     try:
         kernel(*arrays)
     except Exception as exc:
+        if diagnose is not None:
+            try:
+                diagnose()
+            except CallbackCompileError as error:
+                raise error from exc
         if not type(exc).__module__.startswith("numba"):
             raise
         error = user_function_error(exc, user_functions)

@@ -14,10 +14,16 @@ from .state import MAX_N
 EPS = np.finfo(np.float64).eps
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (text, complex, bool, a masked array, a
+    Quantity where plain numbers belong): a ``TypeError``, and a ``ValueError``
+    as bad arguments were before these checks told them apart."""
+
+
 def real_array(value, name, what="real numbers"):
     """``value`` as a float64 array; complex, bool, text, object and masked input refused."""
     if isinstance(value, np.ma.MaskedArray):
-        raise TypeError(f"{name}: expected {what}, got a masked array (fill or drop the "
+        raise ArgumentTypeError(f"{name}: expected {what}, got a masked array (fill or drop the "
                         "masked values first)")
     try:
         array = np.asarray(value)
@@ -27,7 +33,7 @@ def real_array(value, name, what="real numbers"):
         kind = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes",
                 "O": "objects (ragged rows or mixed types?)", "M": "datetimes",
                 "m": "timedeltas"}.get(array.dtype.kind, f"dtype {array.dtype}")
-        raise TypeError(f"{name}: expected {what}, got {kind}")
+        raise ArgumentTypeError(f"{name}: expected {what}, got {kind}")
     return np.array(array, dtype=np.float64, order="C")
 
 
@@ -67,10 +73,29 @@ def relative_tolerance(value, n, stacklevel=3):
     return rtol
 
 
+def _has_unit(value):
+    if hasattr(value, "unit") and hasattr(value, "to_value"):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_unit(item) for item in value)
+    return False
+
+
 def params(value, n_objects):
-    """``(1, P)`` shared or ``(N, P)`` per-object params rows (at least one column)."""
+    """``(1, P)`` shared or ``(N, P)`` per-object params rows (at least one column).
+
+    Quantities are refused: a params row is plain numbers in the units the
+    functions reading it expect, and dropping a unit silently (m^2/kg read as
+    km^2/kg) gives wrong answers with a success status.
+    """
     if value is None:
         return np.zeros((1, 1))
+    if _has_unit(value):
+        unit = getattr(value, "unit", None)
+        raise ArgumentTypeError(f"params: expected plain numbers in the units the functions reading "
+                        f"them use (km, s, kg for the built-ins), got a Quantity"
+                        f"{f' in {unit}' if unit is not None else ''}: convert it first, "
+                        "e.g. area_to_mass.to_value(u.km**2 / u.kg)")
     array = real_array(value, "params")
     if array.ndim == 1:
         array = array[None, :]
@@ -80,6 +105,58 @@ def params(value, n_objects):
     if array.shape[1] == 0:
         array = np.zeros((array.shape[0], 1))
     return array
+
+
+def columns_read(function, position):
+    """``(largest constant index + 1, line)`` with which ``function`` reads its
+    argument at ``position`` (``p[5]`` -> 6), or ``(0, None)``.
+
+    Read from the bytecode of the Python function behind an hjit dispatcher:
+    constant subscripts only (``p[i]`` with a computed ``i`` is not seen).
+    """
+    import dis
+
+    py = getattr(function, "py_func", function)
+    code = getattr(py, "__code__", None)
+    if code is None or position >= code.co_argcount:
+        return 0, None
+    name = code.co_varnames[position]
+    instructions = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "NOP")]
+    found, line = 0, None
+    current = None
+    for a, b, c in zip(instructions, instructions[1:], instructions[2:]):
+        if a.starts_line:
+            current = a.starts_line
+        if (a.opname.startswith("LOAD_FAST") and a.argval == name and b.opname == "LOAD_CONST"
+                and isinstance(b.argval, int) and not isinstance(b.argval, bool)
+                and c.opname == "BINARY_SUBSCR" and b.argval + 1 > found):
+            found, line = b.argval + 1, current
+    return found, line
+
+
+def columns_given(value):
+    """Columns of the params rows the user gave (0 for none); call after `params()`."""
+    if value is None:
+        return 0
+    shape = np.shape(np.asarray(value, dtype=np.float64))
+    return shape[-1] if shape else 1
+
+
+def params_width(value_width, functions, position, offset=0):
+    """Refuse params rows narrower than what ``functions`` read at ``position``.
+
+    ``value_width``: columns the user gave (0 for none); ``offset``: columns the
+    front puts before the user's (cowell: GM).
+    """
+    for function in functions:
+        needed, line = columns_read(function, position)
+        if needed > value_width:
+            py = getattr(function, "py_func", function)
+            where = f"{py.__code__.co_filename}:{line}" if line else py.__code__.co_filename
+            raise ValueError(f"params: {getattr(py, '__qualname__', py)} ({where}) reads "
+                             f"p[{needed - 1}], but the params rows have {value_width} "
+                             f"column{'s' if value_width != 1 else ''}; expected at least "
+                             f"{needed}")
 
 
 def integer(value, name, minimum):

@@ -73,7 +73,10 @@ def make_initial_step(ops, error_estimator_order, fun):
             h1 = max(1e-6, h0 * 1e-3)
         else:
             h1 = (0.01 / max(d1, d2)) ** exponent
-        return min(100.0 * h0, h1, interval)
+        h = min(100.0 * h0, h1, interval)
+        # A component with a zero error scale (atol = 0 where y is 0) gives d1 = inf,
+        # then 0/0: scipy's rules end at 0 there, and `step` raises 0 to its minimum.
+        return h if h >= 0.0 else 0.0
 
     return initial_step
 

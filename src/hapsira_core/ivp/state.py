@@ -49,10 +49,12 @@ def _sources(n):
         + "    return " + " + ".join(f"q{i} * q{i}" for i in idx) + "\n",
         "inverse": f"def inverse(x):\n    return {_tuple([f'1.0 / x[{i}]' for i in idx])}\n",
         # atol + max(|y|, |y_new|) * rtol (Hairer II.4, eq. 4.10); the tolerances are
-        # read from the row here, where they are needed, not carried through a step
+        # read from the row here, where they are needed, not carried through a step.
+        # Never below the smallest normal float: with atol = 0 a component that is
+        # exactly 0 would make 0/0 (scipy fails there); an error in it still rejects.
         "error_scale": "def error_scale(y, y_new, tol, start):\n    return " + _tuple(
-            [f"tol[start + {n + i}] + max(abs(y[{i}]), abs(y_new[{i}])) * tol[start + {i}]"
-             for i in idx]) + "\n",
+            [f"max(tol[start + {n + i}] + max(abs(y[{i}]), abs(y_new[{i}])) * tol[start + {i}],"
+             f" 2.2250738585072014e-308)" for i in idx]) + "\n",
     }
     return sources
 

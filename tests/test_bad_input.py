@@ -1,0 +1,184 @@
+"""No silent wrong answers: each careless input gets a named error or the right result."""
+
+import math
+
+import numpy as np
+import pytest
+from astropy import units as u
+from scipy.integrate import solve_ivp as scipy_solve_ivp
+
+from hapsira_core.errors import CallbackCompileError
+from hapsira_core.ivp import Event as IVPEvent
+from hapsira_core.ivp import solve_ivp
+from hapsira_core.jit import hjit
+from hapsira_cowell import cowell
+from hapsira_cowell.ephem import Ephemeris
+from hapsira_cowell.events import Event, LithobrakeEvent, NodeCrossEvent, PenumbraEvent, UmbraEvent
+from hapsira_cowell.perturbations import atmospheric_drag_exponential, two_body
+
+from reference import K_EARTH, R_EARTH, varied_orbits
+
+R0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
+V0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
+TOFS = [600.0, 1800.0]
+
+
+@hjit
+def drag_from_row(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    a = atmospheric_drag_exponential(t, rr, vv, k, R_EARTH, p[0], p[1], 60.0, 1e-3)
+    return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
+
+
+def test_params_as_a_quantity_is_refused_not_stripped_of_its_unit():
+    with pytest.raises(TypeError, match=r"params: expected plain numbers .* Quantity in m2 / kg"):
+        cowell(K_EARTH, R0, V0, TOFS, f=drag_from_row, params=[2.2, 0.01] * u.m ** 2 / u.kg)
+    with pytest.raises(TypeError, match="params: expected plain numbers"):
+        cowell(K_EARTH, R0, V0, TOFS, f=drag_from_row, params=[2.2, 0.01 * u.m ** 2 / u.kg])
+
+
+@hjit
+def reads_sixth(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    return drr, (dvv[0] * p[5], dvv[1], dvv[2])
+
+
+@hjit
+def g_reads_third(t, rr, vv, k, p):
+    return rr[2] - p[2]
+
+
+def test_functions_reading_past_the_params_row_are_refused_up_front():
+    with pytest.raises(ValueError, match=r"params: reads_sixth \(.*test_bad_input.py:\d+\) "
+                                         r"reads p\[5\], but the params rows have 1 column"):
+        cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[1.0])
+    with pytest.raises(ValueError, match=r"reads p\[5\], but the params rows have 0 columns"):
+        cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth)
+    with pytest.raises(ValueError, match=r"g_reads_third .* reads p\[2\]"):
+        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[Event(g_reads_third)])
+    # wide enough: it runs, and p[5] is the user's sixth number (GM is not in the way)
+    res = cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[0, 0, 0, 0, 0, 1.0])
+    plain = cowell(K_EARTH, R0, V0, TOFS)
+    np.testing.assert_allclose(res.rr, plain.rr, rtol=1e-13)
+
+
+@hjit
+def lotka(t, y, p):
+    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+
+
+def test_solve_ivp_checks_the_params_row_too():
+    with pytest.raises(ValueError, match=r"lotka .* reads p\[3\], but the params rows have 2"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1.0, 2.0])
+    with pytest.raises(TypeError, match="params: expected plain numbers"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1.0, 2.0, 3.0, 4.0] * u.s)
+
+
+def test_eclipse_events_need_their_whole_ephemeris_table():
+    from astropy.time import Time
+    table = Ephemeris.from_body("sun", Time("2026-01-01"), 0.0, 3600.0).to_params()
+    umbra = UmbraEvent(R_EARTH, 695700.0, offset=2)
+    with pytest.raises(ValueError, match=r"params: UmbraEvent.* reads the Sun's ephemeris table "
+                                         r"at column 2"):
+        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[umbra])
+    with pytest.raises(ValueError, match=r"needs \d+ columns for its ephemeris table"):
+        cowell(K_EARTH, R0, V0, TOFS, params=np.concatenate([[1.0, 2.0], table[:-6]]),
+               events=[umbra])
+    damaged = table.copy()
+    damaged[2] = 1.5  # the sample count
+    with pytest.raises(ValueError, match="number of table samples in column 4"):
+        cowell(K_EARTH, R0, V0, TOFS, params=np.concatenate([[1.0, 2.0], damaged]),
+               events=[PenumbraEvent(R_EARTH, 695700.0, offset=2)])
+    res = cowell(K_EARTH, R0, V0, TOFS, params=np.concatenate([[1.0, 2.0], table]),
+                 events=[umbra])
+    assert (res.status == 0).all()
+
+
+def test_zero_absolute_tolerance_with_a_zero_component_integrates():
+    """A planar orbit (z = vz = 0 throughout) with atol = 0: 0/0 in the error norm made
+    it fail at once; it integrates as scipy does with the smallest atol."""
+    r0, v0 = np.array([7000.0, 1000.0, 0.0]), np.array([-1.0, 7.4, 0.0])
+    res = cowell(K_EARTH, r0, v0, [3000.0], atol=0.0, rtol=1e-10)
+    assert res.status == 0
+    reference = scipy_solve_ivp(
+        lambda t, y: np.concatenate([y[3:], -K_EARTH * y[:3] / np.linalg.norm(y[:3]) ** 3]),
+        (0.0, 3000.0), np.concatenate([r0, v0]), method="DOP853", rtol=1e-10, atol=1e-300)
+    assert res.nsteps == len(reference.t) - 1
+    np.testing.assert_allclose(res.rr[-1], reference.y[:3, -1], rtol=1e-12)
+    assert res.rr[-1, 2] == 0.0 and res.vv[-1, 2] == 0.0
+
+
+@pytest.mark.parametrize("r0, match", [
+    (R0 + 0j, "r0: expected real numbers, got complex"),
+    (R0 > 0, "r0: expected real numbers, got booleans"),
+    (R0.astype(str), "r0: expected real numbers, got text"),
+    (np.ma.masked_array(R0, mask=R0 < 0), "r0: .* masked array"),
+])
+def test_states_of_the_wrong_kind_are_refused(r0, match):
+    with pytest.raises(TypeError, match=match):
+        cowell(K_EARTH, r0, V0, TOFS)
+
+
+@pytest.mark.parametrize("params, match", [
+    ([[1.0, 2.0], [3.0]], "params: expected real numbers in a regular array"),
+    (["a", "b"], "params: expected real numbers, got text"),
+])
+def test_ragged_or_text_params_name_the_argument(params, match):
+    with pytest.raises(ValueError, match=match):
+        cowell(K_EARTH, R0, V0, TOFS, params=params)
+
+
+def test_a_single_event_is_taken_as_a_list_of_one():
+    one = cowell(K_EARTH, R0, V0, [4000.0], events=NodeCrossEvent())
+    listed = cowell(K_EARTH, R0, V0, [4000.0], events=[NodeCrossEvent()])
+    np.testing.assert_array_equal(one.t_events[0], listed.t_events[0])
+    assert (one.n_events > 0).all()
+
+
+@hjit
+def five_components(t, rr, vv, k, p):
+    return rr, (vv[0], vv[1])
+
+
+@hjit
+def three_of_two(t, y, p):
+    return (y[1], -y[0], 0.0)
+
+
+@pytest.mark.parametrize("call, name, match", [
+    (lambda: cowell(K_EARTH, R0, V0, TOFS, f=five_components), "five_components",
+     r"returns a tuple of 2 \(a tuple of 3 .*, a tuple of 2 .*\); expected \(drr, dvv\)"),
+    (lambda: solve_ivp(three_of_two, (0.0, 1.0), [1.0, 0.0]), "three_of_two",
+     r"returns a tuple of 3 .*; expected a tuple of 2 floats"),
+])
+def test_wrong_return_shapes_name_the_users_function(call, name, match):
+    with pytest.raises(CallbackCompileError, match=rf"user function '{name}' .*{match}"):
+        call()
+
+
+@hjit
+def altitude_2000(t, rr, vv, k, p):
+    return math.sqrt(rr[0] ** 2 + rr[1] ** 2 + rr[2] ** 2) - R_EARTH - 2000.0
+
+
+@hjit
+def altitude_2000_twice(t, rr, vv, k, p):
+    return 2.0 * (math.sqrt(rr[0] ** 2 + rr[1] ** 2 + rr[2] ** 2) - R_EARTH - 2000.0)
+
+
+def test_a_terminal_event_first_hides_a_later_listed_one_at_the_same_instant():
+    r0, v0 = varied_orbits()["eccentric"]
+    first = cowell(K_EARTH, r0, v0, [20000.0],
+                   events=[Event(altitude_2000, terminal=True), Event(altitude_2000_twice)])
+    assert first.status == 1
+    assert first.n_events.tolist() == [1, 0] and np.isnan(first.t_events[1]).all()
+    second = cowell(K_EARTH, r0, v0, [20000.0],
+                    events=[Event(altitude_2000_twice), Event(altitude_2000, terminal=True)])
+    assert second.n_events.tolist() == [1, 1]
+    assert second.t_events[0][0] == pytest.approx(second.t_events[1][0], abs=1e-9)
+
+
+def test_solve_ivp_events_of_the_wrong_kind_name_themselves():
+    with pytest.raises(ValueError, match=r"events\[0\]: expected an hapsira_core.ivp.api.Event"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1, 1, 1, 1], events=[LithobrakeEvent(1.0)])
+    assert isinstance(IVPEvent(lotka), IVPEvent)
