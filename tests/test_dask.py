@@ -158,13 +158,16 @@ def test_cowell_dask_is_bit_identical_to_one_process(client, cloud):
     assert {w: i["compiled"] for w, i in client.run(worker_info).items()} == compiled
 
 
-def test_cowell_dask_single_object_and_shared_params(client, cloud):
+def test_cowell_dask_single_object_and_shared_params(client, cloud, tmp_path):
     r0, v0, _, _ = cloud
     ref = cowell(K_EARTH, r0[3], v0[3], TOFS, f=two_body_j2, params=J2, events=EVENTS)
     res = cowell(K_EARTH, da.from_array(r0[3]), v0[3], TOFS, f=two_body_j2,
                  params=da.from_array(np.array(J2)), events=EVENTS)
     assert res.rr.shape == (TOFS.size, 3)
     same_cowell(res.compute(), ref)
+    group = res.to_zarr(tmp_path / "one.zarr")
+    same_bits(group["rr"][...], ref.rr)
+    same_bits(group["status"][...], ref.status)
 
 
 def test_cowell_dask_bad_input_is_named(cloud):

@@ -344,6 +344,9 @@ class DaskResult:
             if not is_dask_array(array):
                 group.create_array(name, data=np.asarray(array))
                 continue
+            if array.ndim == 0:  # one object's status, nfev...: one number
+                group.create_array(name, data=np.asarray(array.compute(retries=retries)))
+                continue
             if 0 in array.shape:
                 group.create_array(name, shape=array.shape, dtype=array.dtype)
                 continue
