@@ -38,7 +38,7 @@ STATUS_MESSAGES = {
 _KERNELS = build.KERNELS
 
 
-class CowellResult:
+class CowellResult(ivp.Statuses):
     """What `cowell()` returns.
 
     ``rr``, ``vv``: states at ``tofs``, ``(N, M, 3)`` km and km/s (NaN where
@@ -49,6 +49,8 @@ class CowellResult:
     shape ``(3,)``) the leading N axis is dropped everywhere.
     """
 
+    MESSAGES = STATUS_MESSAGES
+
     def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps):
         self.rr = rr
         self.vv = vv
@@ -57,23 +59,6 @@ class CowellResult:
         self.n_events = n_events
         self.nfev = nfev
         self.nsteps = nsteps
-
-    @property
-    def success(self):
-        """True where the object reached the last time or a terminal event."""
-        return np.asarray(self.status) >= 0
-
-    def messages(self):
-        """The meaning of each object's status (a list, or a str for one object)."""
-        status = np.asarray(self.status)
-        if status.ndim == 0:
-            return STATUS_MESSAGES[int(status)]
-        return [STATUS_MESSAGES[int(s)] for s in status]
-
-    def __repr__(self):
-        status = np.atleast_1d(self.status)
-        counts = {int(s): int((status == s).sum()) for s in np.unique(status)}
-        return f"CowellResult(objects={status.size}, status counts={counts})"
 
 
 def _state(value, name, unit):

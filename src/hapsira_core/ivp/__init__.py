@@ -8,7 +8,8 @@ arithmetic per dimension (`.state`), step-size control
 (`.loop`), row layouts (`.layout`) and kernels (`.build`).
 """
 
-from .api import Event, EventBase, IVPResult, ObjectResult, Problem, integrate, solve_ivp  # noqa: F401
+from .api import (  # noqa: F401
+    Event, EventBase, IVPResult, ObjectResult, Problem, Statuses, integrate, solve_ivp)
 from .layout import (  # noqa: F401
     BAD_INITIAL_STATE,
     MAX_STEPS,

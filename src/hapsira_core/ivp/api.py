@@ -276,7 +276,32 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     return IVPResult(times, raw, single)
 
 
-class IVPResult:
+class Statuses:
+    """Per-object status codes and what they mean: ``success``, ``messages()``
+    and a summary ``repr``, for the result classes of every front."""
+
+    #: What each ``status`` code means (a front may word them for its users).
+    MESSAGES = STATUS_MESSAGES
+
+    @property
+    def success(self):
+        """True where the object reached the end or a terminal event."""
+        return np.asarray(self.status) >= 0
+
+    def messages(self):
+        """The meaning of each object's status (a list, or a str for one object)."""
+        status = np.asarray(self.status)
+        if status.ndim == 0:
+            return self.MESSAGES[int(status)]
+        return [self.MESSAGES[int(s)] for s in status]
+
+    def __repr__(self):
+        status = np.atleast_1d(self.status)
+        counts = {int(s): int((status == s).sum()) for s in np.unique(status)}
+        return f"{type(self).__name__}(objects={status.size}, status counts={counts})"
+
+
+class IVPResult(Statuses):
     """What `solve_ivp()` returns, for N objects.
 
     ``t`` ``(M,)``; ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
@@ -308,18 +333,6 @@ class IVPResult:
             self.y_events = [y[0] for y in self.y_events]
             self.n_events = self.n_events[0]
 
-    @property
-    def success(self):
-        """True where the object reached ``tf`` or a terminal event."""
-        return np.asarray(self.status) >= 0
-
-    def messages(self):
-        """The meaning of each object's status (a list, or a str for one object)."""
-        status = np.asarray(self.status)
-        if status.ndim == 0:
-            return STATUS_MESSAGES[int(status)]
-        return [STATUS_MESSAGES[int(s)] for s in status]
-
     def __len__(self):
         return 1 if self.single else len(self.status)
 
@@ -329,11 +342,6 @@ class IVPResult:
                 raise IndexError(f"one object, index {i}")
             return ObjectResult(self, None)
         return ObjectResult(self, range(len(self.status))[i])
-
-    def __repr__(self):
-        status = np.atleast_1d(self.status)
-        counts = {int(s): int((status == s).sum()) for s in np.unique(status)}
-        return f"IVPResult(objects={status.size}, status counts={counts})"
 
 
 class ObjectResult:
