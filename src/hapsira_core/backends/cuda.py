@@ -71,7 +71,10 @@ class ObjectKernel(kernel.ObjectKernel):
         options = {"cache": cached}
         if settings.CUDA_MAX_REGISTERS and not SIMULATOR:
             options["max_registers"] = settings.CUDA_MAX_REGISTERS
-        return cuda.jit(function, **options)
+        dispatcher = cuda.jit(function, **options)
+        if cached:
+            _keep_linked_kernels_in_memory(dispatcher)
+        return dispatcher
 
     def _run(self, compiled, arrays):
         self._launch(compiled, arrays)
@@ -163,6 +166,25 @@ class ObjectKernel(kernel.ObjectKernel):
             }
             for sig, k in self._compiled.overloads.items()
         }
+
+
+def _keep_linked_kernels_in_memory(dispatcher):
+    """Skip saving a kernel that links other code (a C function of
+    `hapsira_core.foreign`): numba-cuda cannot pickle it and would raise after
+    compiling it. Such a kernel runs from memory; each new process compiles it."""
+    save = dispatcher._cache.save_overload
+
+    def save_overload(sig, kernel):
+        linked = getattr(getattr(kernel, "library", None), "_linking_files", ())
+        if any(not getattr(f, "nrt", False) for f in linked):  # numba's own NRT pickles
+            return
+        try:
+            save(sig, kernel)
+        except RuntimeError as error:  # another numba-cuda's wording of the same refusal
+            if "linking files" not in str(error):
+                raise
+
+    dispatcher._cache.save_overload = save_overload
 
 
 def is_device_array(value):
