@@ -430,6 +430,13 @@ def test_platform_not_matching_the_target_is_a_clear_error(monkeypatch):
                            match="solve_ivp kernel cannot run here: HAPSIRA_TARGET=cuda"):
             jax.jit(lambda y: jax_ivp(y))(Y0)
         return
+    if settings.TARGET == "cuda":  # a real GPU: the kernel called with inputs on the CPU
+        cpu = jax.devices("cpu")[0]
+        with pytest.raises(jax.errors.JaxRuntimeError,
+                           match="HAPSIRA_TARGET=cuda and runs on JAX's GPU platform, but this "
+                                 "program runs on the CPU"):
+            jax.block_until_ready(jax.jit(lambda y: jax_ivp(y))(jax.device_put(Y0, cpu)))
+        return
     # The handler the kernel registered for the GPU platform, here registered on
     # the CPU under another name, refuses and says what to do.
     refusal = ivp_kernel()._handlers[1]
@@ -452,7 +459,9 @@ def test_buffers_of_other_shapes_are_refused_not_overrun():
     shapes[0] = (IVP_N, T_EVAL.size + 5, 2)  # more output times than t_eval: would overrun
     outputs = [jax.ShapeDtypeStruct(shape, a.dtype) for shape, a in zip(shapes, kernel.outputs)]
     with pytest.raises(jax.errors.JaxRuntimeError, match="do not agree"):
-        jax.ffi.ffi_call(kernel.name, outputs)(*[jnp.asarray(x) for x in inputs])
+        # blocked on: a GPU reports the handler's error when the call has run
+        jax.block_until_ready(
+            jax.ffi.ffi_call(kernel.name, outputs)(*[jnp.asarray(x) for x in inputs]))
 
 
 def _python(code, **env):
