@@ -6,7 +6,8 @@
 # workload at 1e6 with diffrax, benchmarks/bench.py), ensembles (Van der Pol
 # and Lotka-Volterra at 1e6: ours, CuBIE, diffrax), foreign (C linked into a
 # kernel vs its hjit twin, two processes), jax (inside jax.jit vs diffrax),
-# latency (first result in a new process, cold and warm cache).
+# latency (first result in a new process, cold and warm cache), cache (what a
+# new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage).
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once), DATA (default .gpu_shared: the debris catalogs),
 # DEADLINE (seconds from the start, default 570: a stage starts only if its
@@ -97,10 +98,13 @@ PY
         # -n 8 --dist loadfile, with the longest file (100 warm processes in a row) given
         # its own process from the start rather than queued behind another file
         echo "== tests: in the background ($TEST_CPUS)"
+        # (TESTS and TEST_K, a -k expression, select a part: then one -n 8 run)
         LONG=tests/test_disk_cache.py
+        if [ -n "${TESTS:-}" ]; then SELECT=(-n 8 ${TEST_K:+-k "$TEST_K"} $TESTS); else
+            SELECT=(-n 7 --ignore=$LONG tests); fi
         (HAPSIRA_TARGET=cuda HAPSIRA_CACHE=0 timeout "$(left)" $TEST_CPUS python3 -m pytest -q \
-            -n 7 --dist loadfile -p no:cacheprovider -rs --durations=25 -o timeout=480 \
-            --junitxml="$RES/junit.xml" --ignore=$LONG ${TESTS:-tests} > "$RES/pytest.log" 2>&1;
+            --dist loadfile -p no:cacheprovider -rs --durations=25 -o timeout=480 \
+            --junitxml="$RES/junit.xml" "${SELECT[@]}" > "$RES/pytest.log" 2>&1;
          echo "exit $?" >> "$RES/pytest.log") &
         TESTS_PID=$!
         if [ -z "${TESTS:-}" ]; then
@@ -112,9 +116,10 @@ PY
         fi
         ;;
     bench)
-        stage bench 100 env HAPSIRA_TARGET=cuda python3 benchmarks/bench.py \
-            --name "${MACHINE}_core" --sizes "${SIZES:-1e6}" --peers diffrax --n-ref 20 --repeat 3
-        cp "benchmarks/results/${MACHINE}_core.json" "$RES/" 2>/dev/null
+        stage bench 40 env HAPSIRA_TARGET=cuda python3 benchmarks/bench.py \
+            --name "${MACHINE}_core${BENCH_TAG:-}" --sizes "${SIZES:-1e6}" \
+            --variants "${VARIANTS:-j2,drag}" --peers "${PEERS:-diffrax}" --n-ref 20 --repeat 3
+        cp "benchmarks/results/${MACHINE}_core${BENCH_TAG:-}.json" "$RES/" 2>/dev/null
         ;;
     ensembles)
         stage ensembles 150 python3 benchmarks/gpu_ensembles.py --n "${ENS_N:-1000000}" --repeat 3 \
@@ -122,11 +127,15 @@ PY
         ;;
     foreign)
         stage foreign 60 env HAPSIRA_TARGET=cuda python3 benchmarks/gpu_foreign.py --n "${FOREIGN_N:-1000000}" \
-            --repeat 2 --out "$RES/${MACHINE}_foreign.json"
+            --repeat "${FOREIGN_REPEAT:-2}" --out "$RES/${MACHINE}_foreign.json"
         ;;
     jax)
         stage jax 60 python3 benchmarks/gpu_jax.py --n ${JAX_N:-100000 1000000} --diffrax-n ${JAX_DIFFRAX_N:-100000} \
             --repeat 3 --out "$RES/${MACHINE}_jax.json"
+        ;;
+    cache)
+        stage cache 60 env HAPSIRA_TARGET=cuda python3 ci/gpu/cache_check.py --runs 3 \
+            --out "$RES/${MACHINE}_cache_check.json"
         ;;
     latency)
         stage latency 30 python3 benchmarks/latency.py --targets cuda --runs 2 \
