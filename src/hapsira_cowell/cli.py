@@ -20,8 +20,7 @@ import time
 __all__ = ["main", "parse_duration", "parse_perturbations", "build_rhs", "read_catalog",
            "demo_cloud", "UsageError", "K_EARTH", "R_EARTH", "PERTURBATIONS"]
 
-PROG = "hapsira-cowell"
-TARGETS = ("cpu", "parallel", "cuda")
+from .process import PROG, TARGETS, requested_target, select_target
 
 # Names this module has always offered, now defined in the library modules; imported
 # on first use (PEP 562) so that importing the command line fixes no target.
@@ -170,60 +169,6 @@ def _validate(args):
         writers.check_plot_output(args.out, "--out")
 
 
-_RERUN = "HAPSIRA_CLI_RERUN"
-_CHILD = """\
-import sys
-try:
-    import hapsira_core
-except (ValueError, RuntimeError) as error:
-    print(f"{prog}: error: {{error}}", file=sys.stderr)
-    sys.exit(2)
-from hapsira_cowell.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def _requested_target(argv):
-    """The valid ``--target`` of the command line, or None (argparse reports a bad one)."""
-    class Quiet(argparse.ArgumentParser):
-        def error(self, message):
-            raise ValueError(message)
-    pre = Quiet(add_help=False)
-    pre.add_argument("--target")
-    try:
-        target = pre.parse_known_args(argv)[0].target
-    except ValueError:
-        return None
-    return target if target in TARGETS else None
-
-
-def _select_target(target, argv):
-    """Set HAPSIRA_TARGET before hapsira_core is imported; return an exit status if this
-    run went to a fresh process (the target was already fixed here), else None."""
-    if target is None:
-        return None
-    settings = sys.modules.get("hapsira_core.settings")
-    if settings is None:
-        os.environ["HAPSIRA_TARGET"] = target
-        return None
-    if settings.TARGET == target:
-        return None
-    if os.environ.get(_RERUN) == target:
-        raise _lib("inputs").UsageError(f"--target {target}: this process is already set up "
-                                        f"for {settings.TARGET} and running again did not help")
-    # A child process rather than exec: main() may be called from a user's own
-    # Python process, which must survive it.
-    import subprocess
-    env = dict(os.environ, HAPSIRA_TARGET=target, **{_RERUN: target})
-    command = [sys.executable, "-c", _CHILD.format(prog=PROG), *argv]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        return subprocess.call(command, env=env)
-    except KeyboardInterrupt:
-        return 130
-
-
 def _open_client(scheduler):
     """The Dask client of ``--scheduler`` (`hapsira_cowell.dask.open_client`)."""
     try:
@@ -294,7 +239,7 @@ def main(argv=None):
     try:
         # The environment first, before even --help: a bad HAPSIRA_TARGET (or cuda
         # without a GPU) is one line and exit 2, whatever the command.
-        status = _select_target(_requested_target(argv), argv)
+        status = select_target(requested_target(argv), argv)
         if status is not None:
             return status
         try:
