@@ -179,7 +179,10 @@ def load_module(key, source):
             remove(name)
         _write_atomically(path, text)
     else:
-        os.utime(path)  # recently used: pruned last
+        # recently used, so pruned last: the access time says so. The modification
+        # time stays, since numba-cuda takes it as the source's stamp and would
+        # find its index stale (and recompile) in every process after a touch.
+        os.utime(path, ns=(time.time_ns(), os.stat(path).st_mtime_ns))
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -231,7 +234,7 @@ def entries():
         files = _entry_files(name)
         try:
             size = sum(os.path.getsize(f) for f in files)
-            used = max(os.path.getmtime(f) for f in files)
+            used = max(max(os.path.getatime(f), os.path.getmtime(f)) for f in files)
         except (OSError, ValueError):
             continue  # removed meanwhile by another process
         found.append((name, size, used))
