@@ -1,8 +1,8 @@
 """The on-disk kernel cache across processes: warm starts, edits, damage, pruning, the CLI.
 
 Each run is a new Python process with HAPSIRA_CACHE=1 and its own cache folder.
-Under the CUDA simulator nothing is compiled, so nothing is cached: there the
-tests check that the runs are right and that the cache stays empty.
+Under the CUDA simulator nothing is compiled: the cache holds the kernel modules
+alone and every run starts "fresh"; the tests check that runs are right there.
 """
 
 import os
@@ -112,7 +112,7 @@ def test_warm_runs_load_the_kernel_and_give_the_same_numbers(project):
         assert state == ("fresh" if SIMULATED else "cached-before")
         assert "hapsira cache" not in stderr
     modules = [f for f in cache_files(folder / "cache") if f.endswith(".py")]
-    assert len(modules) == (0 if SIMULATED else 1)
+    assert len(modules) == 1
 
 
 def test_edited_functions_and_helpers_never_run_a_stale_kernel(project):
@@ -133,16 +133,16 @@ def test_edited_functions_and_helpers_never_run_a_stale_kernel(project):
     assert state == ("fresh" if SIMULATED else "cached-before")
 
 
-@pytest.mark.skipif(SIMULATED, reason="the CUDA simulator compiles nothing, so there is no "
-                    "cache file to damage (the warm-run test checks it stays empty there)")
 @pytest.mark.parametrize("kind", ["module", "index", "data"])
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_damaged_entries_are_rebuilt_with_a_warning(project, warm_folder, kind, damage):
+    if SIMULATED and kind != "module":
+        pytest.skip("the CUDA simulator compiles nothing: numba writes no index or data file")
     folder, _, run = project
     shutil.rmtree(folder / "cache")
     shutil.copytree(warm_folder, folder / "cache")
     good, state, _ = run()
-    assert state == "cached-before"
+    assert state == ("fresh" if SIMULATED else "cached-before")
     suffix = {"module": ".py", "index": ".nbi", "data": ".nbc"}[kind]
     files = [f for f in (folder / "cache").rglob("*" + suffix)]
     # one module; numba's index and data once per compiled function (the parallel
@@ -157,7 +157,8 @@ def test_damaged_entries_are_rebuilt_with_a_warning(project, warm_folder, kind, 
     assert "hapsira cache" in stderr
     healthy, state, stderr = run()  # and the rebuilt entry is good again
     np.testing.assert_array_equal(healthy, good)
-    assert state == "cached-before" and "hapsira cache" not in stderr
+    assert state == ("fresh" if SIMULATED else "cached-before")
+    assert "hapsira cache" not in stderr
 
 
 def test_concurrent_first_runs_share_one_folder(project):
@@ -200,8 +201,7 @@ def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
     info = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "cache", "info"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert info.returncode == 0, info.stderr
-    entries = 0 if SIMULATED else 2
-    assert f"entries:   {entries} (" in info.stdout and str(folder / "cache") in info.stdout
+    assert "entries:   2 (" in info.stdout and str(folder / "cache") in info.stdout
     from hapsira_core import cache
     if not SIMULATED:
         assert len(cache_files(folder / "cache")) >= 6  # module, index, data per entry

@@ -53,7 +53,6 @@ class ObjectKernel:
     """
 
     TARGET = None  # set by each backend's subclass
-    CACHEABLE = True  # whether the backend can cache kernels on disk
 
     def __init__(self, body, args, recipe=None):
         self.body = body
@@ -126,8 +125,7 @@ class ObjectKernel:
     def on_disk(self):
         """Whether a compiled form of this kernel is in the on-disk cache (so that
         the first call loads it instead of compiling)."""
-        if self._compiled is not None or not settings.CACHE or self.recipe is None \
-                or not self.CACHEABLE:
+        if self._compiled is not None or not settings.CACHE or self.recipe is None:
             return self._compiled is not None
         return any(f.endswith((".nbi", ".nbc")) for f in cache._entry_files(self.cache_name))
 
@@ -152,7 +150,7 @@ class ObjectKernel:
         (`hapsira_core.cache`); otherwise it is made in memory.
         """
         source = self._source()
-        if settings.CACHE and self.recipe is not None and self.CACHEABLE:
+        if settings.CACHE and self.recipe is not None:
             key, prelude = self.recipe
             module = cache.load_module(f"{self.TARGET}_{key}", prelude + "\n\n" + source)
             return module.kernel, True

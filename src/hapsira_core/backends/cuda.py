@@ -50,7 +50,6 @@ else:
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
-    CACHEABLE = not SIMULATOR  # the simulator compiles nothing
 
     def _kernel_source(self):
         names = ", ".join(a.name for a in self.args)
@@ -72,9 +71,13 @@ class ObjectKernel(kernel.ObjectKernel):
         if settings.CUDA_MAX_REGISTERS and not SIMULATOR:
             options["max_registers"] = settings.CUDA_MAX_REGISTERS
         dispatcher = cuda.jit(function, **options)
-        if cached:
+        if cached and not SIMULATOR:  # the simulator has no numba cache to save into
             _keep_linked_kernels_in_memory(dispatcher)
         return dispatcher
+
+    def _eager(self, compiled):
+        if not SIMULATOR:  # the simulator compiles nothing: its cache entry is the module alone
+            compiled.compile(self._signature())
 
     def _run(self, compiled, arrays):
         self._launch(compiled, arrays)
