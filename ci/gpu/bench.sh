@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
-# The benchmark of docs/benchmarks.md, one command on the GPU machine:
-#   bash ci/gpu/bench.sh [NAME]
+# The GPU benchmarks of docs/benchmarks.md, one command on the GPU machine:
+#   bash ci/gpu/bench.sh
 # Installs the carried cp312 wheels (.whl/, for a machine without network; with
-# network, `pip install -e ".[test,cuda]"` and diffrax instead), then runs
-# benchmarks/bench.py on the cuda target with its peers (diffrax on the same
-# GPU, the parallel and cpu targets) and writes benchmarks/results/NAME.json
-# (default h100), also copied to $OUT when set.
+# network, `pip install -e ".[test,cuda,bench,bench-gpu]"` instead), then runs the
+# stages of ci/gpu/core.sh one after the other on an otherwise idle machine:
+# probe, bench (reference workload at 1e6 with diffrax; SIZES=1e4,1e5,1e6 for
+# more), ensembles (Van der Pol and Lotka-Volterra at 1e6: ours, CuBIE, diffrax),
+# foreign (a C function linked into a kernel vs its hjit twin, two processes), jax
+# (inside jax.jit vs diffrax), latency and cache (first result in new processes,
+# cold and warm kernel cache). The results JSON land in benchmarks/results/
+# (<machine>_core.json, <machine>_ensembles.json, ...) and in $OUT/results.tar.gz.
 set -u
 cd "$(dirname "$0")/../.."
-NAME=${1:-h100}
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-fi
-export PYTHONPATH=$PWD/src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-HAPSIRA_TARGET=cuda python3 benchmarks/bench.py --name "$NAME" || exit 1
-if [ -n "${OUT:-}" ]; then cp "benchmarks/results/$NAME.json" "$OUT/"; fi
+DEADLINE="${DEADLINE:-3000}" bash ci/gpu/core.sh probe bench ensembles foreign jax latency cache \
+    || exit 1
+cp /tmp/hapsira-gpu/results/*.json benchmarks/results/
