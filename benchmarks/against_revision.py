@@ -42,9 +42,13 @@ print(json.dumps({{"us_per_object_day": best / {n} * 1e6, "nfev": float(res.nfev
 
 
 def measure(src, n, m):
+    """One process on the source tree ``src`` (its own benchmarks/workload.py)."""
+    bench = os.path.join(os.path.dirname(src), "benchmarks")
     env = dict(os.environ, HAPSIRA_TARGET="cpu", HAPSIRA_CACHE="0", PYTHONPATH=src)
-    done = subprocess.run([sys.executable, "-c", SCRIPT.format(bench=HERE, n=n, m=m)], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", SCRIPT.format(bench=bench, n=n, m=m)], env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{src}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
