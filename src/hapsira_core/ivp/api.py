@@ -105,7 +105,8 @@ class Problem:
         self.user_functions = user_functions
         #: ``diagnose(y0, params, t0)``: run when the kernel fails, raises a clearer error
         self.diagnose = diagnose
-        self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events))
+        self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events),
+                                   self.y_records > 0)
 
     def shared_inputs(self, t0, tf, rtol, atol):
         """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays."""

@@ -42,16 +42,18 @@ def arguments():
     )
 
 
-def kernel(method, n, fun, event_functions):
+def kernel(method, n, fun, event_functions, event_states=False):
     """The compiled solver for ``fun`` and these event functions (built once).
 
-    ``event_functions``: ``g(t, y, p, c)`` per event, in order.
+    ``event_functions``: ``g(t, y, p, c)`` per event, in order;
+    ``event_states``: whether the loop records the state at each event (the
+    interpolant evaluated once more per occurrence; ``cowell`` needs none).
     """
     event_functions = tuple(event_functions)
-    key = (TARGET, method, n, fun, event_functions)
+    key = (TARGET, method, n, fun, event_functions, event_states)
     if key not in KERNELS:
         keep = backend.KEEP_STAGES
-        solve = make_solve(method, n, keep, fun, switch(event_functions, 4))
+        solve = make_solve(method, n, keep, fun, switch(event_functions, 4), event_states)
 
         @hjit
         def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
@@ -60,7 +62,7 @@ def kernel(method, n, fun, event_functions):
                   y, info, t_events, y_events, n_events, scratch, work)
 
         KERNELS[key] = ObjectKernel(body, arguments(),
-                                    _recipe(method, n, keep, fun, event_functions))
+                                    _recipe(method, n, keep, fun, event_functions, event_states))
     return KERNELS[key]
 
 
@@ -68,7 +70,7 @@ _BODY = """
 from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4))
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r})
 
 
 @hjit
@@ -79,7 +81,7 @@ def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
 """
 
 
-def _recipe(method, n, keep, fun, event_functions):
+def _recipe(method, n, keep, fun, event_functions, event_states):
     """``(fingerprint, source defining body by import)`` for the on-disk cache, or
     None where some function cannot be imported in a new process."""
     imports = {}
@@ -88,7 +90,8 @@ def _recipe(method, n, keep, fun, event_functions):
     if fun_source is None or events_source is None:
         return None
     prelude = cache.import_lines(imports) + "\n" + _BODY.format(
-        fun=fun_source, events=events_source, method=method, n=n, keep=keep)
+        fun=fun_source, events=events_source, method=method, n=n, keep=keep,
+        event_states=event_states)
     key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(), TARGET)
     return key, prelude
 

@@ -48,8 +48,8 @@ def make_initial_step(ops, error_estimator_order, fun):
     scipy's ``select_initial_step`` (Hairer II.4, "starting step size");
     costs one evaluation of ``f``.
     """
-    axpy, sub, error_scale, scaled_sum_squares = (ops.axpy, ops.sub, ops.error_scale,
-                                                  ops.scaled_sum_squares)
+    axpy, sub, error_scale, inverse, weighted_sum_squares = (
+        ops.axpy, ops.sub, ops.error_scale, ops.inverse, ops.weighted_sum_squares)
     sqrt_n = math.sqrt(ops.n)
     exponent = 1.0 / (error_estimator_order + 1)
 
@@ -58,9 +58,11 @@ def make_initial_step(ops, error_estimator_order, fun):
         interval = abs(t_bound - t0)
         if interval == 0.0:
             return 0.0
-        scale = error_scale(y0, y0, tol, start)
-        d0 = math.sqrt(scaled_sum_squares(y0, scale)) / sqrt_n
-        d1 = math.sqrt(scaled_sum_squares(f0, scale)) / sqrt_n
+        # one reciprocal per component for the three norms, not three divisions
+        # (on the GPU a division is about ten instructions)
+        weight = inverse(error_scale(y0, y0, tol, start))
+        d0 = math.sqrt(weighted_sum_squares(y0, weight)) / sqrt_n
+        d1 = math.sqrt(weighted_sum_squares(f0, weight)) / sqrt_n
         if d0 < 1e-5 or d1 < 1e-5:
             h0 = 1e-6
         else:
@@ -68,7 +70,7 @@ def make_initial_step(ops, error_estimator_order, fun):
         h0 = min(h0, interval)
         y1 = axpy(h0 * direction, f0, y0)
         f1 = fun(t0 + h0 * direction, y1, p)
-        d2 = math.sqrt(scaled_sum_squares(sub(f1, f0), scale)) / sqrt_n / h0
+        d2 = math.sqrt(weighted_sum_squares(sub(f1, f0), weight)) / sqrt_n / h0
         if d1 <= 1e-15 and d2 <= 1e-15:
             h1 = max(1e-6, h0 * 1e-3)
         else:

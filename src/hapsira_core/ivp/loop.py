@@ -19,7 +19,7 @@ from .state import ops as state_ops
 
 
 @factory
-def make_solve(method_name, n, keep, f, g):
+def make_solve(method_name, n, keep, f, g, event_states=True):
     """The loop for ``method_name`` on n-component states (built once).
 
     ``solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
@@ -27,7 +27,8 @@ def make_solve(method_name, n, keep, f, g):
 
     ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
     event ``i`` (``c``: its row of ``ev_consts``); both are compile-time
-    constants of the loop (see `hapsira_core.cache`). ``t_eval``: output times,
+    constants of the loop (see `hapsira_core.cache`). Without ``event_states``
+    the loop never writes ``y_events`` (and carries no code for it). ``t_eval``: output times,
     sorted in the direction of integration. ``ev_max[e]``: the occurrence of
     event ``e`` that terminates (0: never). Writes ``out_y[j]`` (the state at
     ``t_eval[j]``, NaN where not reached), ``info`` (status, nfev, nsteps),
@@ -68,9 +69,10 @@ def make_solve(method_name, n, keep, f, g):
         n_ev = iconf[N_EV]
         y_records = iconf[Y_RECORDS]
         n_out = t_eval.shape[0]
-        for e in range(n_ev):
-            for c in range(y_records):
-                fill_row(y_events[e], c, math.nan)
+        if event_states:
+            for e in range(n_ev):
+                for c in range(y_records):
+                    fill_row(y_events[e], c, math.nan)
 
         t = conf[T0]
         t_end = conf[TF]
@@ -160,7 +162,7 @@ def make_solve(method_name, n, keep, f, g):
                         count = n_events[e]
                         if count < t_events.shape[1]:
                             t_events[e, count] = root
-                        if count < y_records:
+                        if event_states and count < y_records:
                             store_row(y_events[e], count, evaluate(coeffs, t, h, y, root))
                         n_events[e] = count + 1
 
