@@ -20,7 +20,8 @@ import time
 __all__ = ["main", "parse_duration", "parse_perturbations", "build_rhs", "read_catalog",
            "demo_cloud", "UsageError", "K_EARTH", "R_EARTH", "PERTURBATIONS"]
 
-from .process import PROG, TARGETS, requested_target, select_target
+PROG = "hapsira-cowell"
+TARGETS = ("cpu", "parallel", "cuda")
 
 # Names this module has always offered, now defined in the library modules; imported
 # on first use (PEP 562) so that importing the command line fixes no target.
@@ -239,7 +240,8 @@ def main(argv=None):
     try:
         # The environment first, before even --help: a bad HAPSIRA_TARGET (or cuda
         # without a GPU) is one line and exit 2, whatever the command.
-        status = select_target(requested_target(argv), argv)
+        status = _lib("process").select_target(
+            _lib("process").requested_target(argv, TARGETS), argv, PROG)
         if status is not None:
             return status
         try:

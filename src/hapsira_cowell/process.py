@@ -9,9 +9,6 @@ import argparse
 import os
 import sys
 
-PROG = "hapsira-cowell"
-TARGETS = ("cpu", "parallel", "cuda")
-
 _RERUN = "HAPSIRA_CLI_RERUN"
 _CHILD = """\
 import sys
@@ -25,7 +22,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def requested_target(argv):
+def requested_target(argv, targets):
     """The valid ``--target`` of the command line, or None (argparse reports a bad one)."""
     class Quiet(argparse.ArgumentParser):
         def error(self, message):
@@ -36,10 +33,10 @@ def requested_target(argv):
         target = pre.parse_known_args(argv)[0].target
     except ValueError:
         return None
-    return target if target in TARGETS else None
+    return target if target in targets else None
 
 
-def select_target(target, argv):
+def select_target(target, argv, prog):
     """Set HAPSIRA_TARGET before hapsira_core is imported; return an exit status if this
     run went to a fresh process (the target was already fixed here), else None."""
     if target is None:
@@ -58,7 +55,7 @@ def select_target(target, argv):
     # Python process, which must survive it.
     import subprocess
     env = dict(os.environ, HAPSIRA_TARGET=target, **{_RERUN: target})
-    command = [sys.executable, "-c", _CHILD.format(prog=PROG), *argv]
+    command = [sys.executable, "-c", _CHILD.format(prog=prog), *argv]
     sys.stdout.flush()
     sys.stderr.flush()
     try:
