@@ -99,15 +99,7 @@ def params_rows(value, n_objects):
         return jnp.zeros((1, 1))
     if not is_jax(value):
         return jnp.asarray(checks.params(value, n_objects))
-    array = real(value, "params")
-    if array.ndim == 1:
-        array = array[None, :]
-    if array.ndim != 2 or array.shape[0] not in (1, n_objects):
-        raise ValueError(f"params: expected shape (P,) or ({n_objects}, P), "
-                         f"got {np.shape(value)}")
-    if array.shape[1] == 0:
-        array = jnp.zeros((array.shape[0], 1))
-    return array
+    return checks.params_shape(real(value, "params"), n_objects, jnp.zeros)
 
 
 def _states(y0):

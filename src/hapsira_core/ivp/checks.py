@@ -96,14 +96,19 @@ def params(value, n_objects):
                         f"them use (km, s, kg for the built-ins), got a Quantity"
                         f"{f' in {unit}' if unit is not None else ''}: convert it first, "
                         "e.g. area_to_mass.to_value(u.km**2 / u.kg)")
-    array = real_array(value, "params")
+    return params_shape(real_array(value, "params"), n_objects, np.zeros)
+
+
+def params_shape(array, n_objects, zeros):
+    """Params rows of any array kind (numpy, JAX) as ``(1 or N, P >= 1)``;
+    ``zeros`` makes that kind's zero array."""
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2 or array.shape[0] not in (1, n_objects):
         raise ValueError(f"params: expected shape (P,) or ({n_objects}, P), "
-                         f"got {np.shape(value)}")
+                         f"got {tuple(array.shape)}")
     if array.shape[1] == 0:
-        array = np.zeros((array.shape[0], 1))
+        array = zeros((array.shape[0], 1))
     return array
 
 
