@@ -42,16 +42,7 @@ tofs = np.array([workload.DAY])
 
 if peer == "diffrax":
     import diffrax
-    K, J2, R = workload.K, workload.J2, workload.R
-
-    def rhs(t, y, args):
-        r2 = y[0] ** 2 + y[1] ** 2 + y[2] ** 2
-        r = jnp.sqrt(r2)
-        z2 = y[2] ** 2 / r2
-        c = -K / (r2 * r)
-        f = 1.5 * K * J2 * R ** 2 / (r2 * r2 * r)
-        return jnp.stack([y[3], y[4], y[5], c * y[0] + f * y[0] * (5 * z2 - 1),
-                          c * y[1] + f * y[1] * (5 * z2 - 1), c * y[2] + f * y[2] * (5 * z2 - 3)])
+    rhs = workload.jax_rhs
 
     def solve(y0):
         sol = diffrax.diffeqsolve(

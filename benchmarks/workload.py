@@ -36,6 +36,19 @@ def leo_cloud(n, seed=0):
                           nu=nu, p=(R + 300.0 + 900.0 * u[:, 0]) * (1 + ecc))
 
 
+def jax_rhs(t, y, args):
+    """The same model in JAX, for diffrax (jax imported here: only its peers need it)."""
+    import jax.numpy as jnp
+
+    r2 = y[0] ** 2 + y[1] ** 2 + y[2] ** 2
+    r = jnp.sqrt(r2)
+    z2 = y[2] ** 2 / r2
+    c = -K / (r2 * r)
+    f = 1.5 * K * J2 * R ** 2 / (r2 * r2 * r)
+    return jnp.stack([y[3], y[4], y[5], c * y[0] + f * y[0] * (5 * z2 - 1),
+                      c * y[1] + f * y[1] * (5 * z2 - 1), c * y[2] + f * y[2] * (5 * z2 - 3)])
+
+
 def scipy_rhs(t, y):
     """The same model in numpy, for scipy's solve_ivp."""
     x, yy, z = y[:3]
