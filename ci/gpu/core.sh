@@ -7,7 +7,9 @@
 # and Lotka-Volterra at 1e6: ours, CuBIE, diffrax), foreign (C linked into a
 # kernel vs its hjit twin, two processes), jax (inside jax.jit vs diffrax),
 # latency (first result in a new process, cold and warm cache), cache (what a
-# new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage).
+# new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage),
+# regression (the reference kernel of other source trees, TREES="name=path ...",
+# against this one: benchmarks/gpu_regression.py; not a default stage).
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once), DATA (default .gpu_shared: the debris catalogs),
 # DEADLINE (seconds from the start, default 570: a stage starts only if its
@@ -136,6 +138,13 @@ PY
     cache)
         stage cache 60 env HAPSIRA_TARGET=cuda python3 ci/gpu/cache_check.py --runs 3 \
             --out "$RES/${MACHINE}_cache_check.json"
+        ;;
+    regression)
+        # TREES: "name=path ..." (default: this tree alone), e.g. an earlier revision's
+        # git archive beside this one (benchmarks/gpu_regression.py)
+        TREE_ARGS=(); for t in ${TREES:-this=.}; do TREE_ARGS+=(--tree "$t"); done
+        stage regression 60 python3 benchmarks/gpu_regression.py "${TREE_ARGS[@]}" \
+            --rounds "${ROUNDS:-1}" --out "$RES/${MACHINE}_regression.json"
         ;;
     latency)
         stage latency 30 python3 benchmarks/latency.py --targets cuda --runs 2 \
