@@ -117,10 +117,11 @@ CALLER = textwrap.dedent("""
     kernel = ObjectKernel(body, [Arg("x", np.float64, ("one",)), Arg("p", np.float64, ("np",)),
                                  Arg("out", np.float64, ("one",), output=True)])
     out = np.zeros((2, 1))
+    on_disk = kernel.on_disk()
     kernel(np.array([[1.5], [-2.25]]), np.array([[3.0, 0.5], [7.0, 1.25]]), out)
     library = scaled.library
     print(json.dumps({"out": out[:, 0].tolist(), "compiles": foreign.compile_count(),
-                      "library": library,
+                      "library": library, "on_disk": on_disk,
                       "mtime": os.stat(library).st_mtime_ns if library else None}))
 """)
 
@@ -142,6 +143,12 @@ def test_edited_c_changes_the_next_process_and_an_unchanged_one_compiles_nothing
     edited = run()
     assert first["out"] == [5.0, -14.5] and second["out"] == first["out"]
     assert edited["out"] == [4.0, -17.0]
+    # the kernel that calls the C is loaded from the cache by the next process (on a
+    # GPU: the image linked with the C), and an edited C is never served from it
+    # (the simulator compiles nothing, so it has no compiled kernel on disk)
+    simulator = settings.cuda_simulator_enabled() and settings.TARGET == "cuda"
+    assert (first["on_disk"], second["on_disk"], edited["on_disk"]) == (
+        (False, False, False) if simulator else (False, True, False))
     if REAL_GPU:  # linked into the kernel: no host library, no host compiler
         assert first["library"] is None and edited["compiles"] == 0
         return

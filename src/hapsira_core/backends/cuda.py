@@ -34,6 +34,8 @@ def hjit(func=None, **options):
 
 
 if SIMULATOR:
+    NRT_LIBRARY = None
+
     def rsqrt(x):
         # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
         # float64 gives inf as the GPU does (an object at the centre fails alone).
@@ -41,6 +43,7 @@ if SIMULATOR:
             return np.float64(1.0) / np.float64(math.sqrt(x))
 else:
     from numba.cuda import libdevice
+    from numba.cuda.memory_management.nrt import NRT_LIBRARY
 
     def rsqrt(x):
         """One reciprocal square root (libdevice, within 1 ulp) instead of a
@@ -72,7 +75,7 @@ class ObjectKernel(kernel.ObjectKernel):
             options["max_registers"] = settings.CUDA_MAX_REGISTERS
         dispatcher = cuda.jit(function, **options)
         if cached and not SIMULATOR:  # the simulator has no numba cache to save into
-            _keep_linked_kernels_in_memory(dispatcher)
+            _save_linked_kernels_with_their_image(dispatcher)
         return dispatcher
 
     def _eager(self, compiled):
@@ -171,21 +174,35 @@ class ObjectKernel(kernel.ObjectKernel):
         }
 
 
-def _keep_linked_kernels_in_memory(dispatcher):
-    """Skip saving a kernel that links other code (a C function of
-    `hapsira_core.foreign`): numba-cuda cannot pickle it and would raise after
-    compiling it. Such a kernel runs from memory; each new process compiles it."""
+def _save_linked_kernels_with_their_image(dispatcher):
+    """Let numba-cuda's disk cache keep kernels that link other code (a C
+    function of `hapsira_core.foreign`).
+
+    numba-cuda refuses to pickle a code library with linking files, because a
+    rebuilt library would have to link them again. Once the library's image
+    (cubin) for this device is linked, it holds the foreign code and needs
+    nothing else; the cache's index is keyed by the device's compute
+    capability, so that image is only ever loaded where it was made. So the
+    image is linked first, and the library is saved as if it linked nothing
+    (numba's own runtime library, kept, is one numba-cuda rebuilds itself).
+    A new process then loads the linked kernel instead of compiling (H100:
+    about 10 s for ``cowell``'s kernel); the kernel's cache module already
+    changes with the C source (its fingerprint is the declaration's).
+    """
     save = dispatcher._cache.save_overload
 
     def save_overload(sig, kernel):
-        linked = getattr(getattr(kernel, "library", None), "_linking_files", ())
-        if any(not getattr(f, "nrt", False) for f in linked):  # numba's own NRT pickles
-            return
+        library = getattr(kernel, "library", None)
+        linked = getattr(library, "_linking_files", None)
+        foreign = {f for f in linked or () if f != NRT_LIBRARY}
+        if not foreign:
+            return save(sig, kernel)
+        library.get_cubin()  # linked now, for this device
+        library._linking_files = set(linked) - foreign
         try:
-            save(sig, kernel)
-        except RuntimeError as error:  # another numba-cuda's wording of the same refusal
-            if "linking files" not in str(error):
-                raise
+            return save(sig, kernel)
+        finally:
+            library._linking_files = linked
 
     dispatcher._cache.save_overload = save_overload
 
