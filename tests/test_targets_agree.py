@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from hapsira_core import settings
 from hapsira_cowell import cowell
@@ -66,3 +67,20 @@ def test_chunked_launches_equal_one_launch():
                                    "tofs": tofs.tolist()}, HAPSIRA_CUDA_CHUNK="4")
     np.testing.assert_array_equal(res.status, ref["status"])
     np.testing.assert_array_equal(res.rr, np.array(ref["rr"]))
+
+
+def test_columns_join_only_the_rows_asked_for():
+    """cowell's states travel as Columns(r0, v0): each target joins the rows it reads."""
+    from hapsira_core.kernel import Columns
+
+    r0, v0 = orbits(seed=3)
+    columns = Columns(r0, v0)
+    joined = np.concatenate((r0, v0), axis=1)
+    assert columns.shape == joined.shape and len(columns) == len(r0)
+    np.testing.assert_array_equal(np.asarray(columns), joined)
+    for start, stop in ((0, 1), (2, 5), (len(r0) - 1, len(r0) + 3)):
+        rows = columns[start:stop]
+        assert rows.flags.c_contiguous
+        np.testing.assert_array_equal(rows, joined[start:stop])
+    with pytest.raises(TypeError, match="slice"):
+        columns[0]

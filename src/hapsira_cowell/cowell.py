@@ -15,6 +15,7 @@ from hapsira_core.dask import any_dask
 from hapsira_core.errors import check_returns, is_real, is_state
 from hapsira_core.ivp import build, checks
 from hapsira_core.jit import is_device_array
+from hapsira_core.kernel import Columns
 
 from .events import Event
 from .orbit_form import orbit_rhs
@@ -216,7 +217,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         from hapsira_core.backends import backend
         y0 = backend.device_hstack(r0, v0)
     else:
-        y0 = np.concatenate((r0, v0), axis=1)
+        y0 = Columns(r0, v0)  # joined where the kernel reads them (a chunk at a time on cuda)
 
     raw = _problem(f, events, tofs, max_steps, records).run(y0, params, 0.0, float(tofs[-1]),
                                                             rtol, atol)

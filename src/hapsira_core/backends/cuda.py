@@ -53,6 +53,7 @@ else:
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
+    JOINS_COLUMNS = True  # a chunk at a time, in `_launch`
 
     def _kernel_source(self):
         names = ", ".join(a.name for a in self.args)
@@ -154,8 +155,8 @@ class ObjectKernel(kernel.ObjectKernel):
         if is_device_array(array):
             array = cuda.as_cuda_array(array)
             return array if start is None else array[start:stop]
-        if start is not None:
-            array = array[start:stop]
+        if start is not None or isinstance(array, kernel.Columns):
+            array = array[start:stop]  # `Columns` join these rows only
         if not array.flags.c_contiguous or 0 in array.strides:
             array = array.copy(order="C")  # stride-0 views are slow in kernels
         return cuda.to_device(array, stream=stream)

@@ -9,6 +9,7 @@ from ..cache import factory
 from ..errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
+from ..kernel import Columns
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
@@ -147,7 +148,8 @@ class Problem:
                 "n_events": outputs["n_events"][:, :ev]}
 
     def run(self, y0, params, t0, tf, rtol, atol):
-        """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``).
+        """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``;
+        ``y0`` may also be `hapsira_core.kernel.Columns`).
 
         Outputs that would not fit in memory are refused before anything is
         allocated (`hapsira_core.memory.check()`).
@@ -157,9 +159,9 @@ class Problem:
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
         diagnose = None
-        if self.diagnose is not None and isinstance(y0, np.ndarray) and len(y0):
+        if self.diagnose is not None and isinstance(y0, (np.ndarray, Columns)) and len(y0):
             def diagnose():
-                self.diagnose(y0, params, t0)
+                self.diagnose(np.asarray(y0[:1]), params, t0)
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
                   self.user_functions, diagnose)
         return self.trim(outputs)
