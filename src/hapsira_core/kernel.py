@@ -98,7 +98,8 @@ class ObjectKernel:
             raise ValueError("ObjectKernel args: inputs first, then at least one output")
         self.n_inputs = outputs.index(True)
         self._compiled = None
-        #: cuda: seconds the last call's kernels ran (summed over chunks).
+        #: cuda: seconds during which the last call's kernels ran on the GPU
+        #: (chunks that overlap on two streams counted once).
         self.last_kernel_seconds = None
 
     def _row(self, arg, index="i"):

@@ -106,6 +106,8 @@ class ObjectKernel(kernel.ObjectKernel):
         streams[0].synchronize()
         chunk = self._chunk_size(arrays, shared)
         block = settings.CUDA_BLOCK
+        origin = cuda.event()
+        origin.record(streams[0])
         timing = []  # (start, stop) events around each chunk's kernel
         queued = None  # the chunk whose results are still to be copied back
         for number, start in enumerate(range(0, n, chunk)):
@@ -134,7 +136,8 @@ class ObjectKernel(kernel.ObjectKernel):
         for stream in streams:
             stream.synchronize()
         if not SIMULATOR:  # the simulator keeps no time
-            self.last_kernel_seconds = sum(a.elapsed_time(b) for a, b in timing) / 1e3
+            self.last_kernel_seconds = _busy_seconds(
+                [(origin.elapsed_time(a), origin.elapsed_time(b)) for a, b in timing])
 
     def _chunk_size(self, arrays, shared):
         """Objects per launch: ``HAPSIRA_CUDA_CHUNK``, fewer if two chunks'
@@ -173,6 +176,21 @@ class ObjectKernel(kernel.ObjectKernel):
             }
             for sig, k in self._compiled.overloads.items()
         }
+
+
+def _busy_seconds(intervals):
+    """Seconds covered by (start, stop) intervals in ms, overlaps counted once.
+
+    Chunks on two streams overlap (a chunk's kernel starts while the other's
+    ends): summing their event times counted those overlaps twice, and
+    made the rebuilt core's kernel look 25% slower on an H100 than it was.
+    """
+    busy, end = 0.0, -math.inf
+    for start, stop in sorted(intervals):
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    return busy / 1e3
 
 
 def _save_linked_kernels_with_their_image(dispatcher):
