@@ -5,6 +5,7 @@ Under the CUDA simulator nothing is compiled: the cache holds the kernel modules
 alone and every run starts "fresh"; the tests check that runs are right there.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -235,3 +236,53 @@ def test_a_warm_load_keeps_the_module_stamp_and_marks_it_used(tmp_path, monkeypa
     assert path.stat().st_atime_ns > 2_000_000_000  # the use is recorded for pruning
     [(name, _, used)] = cache.entries()
     assert name == "hapsira_kernel_stamp_check" and used > 2.0
+
+
+TWO_KERNELS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from hapsira_cowell import cowell
+    from hapsira_cowell.perturbations import two_body
+    from models import x_scaled
+
+    r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
+    v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
+    out = {}
+    for name in sys.argv[1:]:
+        f, params = (two_body, None) if name == "plain" else (x_scaled, [0.5])
+        out[name] = cowell(398600.4418, r0, v0, [600.0, 1800.0], f=f, params=params).rr.tolist()
+    print(json.dumps(out))
+""")
+
+MODELS = textwrap.dedent("""
+    from hapsira_core.jit import hjit
+    from hapsira_cowell.perturbations import two_body
+
+    @hjit
+    def x_scaled(t, rr, vv, k, p):
+        drr, dvv = two_body(t, rr, vv, k, p)
+        return drr, (dvv[0] * p[0], dvv[1], dvv[2])
+""")
+
+
+def test_kernels_compiled_by_different_processes_keep_their_own_functions(tmp_path):
+    """cowell's kernels reach ``f`` through closures of one qualified name: compiled
+    in two processes and loaded into a third, each must still run its own ``f``
+    (numba's names carry a per-process counter; equal counters once made a cached
+    two-body kernel run the other kernel's ``f`` on cpu)."""
+    (tmp_path / "two_kernels.py").write_text(TWO_KERNELS)
+    (tmp_path / "models.py").write_text(MODELS)
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run(*names):
+        done = subprocess.run([sys.executable, str(tmp_path / "two_kernels.py"), *names],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return {k: np.array(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+    scaled, plain = run("scaled")["scaled"], run("plain")["plain"]  # one process each
+    both = run("scaled", "plain")  # both from the cache, scaled first
+    np.testing.assert_array_equal(both["scaled"], scaled)
+    np.testing.assert_array_equal(both["plain"], plain)
+    assert np.max(np.abs(scaled - plain)) > 1.0  # the two f really differ (km)

@@ -32,6 +32,28 @@ import warnings
 
 from . import settings
 
+def _unique_names_across_processes():
+    """Start numba's function counter at a random point in each process.
+
+    numba names a compiled function by module, qualified name and a counter
+    of this process. Kernels loaded from the cache were compiled by other
+    processes, and closures made by one factory share a qualified name
+    (``orbit_rhs.<locals>.fun`` for every ``f``): two of them compiled in
+    two processes could carry the same counter value, and the JIT links the
+    first one loaded for both (seen on cpu: a cached two-body kernel ran
+    another kernel's ``f``, with success status). Random 60-bit starts keep
+    names of different processes apart.
+    """
+    import itertools
+    import secrets
+
+    from numba.core.bytecode import FunctionIdentity
+
+    FunctionIdentity._unique_ids = itertools.count(secrets.randbits(60) + 1)
+
+
+_unique_names_across_processes()
+
 #: ``id(result) -> (factory, args)`` for every result of a `factory()`.
 _RECIPES = {}
 _PREFIX = "hapsira_kernel_"
