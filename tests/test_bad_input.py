@@ -7,6 +7,7 @@ import pytest
 from astropy import units as u
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
+from hapsira_core import settings
 from hapsira_core.errors import CallbackCompileError
 from hapsira_core.ivp import Event as IVPEvent
 from hapsira_core.ivp import solve_ivp
@@ -59,7 +60,9 @@ def test_functions_reading_past_the_params_row_are_refused_up_front():
     # wide enough: it runs, and p[5] is the user's sixth number (GM is not in the way)
     res = cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[0, 0, 0, 0, 0, 1.0])
     plain = cowell(K_EARTH, R0, V0, TOFS)
-    np.testing.assert_allclose(res.rr, plain.rr, rtol=1e-13)
+    # two kernels: on a GPU their FMA contractions differ (H100: 6e-12 apart after TOFS)
+    real_gpu = settings.TARGET == "cuda" and not settings.cuda_simulator_enabled()
+    np.testing.assert_allclose(res.rr, plain.rr, rtol=1e-10 if real_gpu else 1e-13)
 
 
 @hjit

@@ -130,7 +130,7 @@ def test_edited_c_changes_the_next_process_and_an_unchanged_one_compiles_nothing
     source = tmp_path / "scaled.c"
     script = tmp_path / "caller.py"
     script.write_text(CALLER)
-    env = dict(os.environ, HAPSIRA_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"))
 
     def run():
         return run_script(script, source, env)
