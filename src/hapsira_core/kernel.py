@@ -45,17 +45,17 @@ class Arg:
 class Columns:
     """An ``(N, k_1 + k_2 + ...)`` input given as blocks of columns ``(N, k_i)``.
 
-    Rows are joined only where a kernel reads them: the cuda target joins one
-    chunk of rows while the GPU computes the previous one; the host targets
-    join them all before the call. (``cowell``'s states are ``(r0 | v0)``:
-    joining 10^6 of them up front costs the host as long as a fifth of the
-    kernel, most of it faulting in the new array's pages.)
-    ``columns[a:b]`` is the joined rows a to b, a C-ordered array.
+    Rows are joined only where a kernel reads them: the cuda target copies
+    each block's rows of a chunk to the GPU and joins them there; the host
+    targets join them all before the call. (``cowell``'s states are
+    ``(r0 | v0)``: joining 10^6 of them on the host costs as long as a
+    quarter of the GPU's kernel.) Blocks may be device arrays on cuda.
+    ``columns[a:b]`` is the joined rows a to b of host blocks, a C-ordered array.
     """
 
     def __init__(self, *blocks):
         self.blocks = blocks
-        self.dtype = np.result_type(*blocks)
+        self.dtype = np.result_type(*(np.dtype(b.dtype) for b in blocks))
         self.shape = (blocks[0].shape[0], sum(b.shape[1] for b in blocks))
         self.ndim = 2
 

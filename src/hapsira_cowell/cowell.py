@@ -213,11 +213,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     params = _params(params, n, f, events)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-    if is_device_array(r0):
-        from hapsira_core.backends import backend
-        y0 = backend.device_hstack(r0, v0)
-    else:
-        y0 = Columns(r0, v0)  # joined where the kernel reads them (a chunk at a time on cuda)
+    y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
 
     raw = _problem(f, events, tofs, max_steps, records).run(y0, params, 0.0, float(tofs[-1]),
                                                             rtol, atol)

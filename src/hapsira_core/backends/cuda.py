@@ -53,7 +53,7 @@ else:
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
-    JOINS_COLUMNS = True  # a chunk at a time, in `_launch`
+    JOINS_COLUMNS = True  # on the GPU, a chunk at a time (`_to_device`)
 
     def _kernel_source(self):
         names = ", ".join(a.name for a in self.args)
@@ -155,11 +155,17 @@ class ObjectKernel(kernel.ObjectKernel):
 
     @staticmethod
     def _to_device(array, stream, start=None, stop=None):
+        if isinstance(array, kernel.Columns):
+            # each block's rows copied as they are and joined on the GPU: joined on
+            # the host, 10^6 of cowell's states cost the H100's host 17 ms, and the
+            # host, not the GPU, is what paces the chunks of that call
+            return device_join([ObjectKernel._to_device(b, stream, start, stop)
+                                for b in array.blocks], stream)
         if is_device_array(array):
             array = cuda.as_cuda_array(array)
             return array if start is None else array[start:stop]
-        if start is not None or isinstance(array, kernel.Columns):
-            array = array[start:stop]  # `Columns` join these rows only
+        if start is not None:
+            array = array[start:stop]
         if not array.flags.c_contiguous or 0 in array.strides:
             array = array.copy(order="C")  # stride-0 views are slow in kernels
         return cuda.to_device(array, stream=stream)
@@ -232,20 +238,26 @@ def is_device_array(value):
 
 
 @cuda.jit
-def _hstack_kernel(a, b, out):
+def _copy_columns(source, out, first):
     i = cuda.grid(1)
     if i < out.shape[0]:
-        for j in range(a.shape[1]):
-            out[i, j] = a[i, j]
-        for j in range(b.shape[1]):
-            out[i, a.shape[1] + j] = b[i, j]
+        for j in range(source.shape[1]):
+            out[i, first + j] = source[i, j]
 
 
-def device_hstack(a, b):
-    """``[a | b]`` for two (N, k) device arrays, as a new device array (a copy on the GPU)."""
-    a, b = cuda.as_cuda_array(a), cuda.as_cuda_array(b)
-    out = cuda.device_array((a.shape[0], a.shape[1] + b.shape[1]), dtype=a.dtype)
-    if a.shape[0]:
-        block = settings.CUDA_BLOCK
-        _hstack_kernel[(a.shape[0] + block - 1) // block, block](a, b, out)
+def device_join(blocks, stream=0):
+    """``[b_1 | b_2 | ...]`` for (N, k_i) numba device arrays, as a new device
+    array (copies on the GPU, queued on ``stream``)."""
+    rows = blocks[0].shape[0]
+    out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)), dtype=blocks[0].dtype,
+                            stream=stream)
+    block = settings.CUDA_BLOCK
+    first = 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Grid size")  # small batches are fine
+        for source in blocks:
+            if rows:
+                _copy_columns[(rows + block - 1) // block, block, stream](source, out, first)
+            first += source.shape[1]
     return out
+

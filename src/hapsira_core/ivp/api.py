@@ -159,7 +159,9 @@ class Problem:
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
         diagnose = None
-        if self.diagnose is not None and isinstance(y0, (np.ndarray, Columns)) and len(y0):
+        on_host = isinstance(y0, np.ndarray) or (
+            isinstance(y0, Columns) and all(isinstance(b, np.ndarray) for b in y0.blocks))
+        if self.diagnose is not None and on_host and len(y0):
             def diagnose():
                 self.diagnose(np.asarray(y0[:1]), params, t0)
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),

@@ -1,0 +1,105 @@
+"""Where one ``cowell()`` call on the GPU spends its host time, per chunk size.
+
+    HAPSIRA_TARGET=cuda python benchmarks/gpu_timeline.py [--n 1000000] [--chunks 17,18,19,20]
+
+The reference workload (two-body + J2, one day, two output times) on N
+objects. The cuda launcher's host steps are timed with a host clock around
+each of them (they block: copies from and to pageable memory wait for the
+GPU): before the launch (checks, conversions), joining the input rows,
+copies in, launching, copies back (including the wait for the chunk's
+kernel), after the launch (trimming, the result). The kernels' own time
+comes from CUDA events (overlapping chunks counted once). Median of
+``--repeat`` calls per chunk size (2^k objects per launch). Writes JSON.
+"""
+
+import argparse
+import collections
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import workload  # noqa: E402
+from hapsira_core import kernel as kernel_module  # noqa: E402
+from hapsira_core import settings  # noqa: E402
+from hapsira_core.backends import cuda as backend  # noqa: E402
+from hapsira_core.ivp import build  # noqa: E402
+from hapsira_cowell import cowell  # noqa: E402
+from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
+
+SPENT = collections.Counter()
+
+
+def timed(owner, name, label):
+    static = isinstance(inspect.getattr_static(owner, name), staticmethod)
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            SPENT[label] += time.perf_counter() - start
+
+    setattr(owner, name, staticmethod(wrapper) if static else wrapper)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--chunks", default="17,18,19,20")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "gpu_timeline.json"))
+    args = parser.parse_args()
+    r0, v0 = workload.leo_cloud(args.n, 2)
+    tofs = np.array([workload.DAY / 2, workload.DAY])
+
+    def call():
+        return cowell(workload.K, r0, v0, tofs, workload.RTOL, workload.ATOL,
+                      f=workload.two_body_j2)
+
+    call()  # compile
+    kernel = build.kernel("DOP853", 6, orbit_rhs(workload.two_body_j2), ())
+    cls = type(kernel)
+    timed(cls, "_launch", "launch")
+    timed(cls, "_to_device", "copy in (with joining)")
+    timed(kernel_module.Columns, "__getitem__", "joining rows")
+    timed(cls, "_copy_back", "copy back (with waiting)")
+    timed(cls, "_chunk_size", "chunk size")
+    rows = []
+    for k in [int(x) for x in args.chunks.split(",")]:
+        settings.CUDA_CHUNK = 1 << k
+        samples = collections.defaultdict(list)
+        for _ in range(args.repeat):
+            SPENT.clear()
+            start = time.perf_counter()
+            result = call()
+            samples["call"].append(time.perf_counter() - start)
+            if kernel.last_kernel_seconds is not None:  # (the simulator keeps no time)
+                samples["kernels (events)"].append(kernel.last_kernel_seconds)
+            for label, seconds in SPENT.items():
+                samples[label].append(seconds)
+            samples["outside the launch"].append(samples["call"][-1] - SPENT["launch"])
+        row = {"chunk": 1 << k, **{label: statistics.median(v) for label, v in samples.items()},
+               "orbit_steps": int(result.nsteps.sum())}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    with open(args.out, "w") as out:
+        json.dump({"n_objects": args.n, "rows": rows}, out, indent=1)
+    labels = [k for k in rows[0] if k not in ("chunk", "orbit_steps")]
+    print("| chunk | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for row in rows:
+        print(f"| 2^{row['chunk'].bit_length() - 1} | "
+              + " | ".join(f"{1e3 * row[k]:.1f} ms" for k in labels) + " |")
+
+
+if __name__ == "__main__":
+    main()
