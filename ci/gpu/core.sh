@@ -11,7 +11,9 @@
 # regression (the reference kernel of other source trees, TREES="name=path ...",
 # against this one: benchmarks/gpu_regression.py; not a default stage).
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
-# /tmp/site once), DATA (default .gpu_shared: the debris catalogs),
+# /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
+# hypothesis and their pure-Python dependencies, made with `pip download
+# --only-binary=:all: --python-version 3.12` on a machine with network), DATA (default .gpu_shared: the debris catalogs),
 # DEADLINE (seconds from the start, default 570: a stage starts only if its
 # usual time fits), SIZES (bench sizes, default 1e6), ENS_N, FOREIGN_N (objects,
 # default 1e6), JAX_N (default "100000 1000000"), JAX_DIFFRAX_N (default 100000),
