@@ -32,27 +32,48 @@ import warnings
 
 from . import settings
 
-def _unique_names_across_processes():
-    """Start numba's function counter at a random point in each process.
+def _names_from_content():
+    """Give every function compiled from this library or its users a numba
+    name made from what it computes, not from a count of this process.
 
     numba names a compiled function by module, qualified name and a counter
-    of this process. Kernels loaded from the cache were compiled by other
-    processes, and closures made by one factory share a qualified name
-    (``orbit_rhs.<locals>.fun`` for every ``f``): two of them compiled in
-    two processes could carry the same counter value, and the JIT links the
-    first one loaded for both (seen on cpu: a cached two-body kernel ran
-    another kernel's ``f``, with success status). Random 60-bit starts keep
-    names of different processes apart.
+    of the process that compiled it, and a process that loads several cached
+    kernels links them into one symbol table. Closures made by one factory
+    share a qualified name (``orbit_rhs.<locals>.fun`` for every ``f``), and
+    so do functions generated per state size: compiled by two processes, two
+    of them could get the same counter, and the JIT linked the first one
+    loaded for both (seen on cpu: a cached two-body kernel ran another
+    kernel's ``f``, with success status). Names must also not depend on the
+    process: processes compiling one kernel at the same time write its cache
+    entries side by side, and the parallel target's two entries, written by
+    different processes, must name each other's functions alike (random
+    counters made those first runs crash). So the number in the name is the
+    function's `fingerprint` (code, constants, closure, globals, recursively);
+    numba's own functions keep the counter.
     """
-    import itertools
-    import secrets
-
     from numba.core.bytecode import FunctionIdentity
 
-    FunctionIdentity._unique_ids = itertools.count(secrets.randbits(60) + 1)
+    from .fingerprint import fingerprint
+
+    counted = FunctionIdentity.from_function.__func__
+
+    def from_function(cls, pyfunc):
+        identity = counted(cls, pyfunc)
+        module = getattr(identity.func, "__module__", None) or ""
+        if module.split(".")[0] in ("numba", "llvmlite", "numpy"):
+            return identity
+        try:
+            uid = int(fingerprint(identity.func)[:15], 16) + 1
+        except Exception:  # an object fingerprint() cannot read: keep numba's count
+            return identity
+        identity.unique_id = uid
+        identity.unique_name = f"{identity.func_qualname}${uid}"
+        return identity
+
+    FunctionIdentity.from_function = classmethod(from_function)
 
 
-_unique_names_across_processes()
+_names_from_content()
 
 #: ``id(result) -> (factory, args)`` for every result of a `factory()`.
 _RECIPES = {}
