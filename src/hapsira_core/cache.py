@@ -32,6 +32,7 @@ import warnings
 
 from . import settings
 
+
 def _names_from_content():
     """Give every function compiled from this library or its users a numba
     name made from what it computes, not from a count of this process.

@@ -57,7 +57,6 @@ class Columns:
         self.blocks = blocks
         self.dtype = np.result_type(*(np.dtype(b.dtype) for b in blocks))
         self.shape = (blocks[0].shape[0], sum(b.shape[1] for b in blocks))
-        self.ndim = 2
 
     def __len__(self):
         return self.shape[0]

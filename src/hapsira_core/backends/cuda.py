@@ -7,6 +7,7 @@ proves semantics, never speed, and it rejects some options the GPU compiler
 accepts (``max_registers``, ``link``), which are left out there.
 """
 
+import contextlib
 import math
 import warnings
 
@@ -124,9 +125,7 @@ class ObjectKernel(kernel.ObjectKernel):
                     device.append(self._to_device(array, stream, start, stop))
             timing.append((cuda.event(), cuda.event()))
             timing[-1][0].record(stream)
-            with warnings.catch_warnings():
-                # numba warns about small grids; a small batch is the user's choice
-                warnings.filterwarnings("ignore", message=".*Grid size")
+            with _small_grids_allowed():
                 kernel[(stop - start + block - 1) // block, block, stream](*device)
             timing[-1][1].record(stream)
             if queued is not None:
@@ -251,13 +250,21 @@ def device_join(blocks, stream=0):
     rows = blocks[0].shape[0]
     out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)), dtype=blocks[0].dtype,
                             stream=stream)
-    block = settings.CUDA_BLOCK
-    first = 0
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Grid size")  # small batches are fine
-        for source in blocks:
-            if rows:
+    if rows:
+        block = settings.CUDA_BLOCK
+        first = 0
+        with _small_grids_allowed():
+            for source in blocks:
                 _copy_columns[(rows + block - 1) // block, block, stream](source, out, first)
-            first += source.shape[1]
+                first += source.shape[1]
     return out
+
+
+@contextlib.contextmanager
+def _small_grids_allowed():
+    """numba warns about grids too small to fill the GPU; a small batch is the
+    user's choice (and a warning would fail code that runs with warnings as errors)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Grid size")
+        yield
 
