@@ -147,12 +147,20 @@ def test_many_objects_each_equal_to_alone():
 
 @pytest.mark.skipif(__import__("hapsira_core").settings.TARGET != "cuda",
                     reason="device arrays exist on the cuda target only")
-def test_device_arrays_are_used_in_place():
+def test_device_arrays_are_used_in_place(monkeypatch):
     from numba import cuda
+
+    from hapsira_core import settings
     tofs = np.array([1000.0, 5000.0])
     host = cowell(K_EARTH, R0, V0, tofs)
     res = cowell(K_EARTH, cuda.to_device(R0), cuda.to_device(V0), tofs)
     np.testing.assert_array_equal(res.rr, host.rr)
+    # chunks of two: each stream's buffers (the joined states, the outputs) reused
+    assert len(R0) > 4
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 2)
+    chunked = cowell(K_EARTH, cuda.to_device(R0), cuda.to_device(V0), tofs)
+    np.testing.assert_array_equal(chunked.rr, host.rr)
+    np.testing.assert_array_equal(chunked.vv, host.vv)
     # (the simulator's device arrays take the host path: same check, same message)
     with pytest.raises(ValueError, match=r"r0: expected shape .*\(N, 3\)"):
         cowell(K_EARTH, cuda.to_device(R0[:, :2].copy()), cuda.to_device(V0), tofs)

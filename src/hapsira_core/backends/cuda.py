@@ -100,40 +100,47 @@ class ObjectKernel(kernel.ObjectKernel):
         if n == 0:
             return
         streams = (cuda.stream(), cuda.stream())
-        shared = {}
-        for index, (arg, array) in enumerate(zip(self.args, arrays)):
-            if not arg.per_object or array.shape[0] == 1:
-                shared[index] = self._to_device(array, streams[0])
-        streams[0].synchronize()
-        chunk = self._chunk_size(arrays, shared)
-        block = settings.CUDA_BLOCK
-        origin = cuda.event()
-        origin.record(streams[0])
-        timing = []  # (start, stop) events around each chunk's kernel
-        queued = None  # the chunk whose results are still to be copied back
-        for number, start in enumerate(range(0, n, chunk)):
-            stop = min(start + chunk, n)
-            stream = streams[number % 2]
-            device = []
+        # Freeing device memory (cuMemFree) waits for the whole GPU, and numba
+        # frees whenever ten releases are pending: inside the loop that
+        # stalled the host on the running chunk once per chunk or so.
+        with cuda.defer_cleanup():
+            shared = {}
             for index, (arg, array) in enumerate(zip(self.args, arrays)):
-                if index in shared:
-                    device.append(shared[index])
-                elif arg.output:
-                    device.append(cuda.device_array((stop - start,) + array.shape[1:],
-                                                    array.dtype, stream=stream))
-                else:
-                    device.append(self._to_device(array, stream, start, stop))
-            timing.append((cuda.event(), cuda.event()))
-            timing[-1][0].record(stream)
-            with _small_grids_allowed():
-                kernel[(stop - start + block - 1) // block, block, stream](*device)
-            timing[-1][1].record(stream)
-            if queued is not None:
-                self._copy_back(arrays, *queued)
-            queued = (device, stream, start, stop)
-        self._copy_back(arrays, *queued)
-        for stream in streams:
-            stream.synchronize()
+                if not arg.per_object or array.shape[0] == 1:
+                    # (whole, in memory of its own: no chunk buffers)
+                    shared[index] = self._to_device(array, _Rows(0, streams[0]), index)
+            streams[0].synchronize()
+            chunk = min(n, self._chunk_size(arrays, shared))
+            rows = [_Rows(chunk, stream) for stream in streams]
+            block = settings.CUDA_BLOCK
+            origin = cuda.event()
+            origin.record(streams[0])
+            timing = []  # (start, stop) events around each chunk's kernel
+            queued = None  # the chunk whose results are still to be copied back
+            for number, start in enumerate(range(0, n, chunk)):
+                stop = min(start + chunk, n)
+                buffers = rows[number % 2]
+                stream = buffers.stream
+                device = []
+                for index, (arg, array) in enumerate(zip(self.args, arrays)):
+                    if index in shared:
+                        device.append(shared[index])
+                    elif arg.output:
+                        device.append(buffers.empty(index, stop - start, array.shape[1:],
+                                                    array.dtype))
+                    else:
+                        device.append(self._to_device(array, buffers, index, start, stop))
+                timing.append((cuda.event(), cuda.event()))
+                timing[-1][0].record(stream)
+                with _small_grids_allowed():
+                    kernel[(stop - start + block - 1) // block, block, stream](*device)
+                timing[-1][1].record(stream)
+                if queued is not None:
+                    self._copy_back(arrays, *queued)
+                queued = (device, stream, start, stop)
+            self._copy_back(arrays, *queued)
+            for stream in streams:
+                stream.synchronize()
         if not SIMULATOR:  # the simulator keeps no time
             self.last_kernel_seconds = _busy_seconds(
                 [(origin.elapsed_time(a), origin.elapsed_time(b)) for a, b in timing])
@@ -153,13 +160,18 @@ class ObjectKernel(kernel.ObjectKernel):
                 on_device.copy_to_host(array[start:stop], stream=stream)
 
     @staticmethod
-    def _to_device(array, stream, start=None, stop=None):
+    def _to_device(array, rows, key, start=None, stop=None):
+        """Rows ``start:stop`` of ``array`` (all without ``start``) on the GPU, in
+        ``rows``' buffers under ``key``; device arrays are sliced in place."""
         if isinstance(array, kernel.Columns):
             # each block's rows copied as they are and joined on the GPU: joined on
             # the host, 10^6 of cowell's states cost the H100's host 17 ms, and the
             # host, not the GPU, is what paces the chunks of that call
-            return device_join([ObjectKernel._to_device(b, stream, start, stop)
-                                for b in array.blocks], stream)
+            blocks = [ObjectKernel._to_device(b, rows, (key, i), start, stop)
+                      for i, b in enumerate(array.blocks)]
+            out = None if start is None else rows.empty(key, stop - start, array.shape[1:],
+                                                        array.dtype)
+            return device_join(blocks, rows.stream, out)
         if is_device_array(array):
             array = cuda.as_cuda_array(array)
             return array if start is None else array[start:stop]
@@ -167,7 +179,11 @@ class ObjectKernel(kernel.ObjectKernel):
             array = array[start:stop]
         if not array.flags.c_contiguous or 0 in array.strides:
             array = array.copy(order="C")  # stride-0 views are slow in kernels
-        return cuda.to_device(array, stream=stream)
+        if start is None:
+            return cuda.to_device(array, stream=rows.stream)
+        out = rows.empty(key, array.shape[0], array.shape[1:], array.dtype)
+        out.copy_to_device(array, stream=rows.stream)
+        return out
 
     def resources(self):
         """Registers and local memory per thread of the compiled kernel(s)."""
@@ -181,6 +197,26 @@ class ObjectKernel(kernel.ObjectKernel):
             }
             for sig, k in self._compiled.overloads.items()
         }
+
+
+class _Rows:
+    """One stream's device buffers for a chunk of rows, one per array (and per
+    block of `Columns`), allocated at first use and reused by every chunk the
+    stream runs: each allocation is a driver call, and each release a
+    synchronising one (two per chunk's array before)."""
+
+    def __init__(self, chunk, stream):
+        self.chunk = chunk
+        self.stream = stream
+        self._buffers = {}
+
+    def empty(self, key, rows, shape, dtype):
+        """The first ``rows`` rows of the buffer ``key``: ``(chunk,) + shape``."""
+        buffer = self._buffers.get(key)
+        if buffer is None:
+            buffer = cuda.device_array((self.chunk,) + tuple(shape), dtype, stream=self.stream)
+            self._buffers[key] = buffer
+        return buffer if rows == self.chunk else buffer[:rows]
 
 
 def _busy_seconds(intervals):
@@ -244,12 +280,13 @@ def _copy_columns(source, out, first):
             out[i, first + j] = source[i, j]
 
 
-def device_join(blocks, stream=0):
-    """``[b_1 | b_2 | ...]`` for (N, k_i) numba device arrays, as a new device
-    array (copies on the GPU, queued on ``stream``)."""
+def device_join(blocks, stream=0, out=None):
+    """``[b_1 | b_2 | ...]`` for (N, k_i) numba device arrays, into ``out`` or a
+    new device array (copies on the GPU, queued on ``stream``)."""
     rows = blocks[0].shape[0]
-    out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)), dtype=blocks[0].dtype,
-                            stream=stream)
+    if out is None:
+        out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)),
+                                dtype=blocks[0].dtype, stream=stream)
     if rows:
         block = settings.CUDA_BLOCK
         first = 0
