@@ -57,20 +57,3 @@ def test_kernel_time_counts_overlapping_chunks_once():
     assert _busy_seconds([(0.0, 16.0), (12.5, 30.0), (29.0, 31.0), (40.0, 41.5)]) == 0.0325
     assert _busy_seconds([(3.0, 4.0), (0.0, 10.0)]) == 0.01
     assert _busy_seconds([]) == 0.0
-
-
-def test_launches_cover_every_object_once_with_short_first_and_last():
-    from hapsira_core.backends.cuda import _chunk_bounds
-
-    rng = np.random.default_rng(5)
-    cases = [(int(n), int(c)) for n, c in zip(rng.integers(1, 5000, 300),
-                                              rng.integers(1, 300, 300))]
-    for n, chunk in cases + [(1_000_000, 1 << 17), (8, 4), (9, 4), (1, 1)]:
-        bounds = _chunk_bounds(n, chunk)
-        assert bounds[0][0] == 0 and bounds[-1][1] == n
-        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
-        assert all(0 < stop - start <= chunk for start, stop in bounds)
-        if n > 2 * chunk and chunk >= 4:
-            assert bounds[0][1] == bounds[-1][1] - bounds[-1][0] == chunk // 4
-    assert _chunk_bounds(8, 4) == [(0, 4), (4, 8)]
-    assert _chunk_bounds(1_000_000, 1 << 17)[:2] == [(0, 32768), (32768, 149576)]

@@ -9,7 +9,7 @@ variable           meaning                             default
 ``HAPSIRA_CACHE_MAX_MB``  cache size before pruning    ``1024``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
-``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``262144``
+``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
 =================  ==================================  =========
 
@@ -91,7 +91,10 @@ CACHE_DIR = os.path.expanduser(os.environ.get(
 CACHE_MAX_MB = _integer("HAPSIRA_CACHE_MAX_MB", 1024)
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
-CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 18)
+# 2^17 against 2^18 on an H100, reference workload at 10^6: 75 against 79 ms in
+# three paired runs (smaller chunks pace the copies better; 2^16 and below cost
+# kernel time): benchmarks/results/h100_launch_sweep.json
+CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
 
 if TARGET == "cuda":
