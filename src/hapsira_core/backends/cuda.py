@@ -93,8 +93,9 @@ class ObjectKernel(kernel.ObjectKernel):
         Chunks bound the GPU memory in use whatever N is. Each chunk's results
         are copied back only after the next chunk has been queued, so that the
         GPU computes one chunk while the host waits for the other's copies
-        (pageable host memory makes each copy block the host). Shared arrays
-        are copied once; arrays already on the device are sliced in place.
+        (pageable host memory makes each copy block the host). Each stream's
+        chunks share one set of buffers (`_Rows`). Shared arrays are copied
+        once; arrays already on the device are sliced in place.
         """
         n = arrays[self.n_inputs].shape[0]
         if n == 0:
