@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU session of docs/benchmarks.md ("The rebuilt core on the GPU") in one command:
-#   bash ci/gpu/core.sh [STAGE ...]        (default: all, in this order)
-# Stages: probe, tests (the whole suite on the real GPU, in the background on
-# cores 0-9 while the next stages run on cores 10-15), bench (reference
-# workload at 1e6 with diffrax, benchmarks/bench.py), ensembles (Van der Pol
-# and Lotka-Volterra at 1e6: ours, CuBIE, diffrax), foreign (C linked into a
+#   bash ci/gpu/core.sh [STAGE ...]        (default: probe bench ensembles tests foreign jax latency)
+# Stages run in the order given. probe; bench (reference workload at 1e6 with
+# diffrax, benchmarks/bench.py); ensembles (Van der Pol and Lotka-Volterra at
+# 1e6: ours, CuBIE, diffrax); tests (the whole suite on the real GPU, in the
+# background on cores 0-9 while the next stages run on cores 10-15, sharing the
+# GPU with them: stages timed against peers go before it); foreign (C linked into a
 # kernel vs its hjit twin, two processes), jax (inside jax.jit vs diffrax),
 # latency (first result in a new process, cold and warm cache), cache (what a
 # new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage),
@@ -30,7 +31,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 # results gathered outside $OUT, which may return only a few files: packed at the end
 RES=/tmp/hapsira-gpu/results
 rm -rf "$RES" && mkdir -p "$RES" "$OUT"
-STAGES=${*:-probe tests bench ensembles foreign jax latency}
+STAGES=${*:-probe bench ensembles tests foreign jax latency}
 
 if [ -d "$WHEELS" ] && [ ! -f /tmp/site/.installed ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
