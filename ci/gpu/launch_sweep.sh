@@ -2,8 +2,9 @@
 # The launcher's and the kernel's launch settings on the reference workload, one GPU call:
 #   bash ci/gpu/launch_sweep.sh
 # 1. chunk schedules: benchmarks/gpu_timeline.py (chunks 2^15..2^18, with --trace) for
-#    this tree and for TREES="name=path ..." (e.g. the same launcher without short
-#    first and last chunks), alternating, ROUNDS times;
+#    this tree and for TREES="name=path ..." (variants of the launcher, each a copy of
+#    the tree; 2026-11-23: short first and last launches, not kept), alternating,
+#    ROUNDS times;
 # 2. register caps and block sizes (HAPSIRA_CUDA_MAX_REGISTERS, HAPSIRA_CUDA_BLOCK):
 #    a cap only adds warps per SM where the block's size lets one more block fit
 #    (at 128 threads a block, 200 registers still give 2 blocks, as 255 do), so each
