@@ -5,8 +5,8 @@
 The reference workload (two-body + J2, one day, two output times) on N
 objects. The cuda launcher's host steps are timed with a host clock around
 each of them (they block: copies from and to pageable memory wait for the
-GPU): before the launch (checks, conversions), joining the input rows,
-copies in, launching, copies back (including the wait for the chunk's
+GPU): before the launch (checks, conversions), copies in (with the join of
+``cowell``'s states on the GPU), launching, copies back (including the wait for the chunk's
 kernel), after the launch (trimming, the result). The kernels' own time
 comes from CUDA events (overlapping chunks counted once). Median of
 ``--repeat`` calls per chunk size (2^k objects per launch).
@@ -33,9 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import workload  # noqa: E402
-from hapsira_core import kernel as kernel_module  # noqa: E402
 from hapsira_core import settings  # noqa: E402
-from hapsira_core.backends import cuda as backend  # noqa: E402
 from hapsira_core.ivp import build  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
@@ -43,10 +41,18 @@ from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
 SPENT = collections.Counter()
 
 
-def timed(owner, name, label):
+def patch(owner, name, around):
+    """Replace the method ``owner.name`` with ``around(original)`` (a static one stays static)."""
     static = isinstance(inspect.getattr_static(owner, name), staticmethod)
-    original = getattr(owner, name)
+    wrapper = around(getattr(owner, name))
+    setattr(owner, name, staticmethod(wrapper) if static else wrapper)
 
+
+def timed(owner, name, label):
+    patch(owner, name, lambda original: _timed(original, label))
+
+
+def _timed(original, label):
     depth = [0]  # (a nested call, a block of Columns, is counted in its caller)
 
     def wrapper(*args, **kwargs):
@@ -59,7 +65,7 @@ def timed(owner, name, label):
             if not depth[0]:
                 SPENT[label] += time.perf_counter() - start
 
-    setattr(owner, name, staticmethod(wrapper) if static else wrapper)
+    return wrapper
 
 
 class Trace:
@@ -69,8 +75,9 @@ class Trace:
         self.records = None
 
     def wrap(self, owner, name, label, stream_of):
-        static = isinstance(inspect.getattr_static(owner, name), staticmethod)
-        original = getattr(owner, name)
+        patch(owner, name, lambda original: self._traced(original, label, stream_of))
+
+    def _traced(self, original, label, stream_of):
         trace = self
 
         def wrapper(*args, **kwargs):
@@ -87,7 +94,7 @@ class Trace:
                 after.record(stream)
                 trace.records.append((label, start, host, time.perf_counter(), before, after))
 
-        setattr(owner, name, staticmethod(wrapper) if static else wrapper)
+        return wrapper
 
     def run(self, call):
         from numba import cuda
@@ -133,7 +140,6 @@ def main():
     cls = type(kernel)
     timed(cls, "_launch", "launch")
     timed(cls, "_to_device", "copy in (with joining)")
-    timed(kernel_module.Columns, "__getitem__", "joining rows")
     timed(cls, "_copy_back", "copy back (with waiting)")
     timed(cls, "_chunk_size", "chunk size")
     trace = Trace()
