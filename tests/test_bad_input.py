@@ -8,7 +8,7 @@ from astropy import units as u
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
-from hapsira_core.errors import CallbackCompileError
+from hapsira_core.kernels.errors import CallbackCompileError
 from hapsira_core.ivp import Event as IVPEvent
 from hapsira_core.ivp import solve_ivp
 from hapsira_core.jit import hjit

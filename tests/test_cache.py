@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 
-from hapsira_core.fingerprint import fingerprint
+from hapsira_core.kernels.fingerprint import fingerprint
 from hapsira_core.jit import hjit
 
 

@@ -20,7 +20,7 @@ from hapsira_core import settings
 from hapsira_core.jit import hjit
 from hapsira_cowell import STATUS_MESSAGES, cowell
 from hapsira_cowell import cli
-from hapsira_cowell.errors import CallbackCompileError, user_function_error
+from hapsira_core.kernels.errors import CallbackCompileError, user_function_error
 from hapsira_cowell.events import Event
 from hapsira_cowell.perturbations import two_body
 

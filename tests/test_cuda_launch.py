@@ -52,7 +52,7 @@ def test_chunks_shrink_to_fit_the_free_memory(monkeypatch):
 
 def test_kernel_time_counts_overlapping_chunks_once():
     """Chunks on two streams overlap: their kernel time is the union of their intervals."""
-    from hapsira_core.backends.cuda import _busy_seconds
+    from hapsira_core.targets.cuda.launch import _busy_seconds
 
     assert _busy_seconds([(0.0, 16.0), (12.5, 30.0), (29.0, 31.0), (40.0, 41.5)]) == 0.0325
     assert _busy_seconds([(3.0, 4.0), (0.0, 10.0)]) == 0.01

@@ -203,7 +203,7 @@ def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
                           capture_output=True, text=True, timeout=120)
     assert info.returncode == 0, info.stderr
     assert "entries:   2 (" in info.stdout and str(folder / "cache") in info.stdout
-    from hapsira_core import cache
+    from hapsira_core.kernels import cache
     if not SIMULATED:
         assert len(cache_files(folder / "cache")) >= 6  # module, index, data per entry
         previous = settings.CACHE_DIR
@@ -224,7 +224,7 @@ def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
 def test_a_warm_load_keeps_the_module_stamp_and_marks_it_used(tmp_path, monkeypatch):
     # numba-cuda (0.30) stamps a cache index with its source file's (mtime, size): a
     # module touched on every load made every new process on a GPU recompile
-    from hapsira_core import cache
+    from hapsira_core.kernels import cache
     monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
     source = "VALUE = 42\n"
     cache.load_module("stamp_check", source)

@@ -24,7 +24,8 @@ from astropy import units as u  # noqa: E402
 
 import hapsira_core.jax as hcj  # noqa: E402
 import hapsira_cowell.jax as hj  # noqa: E402
-from hapsira_core import ivp, settings, xla  # noqa: E402
+from hapsira_core import ivp, settings
+from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_cowell.cowell import _problem as cowell_problem  # noqa: E402

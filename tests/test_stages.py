@@ -3,7 +3,7 @@
 import math
 
 from hapsira_core.ivp import stages
-from hapsira_core.ivp.tableau import A, B, C, D, E3, E5, N_STAGES
+from hapsira_core.ivp.methods.dop853 import A, B, C, D, E3, E5, N_STAGES
 
 
 def f(t, y):

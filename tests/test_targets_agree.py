@@ -71,7 +71,7 @@ def test_chunked_launches_equal_one_launch():
 
 def test_columns_join_only_the_rows_asked_for():
     """cowell's states travel as Columns(r0, v0): each target joins the rows it reads."""
-    from hapsira_core.kernel import Columns
+    from hapsira_core.kernels.kernel import Columns
 
     r0, v0 = orbits(seed=3)
     columns = Columns(r0, v0)

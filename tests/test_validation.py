@@ -64,7 +64,7 @@ def test_a_user_function_that_does_not_compile_is_named_first(simulated):
     if simulated:
         pytest.skip("numba's CUDA simulator runs the Python source: nothing is compiled")
     from hapsira_core.jit import hjit
-    from hapsira_cowell.errors import CallbackCompileError
+    from hapsira_core.kernels.errors import CallbackCompileError
 
     @hjit
     def broken_rhs(t, rr, vv, k, p):

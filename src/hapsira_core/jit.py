@@ -1,8 +1,8 @@
-"""The one place that knows how code is compiled for the active target.
+"""The public face of compilation: `hjit` and the kernel pieces of the active target.
 
 Algorithms are written once as `hjit()` functions (plain Python on
-tuples and ``math``). The active backend (`hapsira_core.backends`, one
-module per target) turns them into
+tuples and ``math``). The active target (`hapsira_core.targets.active`, one
+module or folder per target) turns them into
 
 * ``cpu``: ``numba.njit`` functions and an ``njit`` loop over objects,
 * ``parallel``: ``numba.njit`` functions inside ``guvectorize(target="parallel")``,
@@ -12,15 +12,13 @@ module per target) turns them into
 
 import math
 
-import numba
-
 from . import settings
-from .backends import backend
-from .cache import factory
-from .kernel import Arg  # noqa: F401
+from .kernels.cache import factory, remember  # noqa: F401  (public: Dask workers rebuild what they made)
+from .kernels.kernel import Arg  # noqa: F401
+from .targets import active
 
-__all__ = ["hjit", "vjit", "gjit", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET",
-           "is_device_array"]
+__all__ = ["hjit", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET", "is_device_array",
+           "factory", "remember"]
 
 TARGET = settings.TARGET
 
@@ -30,34 +28,19 @@ TARGET = settings.TARGET
 #: never a Python exception), so that one object's bad arithmetic becomes its
 #: own failure status instead of aborting the batch. Use as ``@hjit`` or
 #: ``@hjit(option=value)``; options go to numba.
-hjit = backend.hjit
+hjit = active.hjit
 
 #: `ObjectKernel` of the active target.
-ObjectKernel = backend.ObjectKernel
+ObjectKernel = active.ObjectKernel
 
 #: ``rsqrt(x) = 1 / sqrt(x)``, within 1 ulp. On the GPU one reciprocal square
 #: root (libdevice) instead of a square root and a division, which halves the
 #: latency of a gravity term; elsewhere the two operations.
-rsqrt = hjit(backend.rsqrt)
+rsqrt = hjit(active.rsqrt)
 
-
-def is_device_array(value):
-    """True for a GPU array on the cuda target (used in place, never copied)."""
-    return TARGET == "cuda" and backend.is_device_array(value)
-
-
-def vjit(signatures, **options):
-    """``numba.vectorize`` for the active target (element-wise ufuncs)."""
-    return numba.vectorize(signatures, target=backend.VECTORIZE_TARGET, **options)
-
-
-def gjit(signatures, layout, **options):
-    """``numba.guvectorize`` for the active target (generalised ufuncs).
-
-    Note: numba-cuda 0.30 cannot run cuda gufuncs under its simulator; prefer
-    `ObjectKernel` for per-object work.
-    """
-    return numba.guvectorize(signatures, layout, target=backend.VECTORIZE_TARGET, **options)
+#: True for an array in the target's own memory (a GPU array on cuda: used in
+#: place, never copied); always False on the host targets.
+is_device_array = active.is_device_array
 
 
 @factory

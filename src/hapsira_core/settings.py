@@ -4,6 +4,7 @@
 variable           meaning                             default
 =================  ==================================  =========
 ``HAPSIRA_TARGET`` ``cpu``, ``parallel`` or ``cuda``   ``cpu``
+``HAPSIRA_TARGETS_PATH``  more folders of targets      (none)
 ``HAPSIRA_CACHE``  kernels cached on disk (``0``/``1``)  ``1``
 ``HAPSIRA_CACHE_DIR``  where cached kernels live       ``~/.cache/hapsira-cowell``
 ``HAPSIRA_CACHE_MAX_MB``  cache size before pruning    ``1024``
@@ -20,7 +21,6 @@ them, so change the environment and start a new process instead.
 
 import os
 
-TARGETS = ("cpu", "parallel", "cuda")
 _BOOLEANS = {"0": False, "false": False, "no": False, "off": False,
              "1": True, "true": True, "yes": True, "on": True}
 
@@ -62,27 +62,31 @@ def cuda_simulator_enabled():
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0").strip() not in ("", "0")
 
 
-def _check_cuda_usable():
-    if cuda_simulator_enabled():
-        return
-    hint = (
-        "HAPSIRA_TARGET=cuda needs a CUDA GPU with a working driver and "
-        "numba-cuda (pip install 'hapsira-cowell[cuda]'); to run the cuda "
-        "target without a GPU, set NUMBA_ENABLE_CUDASIM=1 (the simulator, "
-        "slow, for testing)"
-    )
-    try:
-        from numba import cuda
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise RuntimeError(f"{hint}. numba.cuda failed to import: {error}") from error
-    try:
-        usable = cuda.is_available()
-    except Exception as error:  # pragma: no cover - driver specific
-        raise RuntimeError(f"{hint}. Probing the GPU failed: {error}") from error
-    if not usable:
-        raise RuntimeError(f"{hint}. No usable GPU was found.")
+def _target_names(folders):
+    """The targets: every module or package in these folders whose name does not
+    start with an underscore (``_host.py`` is code that targets share)."""
+    names = set()
+    for folder in folders:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            path = os.path.join(folder, entry)
+            name, suffix = os.path.splitext(entry)
+            if entry.startswith(("_", ".")):
+                continue
+            if suffix == ".py" or (not suffix and os.path.isfile(os.path.join(path, "__init__.py"))):
+                names.add(name)
+    return tuple(sorted(names))
 
 
+#: Further folders searched for targets (``os.pathsep``-separated): a target is
+#: one module or package there, as in ``hapsira_core/targets/``.
+TARGETS_PATH = tuple(p for p in os.environ.get("HAPSIRA_TARGETS_PATH", "").split(os.pathsep) if p)
+#: The names of the targets: the modules of ``hapsira_core/targets/`` (and of
+#: ``HAPSIRA_TARGETS_PATH``). There is no other list of them.
+TARGETS = _target_names((os.path.join(os.path.dirname(__file__), "targets"),) + TARGETS_PATH)
 TARGET = _choice("HAPSIRA_TARGET", "cpu", TARGETS)
 CACHE = _boolean("HAPSIRA_CACHE", "1")
 CACHE_DIR = os.path.expanduser(os.environ.get(
@@ -96,6 +100,3 @@ CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # kernel time): benchmarks/results/h100_launch_sweep.json
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
-
-if TARGET == "cuda":
-    _check_cuda_usable()

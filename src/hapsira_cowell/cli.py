@@ -217,7 +217,7 @@ def _propagate_command(args, started):
 
 
 def _cache_command(args):
-    from hapsira_core import cache
+    from hapsira_core.kernels import cache
     print("\n".join(cache.clear_lines() if args.action == "clear" else cache.info_lines()))
     return 0
 

@@ -11,11 +11,11 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
-from hapsira_core.dask import any_dask
-from hapsira_core.errors import check_returns, is_real, is_state
+from hapsira_core.fronts.dask import any_dask
+from hapsira_core.kernels.errors import check_returns, is_real, is_state
 from hapsira_core.ivp import build, checks
 from hapsira_core.jit import is_device_array
-from hapsira_core.kernel import Columns
+from hapsira_core.kernels.kernel import Columns
 
 from .events import Event
 from .orbit_form import orbit_rhs

@@ -8,12 +8,11 @@ result is the single-process result for those objects, bit for bit. See
 ``docs/dask.md`` for clusters, GPUs and Zarr.
 """
 
-import os
 
 import numpy as np
 from astropy import units as u
 
-from hapsira_core import dask as core
+from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
 from .cowell import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
@@ -184,24 +183,12 @@ def open_client(scheduler):
     import logging
 
     import distributed
-    from hapsira_core import settings
 
     if scheduler != "local":
         return distributed.Client(scheduler, timeout="30s")
-    options = dict(processes=True, threads_per_worker=1, silence_logs=logging.ERROR)
-    if settings.TARGET == "cuda" and not settings.cuda_simulator_enabled():
-        try:
-            from dask_cuda import LocalCUDACluster
-        except ImportError:
-            raise ImportError("--scheduler local on the cuda target starts one worker per "
-                              "GPU with dask-cuda, which is not installed (pip install "
-                              "dask-cuda)") from None
-        cluster = LocalCUDACluster(threads_per_worker=1)
-    else:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else (os.cpu_count() or 1)
-        cluster = distributed.LocalCluster(
-            n_workers=workers if settings.TARGET == "cpu" else 1, **options)
+    from hapsira_core.targets import active
+    cluster = active.local_dask_cluster(processes=True, threads_per_worker=1,
+                                        silence_logs=logging.ERROR)
     client = distributed.Client(cluster)
     client._hapsira_cluster = cluster  # closed with the client by close_client()
     return client

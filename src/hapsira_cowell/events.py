@@ -16,7 +16,7 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
-from hapsira_core.cache import factory
+from hapsira_core.jit import factory
 from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, dot, norm
 

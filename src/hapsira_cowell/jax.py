@@ -11,7 +11,7 @@ platform; see ``docs/jax.md``.
 from typing import NamedTuple
 
 # first: without JAX it raises an ImportError that names the extra to install
-from hapsira_core.jax import (DerivativeError, concrete, is_jax, params_rows, real,
+from hapsira_core.fronts.jax import (DerivativeError, concrete, is_jax, params_rows, real,
                               require_x64, run, static)
 
 import jax  # noqa: E402  (after the import that explains a missing JAX)
@@ -102,7 +102,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     Traced ``tofs`` are not checked (sorted away from 0, one sign): keep them
     valid. ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
     runs the batch as one call with more objects; ``jax.grad`` raises
-    :class:`~hapsira_core.xla.DerivativeError`.
+    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
 
     Returns
     -------

@@ -50,7 +50,7 @@ def build_rhs(perturbations):
     key = tuple(n for n in PERTURBATIONS if n in perturbations)
     if key in _RHS:
         return _RHS[key]
-    from hapsira_core.cache import remember
+    from hapsira_core.jit import remember
     from hapsira_core.jit import hjit
     from . import perturbations as pert
 

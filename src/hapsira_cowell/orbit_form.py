@@ -5,7 +5,7 @@ puts GM first in that row, so that ``k`` is data like every other number
 (a new GM never recompiles) and the user's row follows it.
 """
 
-from hapsira_core.cache import factory
+from hapsira_core.jit import factory
 from hapsira_core.jit import hjit
 
 

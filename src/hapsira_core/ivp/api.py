@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 
-from ..cache import factory
-from ..errors import check_returns, is_real, is_state
+from ..kernels.cache import factory
+from ..kernels.errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
-from ..kernel import Columns
+from ..kernels.kernel import Columns
 from . import build, checks, methods
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
@@ -149,7 +149,7 @@ class Problem:
 
     def run(self, y0, params, t0, tf, rtol, atol):
         """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``;
-        ``y0`` may also be `hapsira_core.kernel.Columns`).
+        ``y0`` may also be `hapsira_core.kernels.kernel.Columns`).
 
         Outputs that would not fit in memory are refused before anything is
         allocated (`hapsira_core.memory.check()`).
@@ -254,9 +254,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         ``y0`` or ``params`` is a Dask array chunked along the object axis:
         each chunk is solved by a Dask worker (docs/dask.md).
     """
-    from ..dask import any_dask
+    from ..fronts.dask import any_dask
     if any_dask(y0, params):
-        from ..dask import solve_ivp as solve_chunked
+        from ..fronts.dask import solve_ivp as solve_chunked
         return solve_chunked(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                              events=events, max_steps=max_steps,
                              max_event_records=max_event_records)

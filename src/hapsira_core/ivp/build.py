@@ -8,15 +8,15 @@ that new numbers never recompile.
 
 import numpy as np
 
-from .. import cache
-from ..errors import CallbackCompileError, user_function_error
-from ..fingerprint import fingerprint
-from ..jit import TARGET, Arg, ObjectKernel, hjit, switch
-from ..backends import backend
+from ..kernels import cache
+from ..kernels.errors import CallbackCompileError, user_function_error
+from ..kernels.fingerprint import fingerprint
+from ..jit import Arg, ObjectKernel, hjit, switch
+from ..targets import active as target
 from . import methods
 from .loop import make_solve
 
-#: Built kernels, by ``(target, method, n, fun, event functions)``.
+#: Built kernels of the active target, by ``(method, n, fun, event functions, event states)``.
 KERNELS = {}
 
 
@@ -55,9 +55,9 @@ def kernel(method, n, fun, event_functions, event_states=False):
     interpolant evaluated once more per occurrence; ``cowell`` needs none).
     """
     event_functions = tuple(event_functions)
-    key = (TARGET, method, n, fun, event_functions, event_states)
+    key = (method, n, fun, event_functions, event_states)
     if key not in KERNELS:
-        keep = backend.KEEP_STAGES
+        keep = target.KEEP_STAGES
         solve = make_solve(method, n, keep, fun, switch(event_functions, 4), event_states)
 
         @hjit
@@ -97,7 +97,8 @@ def _recipe(method, n, keep, fun, event_functions, event_states):
     prelude = cache.import_lines(imports) + "\n" + _BODY.format(
         fun=fun_source, events=events_source, method=method, n=n, keep=keep,
         event_states=event_states)
-    key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(), TARGET)
+    key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(),
+                      ObjectKernel.TARGET, ObjectKernel.CODE_OPTIONS)
     return key, prelude
 
 
@@ -124,7 +125,7 @@ def run(kernel, arrays, user_functions, diagnose=None):
 def work_rows(method, n):
     """Rows of the per-object ``work`` array the active target's loop needs (>= 1):
     the stages of a step where the dense output reuses them."""
-    if not backend.KEEP_STAGES:
+    if not target.KEEP_STAGES:
         return 1
     tableau = methods.get(method).tableau
     return max(1, tableau.n_stages + 1)

@@ -8,7 +8,7 @@ every accepted step, and stops at a terminal event, on failure, or after
 
 import math
 
-from ..cache import factory
+from ..kernels.cache import factory
 from ..jit import hjit
 from . import methods
 from .control import make_initial_step, make_step
@@ -27,7 +27,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
 
     ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
     event ``i`` (``c``: its row of ``ev_consts``); both are compile-time
-    constants of the loop (see `hapsira_core.cache`). Without ``event_states``
+    constants of the loop (see `hapsira_core.kernels.cache`). Without ``event_states``
     the loop never writes ``y_events`` (and carries no code for it). ``t_eval``: output times,
     sorted in the direction of integration. ``ev_max[e]``: the occurrence of
     event ``e`` that terminates (0: never). Writes ``out_y[j]`` (the state at

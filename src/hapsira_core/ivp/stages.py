@@ -137,7 +137,7 @@ def compile_stages(name, stages, outputs, given, fun, n=N, context=("p",), store
                    load=False):
     """`generate()`, compiled as an `hjit()` function
     ``name(t, y, h, p, ...)`` whose stages call the right-hand side ``fun``
-    (a compile-time constant, not an argument: see `hapsira_core.cache`)."""
+    (a compile-time constant, not an argument: see `hapsira_core.kernels.cache`)."""
     source, _ = generate(name, stages, outputs, given, n, context, store, load,
                          fun_argument=False)
     # generated functions belong to this module: numba imports it to reload a cached kernel

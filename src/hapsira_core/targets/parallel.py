@@ -3,14 +3,36 @@
 import numba
 import numpy as np
 
-from .. import kernel
-from .host import KEEP_STAGES, hjit, rsqrt  # noqa: F401
+from .. import settings
+from ..kernels import kernel
+from . import _host
+from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa: F401
+                    rsqrt)
 
-VECTORIZE_TARGET = "parallel"
+NAME = "parallel"
+#: Settings that change the generated code (part of every kernel's cache key).
+CODE_OPTIONS = (NAME, settings.DEBUG)
+XLA_PLATFORM = "cpu"
+XLA_SIMULATED = False
+
+
+def xla_handler(xla):
+    return _host.xla_handler(xla, parallel=True)
+
+
+def xla_mismatch(what):
+    return _host.xla_mismatch(NAME, what)
+
+
+def local_dask_cluster(**options):
+    """A Dask cluster on this machine for this target: one worker process,
+    whose kernels use every core already."""
+    return _host.local_dask_cluster(1, **options)
 
 
 class ObjectKernel(kernel.ObjectKernel):
-    TARGET = "parallel"
+    TARGET = NAME
+    CODE_OPTIONS = CODE_OPTIONS
 
     def _source(self):
         names = ", ".join(a.name for a in self.args)

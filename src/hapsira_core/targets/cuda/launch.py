@@ -1,11 +1,5 @@
-"""The ``cuda`` target: ``numba.cuda`` device functions, one GPU thread per object.
-
-Every call into numba-cuda lives in this module, so that a change of GPU
-backend (numba-cuda-mlir, say) is one file. Under numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``) the same code runs as Python threads: that
-proves semantics, never speed, and it rejects some options the GPU compiler
-accepts (``max_registers``, ``link``), which are left out there.
-"""
+"""The cuda kernel of an `ObjectKernel` and its launch: chunks of objects on two
+streams, with per-stream buffers, and the join of column blocks on the GPU."""
 
 import contextlib
 import math
@@ -14,46 +8,15 @@ import warnings
 import numpy as np
 from numba import cuda
 
-from .. import kernel, settings
-
-VECTORIZE_TARGET = "cuda"
-#: The dense output evaluates the stages again instead of keeping them: 13
-#: stage states do not fit in a thread's registers, and only steps that hold
-#: an output time or an event pay for it.
-KEEP_STAGES = False
-SIMULATOR = settings.cuda_simulator_enabled()
-
-
-def hjit(func=None, **options):
-    """``numba.cuda.jit(device=True)``; numba's floating point on the GPU is IEEE
-    (no exceptions), so a bad object fails alone."""
-    if func is None:
-        return lambda f: hjit(f, **options)
-    options.pop("cache", None)  # device functions are cached with their kernel
-    options.pop("error_model", None)
-    return cuda.jit(device=True, **options)(func)
-
-
-if SIMULATOR:
-    NRT_LIBRARY = None
-
-    def rsqrt(x):
-        # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
-        # float64 gives inf as the GPU does (an object at the centre fails alone).
-        with np.errstate(divide="ignore"):
-            return np.float64(1.0) / np.float64(math.sqrt(x))
-else:
-    from numba.cuda import libdevice
-    from numba.cuda.memory_management.nrt import NRT_LIBRARY
-
-    def rsqrt(x):
-        """One reciprocal square root (libdevice, within 1 ulp) instead of a
-        square root and a division: half the latency of a gravity term."""
-        return libdevice.rsqrt(x)
+from ... import settings
+from ...kernels import kernel
+from .surface import NRT_LIBRARY, SIMULATOR
 
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
+    #: (set by the package, which knows the settings that change the code)
+    CODE_OPTIONS = ()
     JOINS_COLUMNS = True  # on the GPU, a chunk at a time (`_to_device`)
 
     def _kernel_source(self):

@@ -30,7 +30,7 @@ import sys
 import time
 import warnings
 
-from . import settings
+from .. import settings
 
 
 def _names_from_content():

@@ -11,7 +11,8 @@ import warnings
 import numba
 import numpy as np
 
-from . import cache, settings
+from .. import settings
+from . import cache
 from .fingerprint import fingerprint
 
 
@@ -81,7 +82,9 @@ class ObjectKernel:
     ``__cuda_array_interface__``, used in place) fills the output arrays.
     """
 
-    TARGET = None  # set by each backend's subclass
+    TARGET = None  # set by each target's subclass: its name
+    #: the settings that change the generated code (part of the cache key)
+    CODE_OPTIONS = ()
     #: whether `_run` takes `Columns` inputs and joins their rows itself
     JOINS_COLUMNS = False
 
@@ -89,7 +92,7 @@ class ObjectKernel:
         self.body = body
         self.args = list(args)
         #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
-        #: by import, for the on-disk cache (`hapsira_core.cache`); None: in memory.
+        #: by import, for the on-disk cache (`hapsira_core.kernels.cache`); None: in memory.
         #: Without one, a body that a new process can import gets one made here.
         self.recipe = recipe if recipe is not None else self._importable_body()
         outputs = [a.output for a in self.args]
@@ -151,7 +154,8 @@ class ObjectKernel:
             return None
         prelude = f"{cache.import_lines(imports)}\n\nbody = {body}\n"
         arguments = repr([(a.name, a.dtype.str, a.core, a.per_object, a.output) for a in self.args])
-        key = fingerprint(self.body, prelude, arguments, cache.library_fingerprint(), self.TARGET)
+        key = fingerprint(self.body, prelude, arguments, cache.library_fingerprint(), self.TARGET,
+                          self.CODE_OPTIONS)
         return key, prelude
 
     def on_disk(self):
@@ -179,7 +183,7 @@ class ObjectKernel:
 
         With a recipe and caching on, the kernel lives in a generated module
         under ``HAPSIRA_CACHE_DIR`` whose name holds the recipe's fingerprint
-        (`hapsira_core.cache`); otherwise it is made in memory.
+        (`hapsira_core.kernels.cache`); otherwise it is made in memory.
         """
         source = self._source()
         if settings.CACHE and self.recipe is not None:

@@ -1,0 +1,510 @@
+"""Dask arrays in, Dask arrays out: one task per chunk of objects, the numpy call run on a worker.
+
+Objects are independent, so a chunk's result is the single-process result
+for those objects, bit for bit: each task calls the numpy front
+(`hapsira_core.ivp.integrate`, ``hapsira_cowell.cowell``) on its chunk.
+
+How the pieces fit:
+
+* The call's description (functions, events, times, tolerances) travels as
+  one pickled blob (`pack`) in which every ``hjit`` function is a
+  reference by module and name, so that a worker imports it and compiles it
+  for *its own* target (``HAPSIRA_TARGET`` of the worker: cpu, parallel or
+  cuda), whatever the client's target is. A worker unpacks a blob once
+  (`unpack` is memoised per process) and the kernel registry
+  (`hapsira_core.ivp.build.KERNELS`) is per process, so a worker
+  compiles each kernel once, at its first task, never per task.
+* `blocks` makes the task graph: one task per chunk returns all the
+  chunk's outputs at once; each output field is a Dask array picking its
+  part, so computing several fields together runs each chunk once.
+* Results (`DaskIVPResult` and ``hapsira_cowell.dask.DaskCowellResult``)
+  compute to the numpy results, or stream to Zarr (`DaskResult.to_zarr`)
+  chunk by chunk, so that outputs larger than memory never exist in RAM.
+
+Nothing here imports Dask at module level: the numpy path never needs it.
+"""
+
+import functools
+import importlib
+import io
+import math
+import os
+import pickle
+import sys
+
+import numpy as np
+
+from ..ivp.api import IVPResult
+
+__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
+           "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
+           "RETRIES", "ZARR_CHUNK_BYTES"]
+
+#: How often ``compute()``/``to_zarr()`` let Dask run a chunk again after it raised
+#: (a worker that dies is handled by the scheduler anyway: its tasks run elsewhere).
+RETRIES = 2
+#: Largest Zarr chunk written, bytes: the object axis keeps the Dask chunks, the
+#: time axis is split to stay below this (compressors refuse chunks over 2 GB).
+ZARR_CHUNK_BYTES = 64 * 2 ** 20
+
+
+def _dask_array_class():
+    module = sys.modules.get("dask.array")
+    return None if module is None else module.Array
+
+
+def is_dask_array(value):
+    """True for a ``dask.array.Array`` (never imports Dask)."""
+    cls = _dask_array_class()
+    return cls is not None and isinstance(value, cls)
+
+
+def any_dask(*values):
+    """True when any of ``values`` is a Dask array."""
+    return _dask_array_class() is not None and any(is_dask_array(v) for v in values)
+
+
+def _require_dask():
+    try:
+        import dask.array  # noqa: F401
+    except ImportError:  # pragma: no cover - only without the extra
+        raise ImportError("Dask arrays need the dask extra: pip install "
+                          "'hapsira-cowell[dask]'") from None
+
+
+# ------------------------------------------------------------ functions by reference
+
+def _is_compiled(obj):
+    """An ``hjit`` function: a numba dispatcher (cpu, cuda) or a simulator kernel."""
+    return callable(obj) and not isinstance(obj, type) and hasattr(obj, "py_func")
+
+
+def _place(obj):
+    """``(module, qualname)`` when importing them gives ``obj`` itself, else None."""
+    python = getattr(obj, "py_func", obj)
+    module = getattr(obj, "__module__", None) or getattr(python, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(python, "__qualname__", None)
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        return None
+    target = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return (module, qualname) if target is obj else None
+
+
+def _recipe(obj):
+    """``(maker, args)`` when a factory made ``obj`` (`hapsira_core.jit.factory`,
+    `hapsira_core.jit.remember`) and makes the same object again: a worker
+    calls the factory (memoised there too) instead of importing ``obj``."""
+    from ..kernels import cache
+    recipe = cache._RECIPES.get(id(obj))
+    if recipe is None:
+        return None
+    maker, args = recipe
+    try:
+        same = maker(*args) is obj  # ids are reused: check that the record is obj's
+    except Exception:  # noqa: BLE001 - a stale record is no recipe
+        return None
+    return (maker, tuple(args)) if same else None
+
+
+class NotImportableError(TypeError):
+    """An ``hjit`` function that Dask workers could not import."""
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        if not _is_compiled(obj):
+            return None
+        recipe = _recipe(obj)
+        if recipe is not None:
+            return ("made",) + recipe
+        place = _place(obj)
+        if place is None:
+            python = getattr(obj, "py_func", obj)
+            raise NotImportableError(
+                f"{getattr(python, '__qualname__', obj)!r} (module "
+                f"{getattr(python, '__module__', '?')!r}) cannot be imported by Dask workers, "
+                "which import hjit functions by module and name so that each worker compiles "
+                "them once for its own target: define it at the top level of a module on "
+                "the workers' Python path (not in __main__, a notebook or inside a "
+                "function), or, for a function made by a factory, record how with "
+                "hapsira_core.jit.remember(function, factory, args)")
+        return ("hjit",) + place
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        if pid[0] == "made":
+            return pid[1](*pid[2])
+        _, module, qualname = pid
+        target = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target
+
+
+def pack(**fields):
+    """One blob (bytes) holding ``fields``, ``hjit`` functions by reference.
+
+    A field that cannot be sent is named in the error.
+    """
+    for name, value in fields.items():
+        try:
+            _Pickler(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        except NotImportableError as error:
+            raise NotImportableError(f"{name}: {error}") from None
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            raise TypeError(f"{name}: cannot be sent to Dask workers ({error})") from None
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(fields)
+    return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=16)
+def unpack(blob):
+    """The fields of `pack`, once per process and blob (same objects every task)."""
+    return _Unpickler(io.BytesIO(blob)).load()
+
+
+# ------------------------------------------------------------------ inputs as chunks
+
+def _check_dask_real(value, name):
+    if value.dtype.kind not in "iuf":
+        raise TypeError(f"{name}: expected real numbers, got a Dask array of dtype "
+                        f"{value.dtype}")
+    if any(math.isnan(c) for chunks in value.chunks for c in chunks):
+        raise ValueError(f"{name}: the Dask array's chunk sizes are unknown; call "
+                         f"{name}.compute_chunk_sizes() first")
+
+
+def dask_rows(value, name, width=None, max_width=None):
+    """A Dask ``(n,)`` or ``(N, n)`` array checked without computing it: ``(array
+    as (N, n), single)``. ``width``: the n required; ``max_width``: its maximum."""
+    _check_dask_real(value, name)
+    if value.ndim not in (1, 2) or value.shape[-1] == 0:
+        raise ValueError(f"{name}: expected shape (n,) or (N, n) with n >= 1, got "
+                         f"{value.shape}")
+    if width is not None and value.shape[-1] != width:
+        raise ValueError(f"{name}: expected shape ({width},) or (N, {width}), got {value.shape}")
+    if max_width is not None and value.shape[-1] > max_width:
+        raise ValueError(f"{name}: states of {value.shape[-1]} components are not "
+                         f"supported (at most {max_width})")
+    single = value.ndim == 1
+    return (value[None, :] if single else value), single
+
+
+def dask_params(value, n_objects):
+    """params given as a Dask array: ``(shared (1, P) numpy row or None, per-object
+    (N, P) Dask array or None)``; a shared row is small and computed here."""
+    _check_dask_real(value, "params")
+    if value.ndim == 1 or (value.ndim == 2 and value.shape[0] == 1 and n_objects != 1):
+        from ..ivp import checks
+        return checks.params(value.compute(), n_objects), None
+    if value.ndim != 2 or value.shape[0] != n_objects:
+        raise ValueError(f"params: expected shape (P,) or ({n_objects}, P), got {value.shape}")
+    if value.shape[1] == 0:
+        return np.zeros((1, 1)), None
+    return None, value
+
+
+def object_arrays(arrays):
+    """``arrays`` ((N, k) numpy or Dask, one at least Dask) as Dask arrays with the
+    same chunks along the object axis (the first Dask array's) and one chunk
+    across. Numpy arrays are cut into those chunks."""
+    import dask.array as da
+    first = next(a for a in arrays if is_dask_array(a))
+    out = []
+    for array in arrays:
+        chunks = (first.chunks[0], (array.shape[1],))
+        if is_dask_array(array):
+            out.append(array if array.chunks == chunks else array.rechunk(chunks))
+        else:
+            out.append(da.from_array(np.asarray(array), chunks=chunks))
+    return out
+
+
+# ---------------------------------------------------------------------- task graph
+
+def _field(raw, index, trailing):
+    """Output ``index`` of a chunk's task; its shape is checked (a mismatch would
+    otherwise go unnoticed by Dask and misplace rows)."""
+    block = raw[index]
+    if block.shape[1:] != trailing:
+        raise RuntimeError(f"hapsira dask: output {index} of a chunk has shape {block.shape}, "
+                           f"expected (n, *{trailing})")
+    return block
+
+
+def blocks(task, blob, arrays, outputs, name):
+    """Dask arrays of the outputs of ``task(blob, *chunks)`` over the object chunks.
+
+    ``arrays``: Dask arrays ``(N, k)`` aligned by `object_arrays`;
+    ``task`` returns a tuple of arrays, one per ``outputs`` entry
+    ``(trailing shape, dtype)``, each with the chunk's objects first.
+    """
+    import dask.array as da
+    raw = da.map_blocks(task, blob, *arrays, dtype=object, drop_axis=1,
+                        meta=np.empty((0,), dtype=object), token=name)
+    fields = []
+    for index, (trailing, dtype) in enumerate(outputs):
+        trailing = tuple(trailing)
+        fields.append(raw.map_blocks(
+            _field, index=index, trailing=trailing, dtype=dtype,
+            chunks=(raw.chunks[0],) + tuple((d,) for d in trailing),
+            new_axis=list(range(1, 1 + len(trailing))) or None,
+            meta=np.empty((0,) * (1 + len(trailing)), dtype=dtype), token=f"{name}-out{index}"))
+    return fields
+
+
+# ------------------------------------------------------------------------- results
+
+def zarr_chunk_shape(shape, itemsize, rows):
+    """A Zarr chunk for an array of ``shape``: ``rows`` objects (the chunks as
+    computed), later axes cut, outermost first, until a chunk holds at most
+    `ZARR_CHUNK_BYTES` (compressors refuse chunks over 2 GB)."""
+    target = [max(1, rows)] + [max(1, d) for d in shape[1:]]
+    for axis in range(1, len(shape)):
+        others = itemsize * math.prod(target[:axis] + target[axis + 1:])
+        if others * target[axis] <= ZARR_CHUNK_BYTES:
+            break
+        target[axis] = max(1, ZARR_CHUNK_BYTES // others)
+    return tuple(target)
+
+
+def _zarr_chunks(array):
+    """``array`` rechunked as written to Zarr: object chunks made regular (Zarr
+    needs that), later axes as `zarr_chunk_shape`. Unchanged chunks cost
+    nothing (no rechunk task)."""
+    rows = array.chunks[0]
+    regular = all(c == rows[0] for c in rows[:-1]) and rows[-1] <= rows[0]
+    shape = zarr_chunk_shape(array.shape, array.dtype.itemsize,
+                             rows[0] if regular else max(rows))
+    return array.rechunk(shape)
+
+
+class DaskResult:
+    """What the Dask results share: compute, persist and stream to Zarr."""
+
+    def _fields(self):
+        """``{name: array}``: what `to_zarr` writes, as the result shows it."""
+        raise NotImplementedError
+
+    def _numpy(self, computed):
+        """The numpy result from computed `_lazy` arrays."""
+        raise NotImplementedError
+
+    def _lazy(self):
+        """``{name: Dask array}`` from which `_numpy` makes the numpy result."""
+        raise NotImplementedError
+
+    def compute(self, retries=RETRIES, **kwargs):
+        """The numpy result (every chunk run once; ``retries``: reruns of a chunk that
+        raised); ``kwargs`` go to ``dask.compute``."""
+        import dask
+        lazy = self._lazy()
+        values = dask.compute(*lazy.values(), retries=retries, **kwargs)
+        return self._numpy(dict(zip(lazy, values)))
+
+    def persist(self, retries=RETRIES, **kwargs):
+        """The same result with its chunks computed and kept on the workers."""
+        import dask
+        lazy = self._lazy()
+        values = dask.persist(*lazy.values(), retries=retries, **kwargs)
+        return self._rebuild(dict(zip(lazy, values)))
+
+    def to_zarr(self, store, *, overwrite=False, retries=RETRIES, compute=True,
+                storage_options=None, **kwargs):
+        """Write every field to a Zarr group at ``store``, chunk by chunk on the workers.
+
+        ``store``: a path or URL (``storage_options`` go to fsspec) that every
+        worker can write to. Arrays are named as the result's fields
+        (``t_events`` per event as ``t_events_0``, ...), with units and status
+        messages in the group's attributes. Each chunk of objects is computed
+        once and written as it finishes, so the result never has to fit in
+        memory. ``overwrite``: replace an existing group (else it is an
+        error). ``compute=False`` returns the Dask object that writes when
+        computed; ``kwargs`` go to ``dask.compute``.
+        """
+        import dask
+        import dask.array as da
+        try:
+            import zarr
+        except ImportError:
+            raise ImportError("Zarr output needs zarr >= 3 (Python >= 3.11): pip install "
+                              "'hapsira-cowell[dask]'") from None
+        if not isinstance(store, (str, os.PathLike)):
+            raise TypeError(f"store: expected a path or URL, got {type(store).__name__}")
+        store = os.fspath(store)
+        group = zarr.open_group(store, mode="w" if overwrite else "w-",
+                                storage_options=storage_options)
+        group.attrs.update(self._attrs())
+        writes = []
+        for name, array in self._fields().items():
+            if not is_dask_array(array):
+                group.create_array(name, data=np.asarray(array))
+                continue
+            if array.ndim == 0:  # one object's status, nfev...: one number
+                group.create_array(name, data=np.asarray(array.compute(retries=retries)))
+                continue
+            if 0 in array.shape:
+                group.create_array(name, shape=array.shape, dtype=array.dtype)
+                continue
+            writes.append(da.to_zarr(_zarr_chunks(array), store, component=name, mode="w",
+                                     storage_options=storage_options, compute=False))
+        if not compute:
+            return writes
+        dask.compute(*writes, retries=retries, **kwargs)
+        return group
+
+    def _attrs(self):
+        return {}
+
+    def _rebuild(self, lazy):
+        raise NotImplementedError
+
+
+def _status_repr(self, name):
+    n = self.status.shape[0] if self.status.ndim else 1
+    chunks = len(self.status.chunks[0]) if self.status.ndim else 1
+    return f"{name}(objects={n}, chunks={chunks}, Dask arrays: .compute() or .to_zarr(path))"
+
+
+class DaskIVPResult(DaskResult, IVPResult):
+    """`hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
+    shapes (``t`` stays numpy), computed when asked (`compute`,
+    `to_zarr`, or ``dask.compute`` on the fields)."""
+
+    def __init__(self, t, raw, single=False):
+        IVPResult.__init__(self, t, raw, single)
+        self._raw = raw
+
+    @property
+    def success(self):
+        """True where the object reached ``tf`` or a terminal event (a Dask array)."""
+        return self.status >= 0
+
+    def messages(self):
+        """The meaning of each object's status (computes ``status``)."""
+        from ..ivp.layout import STATUS_MESSAGES
+        status = np.asarray(self.status.compute())
+        if status.ndim == 0:
+            return STATUS_MESSAGES[int(status)]
+        return [STATUS_MESSAGES[int(s)] for s in status]
+
+    def __len__(self):
+        return 1 if self.single else self.status.shape[0]
+
+    def __getitem__(self, i):
+        """Object ``i`` as an `hapsira_core.ivp.ObjectResult` (computes its row)."""
+        import dask
+        if self.single:
+            return self.compute()[i]
+        index = range(len(self))[i]
+        rows = dask.compute({k: v[index:index + 1] for k, v in self._raw.items()})[0]
+        return IVPResult(self.t, rows)[0]
+
+    def __repr__(self):
+        return _status_repr(self, "DaskIVPResult")
+
+    def _lazy(self):
+        return dict(self._raw)
+
+    def _numpy(self, computed):
+        return IVPResult(self.t, computed, self.single)
+
+    def _rebuild(self, lazy):
+        return DaskIVPResult(self.t, lazy, self.single)
+
+    def _fields(self):
+        fields = {"t": self.t, "y": self.y, "status": self.status, "nfev": self.nfev,
+                  "nsteps": self.nsteps, "n_events": self.n_events}
+        fields.update({f"t_events_{e}": t for e, t in enumerate(self.t_events)})
+        fields.update({f"y_events_{e}": y for e, y in enumerate(self.y_events)})
+        return fields
+
+    def _attrs(self):
+        from ..ivp.layout import STATUS_MESSAGES
+        return {"producer": "hapsira_core.ivp.solve_ivp",
+                "layout": "y: (N, n, M) as scipy's sol.y per object; t_events_e: (N, C) "
+                          "per event e, NaN-padded; y_events_e: (N, C, n)",
+                "status_messages": {str(k): v for k, v in STATUS_MESSAGES.items()}}
+
+
+# ----------------------------------------------------------------------- solve_ivp
+
+_RAW = ("y", "info", "t_events", "y_events", "n_events")
+
+
+def _solve_block(blob, y0, params=None):
+    """One chunk of `solve_ivp`, on a worker: the numpy front on its objects."""
+    from ..ivp import api, checks
+    spec = unpack(blob)
+    y0, _ = checks.states(y0)
+    params = spec["params"] if params is None else checks.params(params, y0.shape[0])
+    events = spec["events"]
+    raw = api.integrate(spec["method"], spec["fun"], y0, spec["t0"], spec["tf"], spec["t_eval"],
+                        spec["rtol"], spec["atol"], params, events, spec["max_steps"],
+                        spec["records"], spec["records"], [spec["fun"]] + [e.g for e in events])
+    return tuple(raw[name] for name in _RAW)
+
+
+def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
+              params=None, events=(), max_steps=100_000, max_event_records=64):
+    """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
+
+    Arguments are checked here (the Dask arrays without computing them); each
+    chunk of objects is then solved by a worker, on the worker's target.
+    Returns a `DaskIVPResult`.
+    """
+    _require_dask()
+    from ..ivp import api, checks, methods
+    from ..ivp.layout import INFO
+    from ..ivp.state import MAX_N
+
+    solver = methods.get(method)
+    if is_dask_array(y0):
+        y0, single = dask_rows(y0, "y0", max_width=MAX_N)
+    else:
+        y0, single = checks.states(y0)
+    n_objects, n = y0.shape
+    t0, tf, times = api._times(t_span, t_eval)
+    rtol = checks.relative_tolerance(rtol, n, stacklevel=4)
+    atol = checks.tolerance(atol, "atol", n)
+    if is_dask_array(params):
+        shared, per_object = dask_params(params, n_objects)
+    else:
+        shared = checks.params(params, n_objects)
+        shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
+            else (None, shared)
+    events = checks.event_list(events, api.Event)
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    if not callable(fun):
+        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    blob = pack(fun=fun, events=events, method=solver.name, t0=t0, tf=tf, t_eval=times,
+                rtol=rtol, atol=atol, params=shared, max_steps=max_steps, records=records)
+    arrays = object_arrays([y0] if per_object is None else [y0, per_object])
+    n_ev = len(events)
+    # as Problem.trim leaves them: without events, one padding record of times is kept
+    t_records = records if n_ev else min(records, 1)
+    outputs = [((times.size, n), np.float64), ((INFO.size,), np.int64),
+               ((n_ev, t_records), np.float64), ((n_ev, records if n_ev else 0, n), np.float64),
+               ((n_ev,), np.int64)]
+    fields = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")
+    return DaskIVPResult(times, dict(zip(_RAW, fields)), single)
+
+
+# ------------------------------------------------------------------------ workers
+
+def worker_info():
+    """This process's target and kernels: ``{"pid", "target", "kernels", "compiled"}``.
+
+    Run it on every worker with ``client.run(hapsira_core.dask.worker_info)``:
+    ``compiled`` counts the solver kernels compiled in that process, which
+    stays at one per problem however many chunks the worker ran.
+    """
+    from ..ivp import build
+    from ..jit import TARGET
+    return {"pid": os.getpid(), "target": TARGET, "kernels": len(build.KERNELS),
+            "compiled": sum(k._compiled is not None for k in build.KERNELS.values())}

@@ -1,0 +1,217 @@
+"""``solve_ivp`` for JAX arrays: the batched solver inside ``jax.jit``, on XLA's own buffers.
+
+The JAX twin of :func:`hapsira_core.ivp.solve_ivp`: the same
+:class:`~hapsira_core.ivp.Problem` (kernel, shared rows, output shapes),
+run through :mod:`hapsira_core.fronts.jax.xla` instead of on numpy arrays, so the same
+numbers bit for bit. Needs the ``jax`` extra and 64-bit JAX
+(``jax.config.update("jax_enable_x64", True)``); see ``docs/jax.md``.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+# first: without JAX it raises an ImportError that names the extra to install
+from .xla import DerivativeError, xla_kernel
+
+import jax  # noqa: E402  (after the import that explains a missing JAX)
+import jax.numpy as jnp  # noqa: E402
+
+from ...ivp import Event, Problem, checks, methods  # noqa: E402
+from ...ivp.api import _times  # noqa: E402
+from ...ivp.layout import INFO, config_row  # noqa: E402
+
+__all__ = ["solve_ivp", "IVPResult", "DerivativeError", "run"]
+
+
+class IVPResult(NamedTuple):
+    """What :func:`solve_ivp` returns: JAX arrays, a pytree (returnable from ``jax.jit``).
+
+    Fields as :class:`hapsira_core.ivp.IVPResult`: ``t`` ``(M,)``; ``y``
+    ``(N, n, M)``, NaN after a terminal event or a failure; ``status``,
+    ``nfev``, ``nsteps`` ``(N,)``; ``t_events`` a tuple of one ``(N, C)``
+    array per event, ``y_events`` one ``(N, C, n)`` per event, NaN-padded;
+    ``n_events`` ``(N, E)``. For one object (``y0`` of shape ``(n,)``) the N
+    axis is dropped.
+    """
+
+    t: jax.Array
+    y: jax.Array
+    status: jax.Array
+    t_events: tuple
+    y_events: tuple
+    n_events: jax.Array
+    nfev: jax.Array
+    nsteps: jax.Array
+
+
+# -- argument checks that work on traced values -------------------------------
+
+def require_x64(what):
+    if not jax.config.jax_enable_x64:
+        raise RuntimeError(f"{what} computes in float64, which JAX disables by default: "
+                           "call jax.config.update('jax_enable_x64', True) at start-up (or "
+                           "set JAX_ENABLE_X64=1)")
+
+
+def is_jax(value):
+    """A JAX array or a tracer (inside ``jit``/``vmap``)."""
+    return isinstance(value, jax.Array)  # tracers are jax.Array instances too
+
+
+def concrete(value):
+    """``value`` as a numpy array, or None when it is traced."""
+    try:
+        return np.asarray(value)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def static(value, name):
+    """A value that fixes the compiled program: it must not be traced."""
+    array = concrete(value)
+    if array is None:
+        raise TypeError(f"{name}: expected concrete numbers (it fixes the compiled "
+                        "program), got a traced value; pass it from outside jax.jit")
+    return array
+
+
+def real(value, name, what="real numbers"):
+    """``value`` as a float64 JAX array, with the numpy front's dtype rules.
+
+    Anything else than a JAX array goes through
+    :func:`~hapsira_core.ivp.checks.real_array` (masked, ragged, complex,
+    text... refused as in the numpy call); a JAX array, traced or not, is
+    checked by its dtype only, without reading it back.
+    """
+    if not is_jax(value):
+        return jnp.asarray(checks.real_array(value, name, what))
+    kind = np.dtype(value.dtype).kind
+    if kind not in "iuf":
+        kinds = {"b": "booleans", "c": "complex numbers"}
+        raise TypeError(f"{name}: expected {what}, got {kinds.get(kind, value.dtype)}")
+    return jnp.asarray(value, dtype=jnp.float64)
+
+
+def params_rows(value, n_objects):
+    """``(1, P)`` shared or ``(N, P)`` per-object rows, as :func:`checks.params`."""
+    if value is None:
+        return jnp.zeros((1, 1))
+    if not is_jax(value):
+        return jnp.asarray(checks.params(value, n_objects))
+    return checks.params_shape(real(value, "params"), n_objects, jnp.zeros)
+
+
+def _states(y0):
+    """``(N, n)`` states and whether one object was given, as :func:`checks.states`."""
+    if not is_jax(y0):
+        y0, single = checks.states(y0)
+        return jnp.asarray(y0), single
+    array = real(y0, "y0")
+    if array.ndim not in (1, 2) or array.shape[-1] == 0:
+        raise ValueError(f"y0: expected shape (n,) or (N, n) with n >= 1, got {array.shape}")
+    checks.states(np.zeros((1, array.shape[-1])))  # the numpy call's limit on n, its message
+    single = array.ndim == 1
+    return (array[None, :] if single else array), single
+
+
+def _span(t_span, t_eval):
+    """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does."""
+    try:
+        t0, tf = t_span
+    except (TypeError, ValueError):
+        raise ValueError(f"t_span: expected two numbers (t0, tf), got {t_span!r}") from None
+    values = [concrete(t0), concrete(tf)]
+    times = None if t_eval is None else concrete(t_eval)
+    if all(v is not None for v in values) and (t_eval is None or times is not None):
+        t0, tf, times = _times((values[0], values[1]), times)
+        return t0, tf, jnp.asarray(times)
+    if all(v is not None for v in values):
+        _times((values[0], values[1]), None)  # the span itself, as the numpy call
+    # something is traced: only shapes can be checked, values are the caller's to keep valid
+    t0, tf = real(t0, "t_span"), real(tf, "t_span")
+    if t0.ndim or tf.ndim:
+        raise ValueError(f"t_span: expected two numbers (t0, tf), got shapes {t0.shape} "
+                         f"and {tf.shape}")
+    if t_eval is None:
+        return t0, tf, tf[None]
+    times = real(t_eval, "t_eval")
+    if times.ndim != 1 or times.size == 0:
+        raise ValueError(f"t_eval: expected a non-empty 1-D array, got shape {times.shape}")
+    return t0, tf, times
+
+
+# -- the run ----------------------------------------------------------------
+
+def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"):
+    """:meth:`Problem.run <hapsira_core.ivp.Problem.run>` on JAX arrays, inside ``jax.jit``.
+
+    ``y0`` ``(N, n)`` and ``params`` ``(1 or N, P)`` float64 JAX arrays (may
+    be traced), ``t0``/``tf`` numbers or traced scalars, ``rtol``/``atol``
+    ``(n,)`` numpy arrays; the problem's ``t_eval`` may be a JAX array. The
+    kernel's trimmed outputs as a dict of JAX arrays (``y`` ``(N, M, n)``,
+    ``info``, ``t_events``, ``y_events``, ``n_events``).
+    """
+    known = [concrete(t) for t in (t0, tf)]
+    if all(t is not None for t in known):
+        t_eval, conf, *rows = problem.shared_inputs(float(known[0]), float(known[1]), rtol,
+                                                    atol)
+    else:  # a traced time span: the row's other numbers are known, set t0, tf in the program
+        t_eval, conf, *rows = problem.shared_inputs(0.0, 0.0, rtol, atol)
+        layout = config_row(problem.n)
+        conf = jnp.asarray(conf).at[layout.t0].set(t0).at[layout.tf].set(tf)
+    n_objects = y0.shape[0]
+    shapes = problem.output_shapes(n_objects)
+    kernel = xla_kernel(problem.kernel, what)
+    # the argument order of Problem.run: y0, t_eval, params, then the shared rows
+    outputs = kernel(y0, t_eval, params, conf, *rows, n=n_objects,
+                     sizes=kernel.output_sizes(shapes.values()))
+    return problem.trim(dict(zip(shapes, outputs)))
+
+
+def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
+              params=None, events=(), max_steps=100_000, max_event_records=64):
+    """:func:`hapsira_core.ivp.solve_ivp` on JAX arrays, usable inside ``jax.jit``.
+
+    Same arguments, semantics and numbers as the numpy call. ``y0``,
+    ``params``, ``t_span`` and ``t_eval`` may be traced (traced times are
+    not checked: keep ``t_eval`` inside ``t_span`` and sorted in the
+    direction of integration); ``fun``, ``method``, ``rtol``, ``atol``,
+    ``events``, ``max_steps`` and ``max_event_records`` fix the compiled
+    program and must be concrete. ``jax.vmap`` over ``y0``/``params`` runs
+    the batch as one call with more objects; ``jax.grad`` raises
+    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
+
+    Returns
+    -------
+    IVPResult
+        A named tuple of JAX arrays.
+    """
+    require_x64("hapsira_core.jax.solve_ivp")
+    solver = methods.get(method)
+    y0, single = _states(y0)
+    n_objects, n = y0.shape
+    t0, tf, times = _span(t_span, t_eval)
+    rtol = checks.relative_tolerance(static(rtol, "rtol"), n)
+    atol = checks.tolerance(static(atol, "atol"), "atol", n)
+    params = params_rows(params, n_objects)
+    events = checks.event_list(events, Event)
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    if not callable(fun):
+        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    problem = Problem(solver.name, fun, n, events, times, max_steps, records, records,
+                      [fun] + [e.g for e in events])
+    raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
+
+    info = raw["info"]
+    y = jnp.swapaxes(raw["y"], 1, 2)  # (N, n, M): res.y[i] laid out as scipy's sol.y
+    status, nfev, nsteps = info[:, INFO.status], info[:, INFO.nfev], info[:, INFO.nsteps]
+    t_events = tuple(raw["t_events"][:, e] for e in range(len(events)))
+    y_events = tuple(raw["y_events"][:, e] for e in range(len(events)))
+    n_events = raw["n_events"]
+    if single:
+        y, status, nfev, nsteps, n_events = y[0], status[0], nfev[0], nsteps[0], n_events[0]
+        t_events = tuple(t[0] for t in t_events)
+        y_events = tuple(s[0] for s in y_events)
+    return IVPResult(times, y, status, t_events, y_events, n_events, nfev, nsteps)

@@ -1,0 +1,46 @@
+"""The compilation targets, one module or folder each; `active` is the one ``HAPSIRA_TARGET`` names.
+
+This folder is the only place that imports numba-cuda or knows a target by
+its name: the rest of the library asks `active` (the target's module) what
+it needs. A target provides
+
+=======================  ===================================================
+``NAME``                 its name, as ``HAPSIRA_TARGET`` spells it
+``hjit``                 compile a helper (device) function
+``rsqrt``                ``1 / sqrt(x)``, the target's fastest form
+``KEEP_STAGES``          whether the dense output may reuse a step's stages
+``ObjectKernel``         runs a per-object body over N objects (a subclass of
+                         `hapsira_core.kernels.kernel.ObjectKernel`)
+``CODE_OPTIONS``         the settings that change its generated code (a tuple
+                         of values, part of every kernel's cache key)
+``is_device_array(x)``   whether ``x`` lives in the target's own memory
+``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target
+``XLA_PLATFORM``         the XLA platform its kernels run on inside JAX
+                         (``"cpu"``, ``"CUDA"``, or None: none)
+``xla_handler(x)``       the XLA FFI handler of an `XlaKernel` ``x``
+``xla_mismatch(what)``   the message for a call from the other platform
+``local_dask_cluster``  a Dask cluster on this machine suited to the target
+=======================  ===================================================
+
+A new target is one module (or folder) here, or in a folder named by
+``HAPSIRA_TARGETS_PATH``; `hapsira_core.settings.TARGETS` lists them by name.
+"""
+
+import importlib
+import os
+
+from .. import settings
+
+# Targets found through HAPSIRA_TARGETS_PATH are modules of this package too.
+__path__ = list(__path__) + [os.path.abspath(p) for p in settings.TARGETS_PATH]
+
+
+def load(name):
+    """The module of the target ``name`` (imported once; cuda checks its GPU here)."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+#: The module of ``settings.TARGET``.
+active = load(settings.TARGET)
+
+__all__ = ["active", "load"]

@@ -1,0 +1,48 @@
+"""The ``cpu`` target: ``numba.njit`` code and a loop over objects on one core."""
+
+import numba
+
+from .. import settings
+from ..kernels import kernel
+from . import _host
+from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa: F401
+                    rsqrt)
+
+NAME = "cpu"
+#: Settings that change the generated code (part of every kernel's cache key).
+CODE_OPTIONS = (NAME, settings.DEBUG)
+XLA_PLATFORM = "cpu"
+XLA_SIMULATED = False
+
+
+def xla_handler(xla):
+    return _host.xla_handler(xla, parallel=False)
+
+
+def xla_mismatch(what):
+    return _host.xla_mismatch(NAME, what)
+
+
+def local_dask_cluster(**options):
+    """A Dask cluster on this machine for this target: one single-threaded
+    worker process per core, each running its own objects."""
+    return _host.local_dask_cluster(_host.cores(), **options)
+
+
+class ObjectKernel(kernel.ObjectKernel):
+    TARGET = NAME
+    CODE_OPTIONS = CODE_OPTIONS
+
+    def _source(self):
+        names = ", ".join(a.name for a in self.args)
+        rows = ", ".join(self._row(a) for a in self.args)
+        first_out = self.args[self.n_inputs].name
+        return (f"def kernel({names}):\n"
+                f"    for i in range({first_out}.shape[0]):\n"
+                f"        body({rows})\n")
+
+    def _compile(self, function, cached):
+        return numba.njit(error_model="numpy", cache=cached)(function)
+
+    def _run(self, compiled, arrays):
+        compiled(*arrays)

@@ -1,0 +1,69 @@
+"""The ``cuda`` target: numba-cuda device functions, one GPU thread per object.
+
+This folder is the only place that imports numba-cuda, so that a change of GPU
+code generator (numba-cuda-mlir, say) is one folder. Its modules:
+
+* `.surface`: the one choice between a real GPU (`.gpu`) and numba's CUDA
+  simulator (`.simulator`), and the check that a GPU is usable;
+* `.launch`: the kernel of an `ObjectKernel` and its chunked two-stream launch;
+* `.xla`: the same kernel launched on XLA's stream inside JAX.
+"""
+
+from numba import cuda
+
+from ... import settings
+from .launch import ObjectKernel, device_join, is_device_array  # noqa: F401
+from .surface import SIMULATOR, declare_foreign, rsqrt  # noqa: F401
+from .xla import xla_handler  # noqa: F401
+
+NAME = "cuda"
+#: The dense output evaluates the stages again instead of keeping them: 13
+#: stage states do not fit in a thread's registers, and only steps that hold
+#: an output time or an event pay for it.
+KEEP_STAGES = False
+#: Settings that change the generated code (part of every kernel's cache key).
+CODE_OPTIONS = (NAME, SIMULATOR, settings.DEBUG, settings.CUDA_MAX_REGISTERS)
+#: The simulator has no XLA platform: its kernels cannot run inside JAX,
+#: except on JAX's CPU platform as a testing aid (`XlaKernel`'s ``simulator_on_cpu``).
+ObjectKernel.CODE_OPTIONS = CODE_OPTIONS
+XLA_PLATFORM = None if SIMULATOR else "CUDA"
+XLA_SIMULATED = SIMULATOR
+
+
+def hjit(func=None, **options):
+    """``numba.cuda.jit(device=True)``; numba's floating point on the GPU is IEEE
+    (no exceptions), so a bad object fails alone."""
+    if func is None:
+        return lambda f: hjit(f, **options)
+    options.pop("cache", None)  # device functions are cached with their kernel
+    options.pop("error_model", None)
+    return cuda.jit(device=True, **options)(func)
+
+
+def xla_mismatch(what):
+    if SIMULATOR:
+        return (f"hapsira: the {what} cannot run here: HAPSIRA_TARGET=cuda under "
+                "the CUDA simulator (NUMBA_ENABLE_CUDASIM=1) has no XLA platform; "
+                "start Python with HAPSIRA_TARGET=cpu or parallel to call it from JAX "
+                "on the CPU, or use a real GPU with HAPSIRA_TARGET=cuda")
+    return (f"hapsira: the {what} was built for HAPSIRA_TARGET=cuda and runs "
+            "on JAX's GPU platform, but this program runs on the CPU; put its "
+            "inputs on a GPU (jax.device_put(x, jax.devices('gpu')[0])) or start "
+            "Python with HAPSIRA_TARGET=cpu or parallel")
+
+
+def local_dask_cluster(**options):
+    """A Dask cluster on this machine for this target: one worker per GPU
+    (dask-cuda); under the simulator one worker process."""
+    import distributed
+    if SIMULATOR:
+        return distributed.LocalCluster(n_workers=1, **options)
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        raise ImportError("--scheduler local on the cuda target starts one worker per "
+                          "GPU with dask-cuda, which is not installed (pip install "
+                          "dask-cuda)") from None
+    options.pop("processes", None)
+    options.pop("silence_logs", None)
+    return LocalCUDACluster(**options)

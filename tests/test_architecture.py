@@ -1,0 +1,150 @@
+"""The layout's promises, checked on the source text: where numba-cuda may be
+imported, where target names may be compared, which module may import which."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
+CORE = SRC / "hapsira_core"
+TARGETS = CORE / "targets"
+FRONTS = CORE / "fronts"
+CLI = SRC / "hapsira_cowell" / "cli"
+
+
+def modules():
+    return sorted(p for p in SRC.rglob("*.py") if ".egg-info" not in str(p))
+
+
+def imported_names(path):
+    """Every module name an ``import`` or ``from ... import`` of ``path`` names,
+    made absolute (``from ..ivp import api`` in hapsira_core/fronts/x.py gives
+    ``hapsira_core.ivp`` and ``hapsira_core.ivp.api``)."""
+    package = list(path.relative_to(SRC).with_suffix("").parts)
+    if package[-1] != "__init__":
+        package = package[:-1]
+    else:
+        package = package[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_source_tree_is_found():
+    assert len(modules()) > 50 and (TARGETS / "cuda" / "__init__.py").exists()
+
+
+def test_only_targets_import_numba_cuda():
+    offenders = [str(p.relative_to(SRC)) for p in modules()
+                 if TARGETS not in p.parents
+                 and any(n == "numba.cuda" or n.startswith(("numba.cuda.", "numba_cuda"))
+                         for n in imported_names(p))]
+    assert offenders == []
+
+
+# a comparison with a target's name: TARGET == "cuda", "cpu" != x, in ("cpu", ...)
+_NAME = r"""['"](?:cpu|parallel|cuda)['"]"""
+_COMPARISON = re.compile(rf"(?:==|!=)\s*{_NAME}|{_NAME}\s*(?:==|!=)|\bin\s*[(\[{{]\s*{_NAME}")
+
+
+def test_no_target_name_is_compared_outside_targets():
+    offenders = []
+    for path in modules():
+        if TARGETS in path.parents:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if _COMPARISON.search(code):
+                offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_no_front_imports_another():
+    """A front is a module or a package of ``fronts/``; routing is ``fronts/__init__``'s."""
+    def front_of(path):
+        parts = path.relative_to(FRONTS).with_suffix("").parts
+        return None if parts == ("__init__",) else parts[0]
+
+    offenders = []
+    for path in FRONTS.rglob("*.py"):
+        own = front_of(path)
+        if own is None:
+            continue
+        for name in imported_names(path):
+            parts = name.split(".")
+            if parts[:2] == ["hapsira_core", "fronts"] and len(parts) > 2 and parts[2] != own:
+                offenders.append(f"{path.relative_to(FRONTS)} imports {name}")
+    assert offenders == []
+
+
+def test_nothing_below_the_command_line_imports_it():
+    offenders = [str(p.relative_to(SRC)) for p in modules()
+                 if CLI not in p.parents and p.parent != CLI
+                 and any(n.startswith("hapsira_cowell.cli") for n in imported_names(p))]
+    assert offenders == []
+
+
+def _graph():
+    """``module -> modules of the library it imports`` (file level)."""
+    names = {}
+    for path in modules():
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    graph = {}
+    for name, path in names.items():
+        graph[name] = {n for n in imported_names(path) if n in names and n != name}
+    return graph
+
+
+def test_no_import_circles():
+    graph = _graph()
+    circles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for other in sorted(graph[node]):
+            if state.get(other) == "open":
+                # a package imports its own submodules: not a circle of files
+                cycle = stack[stack.index(other):] + [other]
+                if not all(b.startswith(a + ".") or a.startswith(b + ".")
+                           for a, b in zip(cycle, cycle[1:])):
+                    circles.append(" -> ".join(cycle))
+            elif other not in state:
+                visit(other, stack + [other])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert circles == []
+
+
+@pytest.mark.parametrize("floor, above", [
+    ("hapsira_core.settings", ("hapsira_core.kernels", "hapsira_core.targets",
+                               "hapsira_core.ivp", "hapsira_core.fronts")),
+    ("hapsira_core.kernels", ("hapsira_core.targets", "hapsira_core.ivp",
+                              "hapsira_core.fronts", "hapsira_core.jit")),
+    ("hapsira_core.targets", ("hapsira_core.ivp", "hapsira_core.fronts", "hapsira_core.jit",
+                              "hapsira_core.foreign")),
+    ("hapsira_core.ivp", ("hapsira_core.fronts.",)),
+])
+def test_floors_import_only_downward(floor, above):
+    graph = _graph()
+    offenders = [f"{name} -> {other}" for name, imports in graph.items()
+                 if name == floor or name.startswith(floor + ".")
+                 for other in imports if other.startswith(above)]
+    assert offenders == []
