@@ -5,7 +5,7 @@ import pytest
 
 from hapsira_core import settings
 from hapsira_cowell import cowell
-from hapsira_cowell.cowell import _KERNELS
+from hapsira_core.jit import ObjectKernel
 
 from reference import K_EARTH, varied_orbits
 
@@ -29,18 +29,17 @@ def test_chunks_shrink_to_fit_the_free_memory(monkeypatch):
     v0 = np.array([s[1] for s in states])
     tofs = np.linspace(60.0, 1800.0, 30)
     whole = cowell(K_EARTH, r0, v0, tofs)
-    kernel = next(k for key, k in _KERNELS.items() if key[0] == "cuda")
     # rr and vv alone take 2 * 30 * 3 * 8 bytes per object: with this much
     # free memory a chunk holds at most 3 objects
     monkeypatch.setattr(cuda, "current_context", lambda: _Context(4 * 1440 * 3))
     launches = []
-    original = type(kernel)._copy_back
+    original = ObjectKernel._copy_back
 
     def counting(self, arrays, device, stream, start, stop):
         launches.append((start, stop))
         return original(self, arrays, device, stream, start, stop)
 
-    monkeypatch.setattr(type(kernel), "_copy_back", counting)
+    monkeypatch.setattr(ObjectKernel, "_copy_back", counting)
     split = cowell(K_EARTH, r0, v0, tofs)
     assert len(r0) > 3
     assert max(stop - start for start, stop in launches) <= 3
