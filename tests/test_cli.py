@@ -479,3 +479,56 @@ def test_default_catalog_backward_to_oem(tmp_path):
         np.testing.assert_allclose(e.r[-1], r0[i], rtol=1e-12)  # the start, at the epoch
         ref = Reference(two_body_rhs(398600.4418), r0[i], v0[i], np.array([-1800.0, -3600.0]))
         np.testing.assert_allclose(e.r[:2][::-1], ref.rr, rtol=1e-9)
+
+
+# ----------------------- refused before any propagation, in bounded memory (issue 26)
+
+@pytest.fixture
+def no_propagation(monkeypatch):
+    """Fail the test if a command gets as far as propagating."""
+    from hapsira_cowell import batch
+
+    def propagate(*args, **kwargs):
+        raise AssertionError("the command propagated; it should have stopped before")
+    monkeypatch.setattr(batch, "propagate", propagate)
+
+
+def one_line_naming(capsys, *words):
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("hapsira-cowell: error: "), lines
+    for word in words:
+        assert word in lines[0], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo"])
+def test_a_catalog_that_is_not_a_regular_file_is_refused_unread(tmp_path, source):
+    """/dev/zero was read without end (8.8 GB and growing, then MemoryError); a FIFO
+    blocked. Subprocess with a timeout: before the fix this hung instead of failing."""
+    if source == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(tmp_path / "fifo")
+    elif not os.path.exists(source):
+        pytest.skip(f"no {source} here")
+    done = run_cli("propagate", source, "--out", "out.npz", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hapsira-cowell: error: catalog "), lines
+    assert source in lines[0] and "not a regular file" in lines[0]
+    assert done.stdout == "" and not (tmp_path / "out.npz").exists()
+
+
+def test_a_catalog_over_the_size_cap_is_refused_unread(tmp_path, capsys, no_propagation):
+    big = tmp_path / "big.tle"
+    with open(big, "wb") as file:
+        file.truncate(300_000_000)  # sparse: 300 MB that take no disk
+    out = str(tmp_path / "out.npz")
+    assert cli.main(["propagate", str(big), "--out", out]) == 2
+    one_line_naming(capsys, "big.tle", "300 MB", "--max-input-mb 256")
+    small = tmp_path / "small.tle"
+    small.write_bytes(IRIDIUM.read_bytes())  # 30 kB
+    assert cli.main(["propagate", str(small), "--max-input-mb", "0.01", "--out", out]) == 2
+    one_line_naming(capsys, "small.tle", "--max-input-mb 0.01")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.tle", "small.tle"]

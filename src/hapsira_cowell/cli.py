@@ -77,6 +77,10 @@ def build_parser():
     p.add_argument("catalog", metavar="CATALOG", nargs="?", default=None,
                    help="TLE file or CSV of state vectors (default: the embedded Iridium 33 "
                    "debris catalog, 119 objects)")
+    p.add_argument("--max-input-mb", type=inputs.positive_float,
+                   default=_lib("catalog").MAX_INPUT_MB, metavar="MB",
+                   help="refuse a catalog file larger than this, MB (default "
+                   f"{_lib('catalog').MAX_INPUT_MB:g}); only regular files are read")
     p.add_argument("--tof", default="1d", help="time of flight, e.g. 1d, 6h, 90min, 30s, 1.5d "
                    "(default 1d); negative, e.g. -1d, propagates backward")
     p.add_argument("--every", default="10min", help="output interval (default 10min); the "
@@ -155,10 +159,8 @@ def _validate(args):
         args.perturbations = _lib("models").parse_perturbations(args.perturbations)
         args.out, args.format = writers.check_output(args.out, args.format)
         writers.check_plot_output(args.plot, "--plot")
-        if args.catalog is not None and not os.path.exists(args.catalog):
-            raise UsageError(f"catalog {args.catalog!r}: no such file")
-        if args.catalog is not None and os.path.isdir(args.catalog):
-            raise UsageError(f"catalog {args.catalog!r}: is a folder, expected a file")
+        if args.catalog is not None:  # a regular file, not too large, before reading it
+            _lib("catalog").check_file(args.catalog, args.max_input_mb)
         if args.scheduler is not None:
             try:
                 import dask  # noqa: F401
@@ -180,7 +182,7 @@ def _open_client(scheduler):
 
 def _propagate_command(args, started):
     catalog_module, writers, batch = _lib("catalog"), _lib("writers"), _lib("batch")
-    catalog = catalog_module.read_catalog(args.catalog, args.epoch)
+    catalog = catalog_module.read_catalog(args.catalog, args.epoch, args.max_input_mb)
     tofs = _lib("inputs").make_tofs(args.tof, args.every)
     sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
                                       args.perturbations, frame=args.frame, chunk=args.chunk)
