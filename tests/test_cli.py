@@ -532,3 +532,20 @@ def test_a_catalog_over_the_size_cap_is_refused_unread(tmp_path, capsys, no_prop
     assert cli.main(["propagate", str(small), "--max-input-mb", "0.01", "--out", out]) == 2
     one_line_naming(capsys, "small.tle", "--max-input-mb 0.01")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.tle", "small.tle"]
+
+
+def test_outputs_too_large_for_memory_are_refused_before_allocating(tmp_path, capsys,
+                                                                    monkeypatch,
+                                                                    no_propagation):
+    """--every 1e-9s --tof 1d asked numpy for 629 TiB of output times (a traceback)."""
+    out = str(tmp_path / "out.npz")
+    assert cli.main(["propagate", "--every", "1e-9s", "--tof", "1d", "--out", out]) == 2
+    one_line_naming(capsys, "--every", "--tof", "86,400,000,000,002 output times", "TB")
+    monkeypatch.setenv("HAPSIRA_MEMORY_LIMIT", "100MB")
+    assert cli.main(["propagate", "--every", "1s", "--tof", "1d", "--out", out]) == 2
+    one_line_naming(capsys, "--every 1 s over --tof 1 d", "HAPSIRA_MEMORY_LIMIT")
+    assert cli.main(["propagate", "--every", "1min", "--tof", "30d", "--out", out,
+                     "--chunk", "1", "--plot", str(tmp_path / "p.png")]) == 2
+    one_line_naming(capsys, "--plot", "119 objects")
+    assert list(tmp_path.iterdir()) == []
+    assert cli.output_memory(119, 145, 10_000, "npz", None) < 2e6  # the default run

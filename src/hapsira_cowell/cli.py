@@ -172,6 +172,49 @@ def _validate(args):
         writers.check_plot_output(args.out, "--out")
 
 
+# Bytes per output time besides the states: its time of flight and its UTC text
+# (csv, parquet), or the scalar astropy Time the OEM writer keeps (measured:
+# about 200 B and 1.1 kB).
+_BYTES_PER_TIME = {"oem": 1200}
+_BYTES_PER_TIME_DEFAULT = 250
+
+
+def output_memory(n_objects, n_times, chunk, fmt, plot):
+    """Bytes one run holds in memory for its outputs: a chunk's states (objects x
+    output times x 6 columns x 8 bytes) twice (the solver's arrays and the
+    writer's copy), per output time its time and text, and with ``plot`` every
+    object's positions."""
+    rows = min(chunk, max(n_objects, 1))
+    needed = 2 * rows * n_times * 6 * 8
+    needed += n_times * (8 + _BYTES_PER_TIME.get(fmt, _BYTES_PER_TIME_DEFAULT))
+    if plot:
+        needed += n_objects * n_times * 3 * 8
+    return needed
+
+
+def _check_output_memory(args, n_objects):
+    """`UsageError` before anything is allocated when the outputs of ``--tof`` /
+    ``--every`` would not fit the memory limit of `hapsira_core.memory`
+    (``HAPSIRA_MEMORY_LIMIT``, else the memory available now)."""
+    inputs = _lib("inputs")
+    memory = importlib.import_module("hapsira_core.memory")
+    n_times = inputs.output_count(args.tof, args.every)
+    needed = output_memory(n_objects, n_times, args.chunk, args.format, args.plot)
+    allowed, source = memory.limit()
+    if needed <= allowed:
+        return
+    rows = min(args.chunk, max(n_objects, 1))
+    ways = "a larger --every, a shorter --tof" + (", a smaller --chunk" if rows > 1 else "")
+    ways += ", no --plot" if args.plot else ""
+    raise inputs.UsageError(
+        f"--every {inputs.format_duration(args.every)} over --tof "
+        f"{inputs.format_duration(args.tof)}: {n_times:,} output times x {rows:,} objects per "
+        f"chunk" + (f" (and --plot: x {n_objects:,} objects)" if args.plot else "")
+        + f" need about {memory.format_bytes(needed)} of memory, more than the "
+        f"{memory.format_bytes(allowed)} allowed ({source}); use {ways}, or set "
+        f"{memory.ENV} (e.g. 64GB or off)")
+
+
 def _open_client(scheduler):
     """The Dask client of ``--scheduler`` (`hapsira_cowell.dask.open_client`)."""
     try:
@@ -183,6 +226,7 @@ def _open_client(scheduler):
 def _propagate_command(args, started):
     catalog_module, writers, batch = _lib("catalog"), _lib("writers"), _lib("batch")
     catalog = catalog_module.read_catalog(args.catalog, args.epoch, args.max_input_mb)
+    _check_output_memory(args, len(catalog))
     tofs = _lib("inputs").make_tofs(args.tof, args.every)
     sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
                                       args.perturbations, frame=args.frame, chunk=args.chunk)
@@ -259,6 +303,10 @@ def main(argv=None):
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except MemoryError as error:  # HAPSIRA_MEMORY_LIMIT=off, or memory taken meanwhile
+        message = " ".join(str(error).split()) or "out of memory"
+        print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
