@@ -458,9 +458,15 @@ def test_default_catalog_backward_to_oem(tmp_path):
 
     assert DEFAULT_CATALOG.read_text() == IRIDIUM.read_text()  # the shipped file, unchanged
     out = tmp_path / "oem"
+    out.mkdir()  # with --force: another run's .oem files go, other files stay
+    (out / "00200-OTHER-RUN.oem").write_text("another run's file")
+    (out / "notes.txt").write_text("mine")
     done = run_cli("propagate", "--tof", "-1h", "--every", "30min", "--perturbations", "none",
-                   "--format", "oem", "--out", out, "--target", CLI_TARGET, cwd=tmp_path)
+                   "--format", "oem", "--out", out, "--force", "--target", CLI_TARGET,
+                   cwd=tmp_path)
     assert_ok(done)
+    assert not (out / "00200-OTHER-RUN.oem").exists() and (out / "notes.txt").exists()
+    (out / "notes.txt").unlink()
     assert "objects: 119 (TLE, frame TEME" in done.stdout
     assert "reached the end (-1 h): 119" in done.stdout
     assert "wrote " in done.stdout and "(oem, 119 files)" in done.stdout
@@ -549,3 +555,38 @@ def test_outputs_too_large_for_memory_are_refused_before_allocating(tmp_path, ca
     one_line_naming(capsys, "--plot", "119 objects")
     assert list(tmp_path.iterdir()) == []
     assert cli.output_memory(119, 145, 10_000, "npz", None) < 2e6  # the default run
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_first(capsys, no_propagation):
+    """--out /proc/x.npz got past the checks (os.access says yes to root there)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    for out in ("/proc/x.npz", "/proc/x.csv", "/proc/oem"):
+        fmt = ["--format", "oem"] if out.endswith("oem") else []
+        assert cli.main(["propagate", "--out", out, *fmt]) == 2
+        one_line_naming(capsys, f"--out {out!r}", "cannot write in the folder '/proc'")
+
+
+def test_oem_into_a_folder_with_files_needs_force(tmp_path, capsys, no_propagation):
+    out = tmp_path / "oem"
+    out.mkdir()
+    (out / "00000-OTHER-RUN.oem").write_text("another run's file")
+    assert cli.main(["propagate", "--format", "oem", "--out", str(out)]) == 2
+    one_line_naming(capsys, f"--out {str(out)!r}", "not empty", "--force")
+    assert os.listdir(out) == ["00000-OTHER-RUN.oem"]
+
+
+def test_oem_header_values_from_the_command_line_are_checked(tmp_path, capsys,
+                                                              no_propagation):
+    """A newline in --frame or in a CSV name became a header key of its own."""
+    catalog = tmp_path / "states.csv"
+    catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")
+    out = str(tmp_path / "oem")
+    common = ["propagate", str(catalog), "--format", "oem", "--out", out, "--epoch",
+              "2025-01-01"]
+    assert cli.main([*common, "--frame", "GCRF\nCENTER_NAME = MARS"]) == 2
+    one_line_naming(capsys, "--frame", "'\\n'")
+    catalog.write_text('name,x,y,z,vx,vy,vz\n"a\nOBJECT_ID = X",7000.0,0.0,0.0,0.0,7.546,0.0\n')
+    assert cli.main([*common, "--frame", "GCRF"]) == 2
+    one_line_naming(capsys, "--format oem", "names[0] (OBJECT_NAME)", "'\\n'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states.csv"]

@@ -93,6 +93,9 @@ def build_parser():
     p.add_argument("--format", default=None, help="npz, csv, parquet, zarr (a chunked store "
                    "for catalogs larger than memory) or oem (CCSDS OEM, one file per object; "
                    "default: from the suffix of --out)")
+    p.add_argument("--force", action="store_true", help="with --format oem, write into "
+                   "a folder that is not empty, replacing its .oem files (without it such a "
+                   "folder is refused, so that two runs' files never mix)")
     p.add_argument("--epoch", default=None, help="ISO UTC time: where SGP4 takes a TLE "
                    "catalog (default its latest epoch); the epoch of a CSV catalog's states")
     p.add_argument("--frame", default=None, help="OEM REF_FRAME of a CSV catalog's states, "
@@ -157,7 +160,9 @@ def _validate(args):
         args.tof = inputs.parse_duration(args.tof, "--tof", allow_negative=True)
         args.every = inputs.parse_duration(args.every, "--every")
         args.perturbations = _lib("models").parse_perturbations(args.perturbations)
-        args.out, args.format = writers.check_output(args.out, args.format)
+        args.out, args.format = writers.check_output(args.out, args.format, args.force)
+        if args.frame is not None:
+            writers._header_value(args.frame, "--frame")
         writers.check_plot_output(args.plot, "--plot")
         if args.catalog is not None:  # a regular file, not too large, before reading it
             _lib("catalog").check_file(args.catalog, args.max_input_mb)
@@ -228,8 +233,13 @@ def _propagate_command(args, started):
     catalog = catalog_module.read_catalog(args.catalog, args.epoch, args.max_input_mb)
     _check_output_memory(args, len(catalog))
     tofs = _lib("inputs").make_tofs(args.tof, args.every)
-    sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
-                                      args.perturbations, frame=args.frame, chunk=args.chunk)
+    try:
+        sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
+                                          args.perturbations, frame=args.frame,
+                                          chunk=args.chunk, overwrite=args.force)
+    except OSError as error:  # e.g. the disk filled since check_output
+        raise _lib("inputs").UsageError(f"--out {args.out!r}: cannot write it: "
+                                        f"{error.strerror or error}") from None
     client = None
     try:
         if args.scheduler is not None:

@@ -606,9 +606,29 @@ def check_plot_output(path, option):
         raise UsageError(f"{option} {path!r}: the folder {folder!r} does not exist")
 
 
-def check_output(out, fmt):
+def _probe_folder(out, folder):
+    """`UsageError` unless files and folders can be made in ``folder`` (the writers make
+    ``<out>.partial`` and temporary folders there): ``os.access`` says yes to root
+    for /proc, and for a read-only file system."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".hapsira-cowell-probe-", dir=folder)
+    except OSError as error:
+        raise UsageError(f"--out {out!r}: cannot write in the folder {folder!r}: "
+                         f"{error.strerror or error}") from None
+    try:
+        with open(os.path.join(probe, "probe"), "wb") as file:
+            file.write(b"x")
+    except OSError as error:
+        raise UsageError(f"--out {out!r}: cannot write in the folder {folder!r}: "
+                         f"{error.strerror or error}") from None
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def check_output(out, fmt, force=False):
     """``(out, fmt)`` for ``--out`` and ``--format``; `UsageError` early for what would
-    fail at the end (unknown format, missing library, folder that does not exist)."""
+    fail at the end (unknown format, missing library, folder that does not exist or
+    cannot be written in, an OEM folder holding files without ``force``)."""
     if out is None:
         out = "result-oem" if fmt == "oem" else f"result.{fmt or 'npz'}"
     if fmt is None:
@@ -643,10 +663,18 @@ def check_output(out, fmt):
         raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--out {out!r}: the folder {folder!r} is not writable")
+    _probe_folder(out, folder)
     if fmt == "oem":
         if os.path.exists(out) and not os.path.isdir(out):
             raise UsageError(f"--out {out!r}: is a file; the OEM format writes a folder "
                              "with one file per object")
+        if os.path.isdir(out) and not force:
+            entries = len(os.listdir(out))
+            if entries:
+                raise UsageError(f"--out {out!r}: the folder is not empty ({entries} "
+                                 "entries); the OEM files of another run would mix with "
+                                 "these: give a new or empty folder, or --force to replace "
+                                 "its .oem files")
     elif fmt == "zarr":
         if os.path.exists(out) and not is_zarr_store(out):
             raise UsageError(f"--out {out!r}: exists and is not a Zarr store; the Zarr "
