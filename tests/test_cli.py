@@ -557,14 +557,21 @@ def test_outputs_too_large_for_memory_are_refused_before_allocating(tmp_path, ca
     assert cli.output_memory(119, 145, 10_000, "npz", None) < 2e6  # the default run
 
 
-def test_an_output_folder_that_cannot_be_written_is_refused_first(capsys, no_propagation):
+def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path, monkeypatch,
+                                                                   capsys, no_propagation):
     """--out /proc/x.npz got past the checks (os.access says yes to root there)."""
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc here")
+    monkeypatch.chdir(tmp_path)
     for out in ("/proc/x.npz", "/proc/x.csv", "/proc/oem"):
         fmt = ["--format", "oem"] if out.endswith("oem") else []
         assert cli.main(["propagate", "--out", out, *fmt]) == 2
         one_line_naming(capsys, f"--out {out!r}", "cannot write in the folder '/proc'")
+    assert cli.main(["propagate", "--out", "/dev/null/x.npz"]) == 2  # not a folder
+    one_line_naming(capsys, "--out '/dev/null/x.npz'", "does not exist")
+    assert cli.main(["propagate", "--plot", "/proc/x.png"]) == 2  # drawn after propagating
+    one_line_naming(capsys, "--plot '/proc/x.png'", "cannot write in the folder '/proc'")
+    assert list(tmp_path.iterdir()) == []  # the probes are gone
 
 
 def test_oem_into_a_folder_with_files_needs_force(tmp_path, capsys, no_propagation):

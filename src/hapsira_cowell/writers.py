@@ -604,22 +604,23 @@ def check_plot_output(path, option):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{option} {path!r}: the folder {folder!r} does not exist")
+    _probe_folder(path, folder, option)
 
 
-def _probe_folder(out, folder):
+def _probe_folder(out, folder, option="--out"):
     """`UsageError` unless files and folders can be made in ``folder`` (the writers make
     ``<out>.partial`` and temporary folders there): ``os.access`` says yes to root
     for /proc, and for a read-only file system."""
     try:
         probe = tempfile.mkdtemp(prefix=".hapsira-cowell-probe-", dir=folder)
     except OSError as error:
-        raise UsageError(f"--out {out!r}: cannot write in the folder {folder!r}: "
+        raise UsageError(f"{option} {out!r}: cannot write in the folder {folder!r}: "
                          f"{error.strerror or error}") from None
     try:
         with open(os.path.join(probe, "probe"), "wb") as file:
             file.write(b"x")
     except OSError as error:
-        raise UsageError(f"--out {out!r}: cannot write in the folder {folder!r}: "
+        raise UsageError(f"{option} {out!r}: cannot write in the folder {folder!r}: "
                          f"{error.strerror or error}") from None
     finally:
         shutil.rmtree(probe, ignore_errors=True)
