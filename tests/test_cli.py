@@ -458,9 +458,15 @@ def test_default_catalog_backward_to_oem(tmp_path):
 
     assert DEFAULT_CATALOG.read_text() == IRIDIUM.read_text()  # the shipped file, unchanged
     out = tmp_path / "oem"
+    out.mkdir()  # with --force: another run's .oem files go, other files stay
+    (out / "00200-OTHER-RUN.oem").write_text("another run's file")
+    (out / "notes.txt").write_text("mine")
     done = run_cli("propagate", "--tof", "-1h", "--every", "30min", "--perturbations", "none",
-                   "--format", "oem", "--out", out, "--target", CLI_TARGET, cwd=tmp_path)
+                   "--format", "oem", "--out", out, "--force", "--target", CLI_TARGET,
+                   cwd=tmp_path)
     assert_ok(done)
+    assert not (out / "00200-OTHER-RUN.oem").exists() and (out / "notes.txt").exists()
+    (out / "notes.txt").unlink()
     assert "objects: 119 (TLE, frame TEME" in done.stdout
     assert "reached the end (-1 h): 119" in done.stdout
     assert "wrote " in done.stdout and "(oem, 119 files)" in done.stdout
@@ -479,3 +485,115 @@ def test_default_catalog_backward_to_oem(tmp_path):
         np.testing.assert_allclose(e.r[-1], r0[i], rtol=1e-12)  # the start, at the epoch
         ref = Reference(two_body_rhs(398600.4418), r0[i], v0[i], np.array([-1800.0, -3600.0]))
         np.testing.assert_allclose(e.r[:2][::-1], ref.rr, rtol=1e-9)
+
+
+# ----------------------- refused before any propagation, in bounded memory (issue 26)
+
+@pytest.fixture
+def no_propagation(monkeypatch):
+    """Fail the test if a command gets as far as propagating."""
+    from hapsira_cowell import batch
+
+    def propagate(*args, **kwargs):
+        raise AssertionError("the command propagated; it should have stopped before")
+    monkeypatch.setattr(batch, "propagate", propagate)
+
+
+def one_line_naming(capsys, *words):
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("hapsira-cowell: error: "), lines
+    for word in words:
+        assert word in lines[0], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "fifo"])
+def test_a_catalog_that_is_not_a_regular_file_is_refused_unread(tmp_path, source):
+    """/dev/zero was read without end (8.8 GB and growing, then MemoryError); a FIFO
+    blocked. Subprocess with a timeout: before the fix this hung instead of failing."""
+    if source == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(tmp_path / "fifo")
+    elif not os.path.exists(source):
+        pytest.skip(f"no {source} here")
+    done = run_cli("propagate", source, "--out", "out.npz", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hapsira-cowell: error: catalog "), lines
+    assert source in lines[0] and "not a regular file" in lines[0]
+    assert done.stdout == "" and not (tmp_path / "out.npz").exists()
+
+
+def test_a_catalog_over_the_size_cap_is_refused_unread(tmp_path, capsys, no_propagation):
+    big = tmp_path / "big.tle"
+    with open(big, "wb") as file:
+        file.truncate(300_000_000)  # sparse: 300 MB that take no disk
+    out = str(tmp_path / "out.npz")
+    assert cli.main(["propagate", str(big), "--out", out]) == 2
+    one_line_naming(capsys, "big.tle", "300 MB", "--max-input-mb 256")
+    small = tmp_path / "small.tle"
+    small.write_bytes(IRIDIUM.read_bytes())  # 30 kB
+    assert cli.main(["propagate", str(small), "--max-input-mb", "0.01", "--out", out]) == 2
+    one_line_naming(capsys, "small.tle", "--max-input-mb 0.01")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.tle", "small.tle"]
+
+
+def test_outputs_too_large_for_memory_are_refused_before_allocating(tmp_path, capsys,
+                                                                    monkeypatch,
+                                                                    no_propagation):
+    """--every 1e-9s --tof 1d asked numpy for 629 TiB of output times (a traceback)."""
+    out = str(tmp_path / "out.npz")
+    assert cli.main(["propagate", "--every", "1e-9s", "--tof", "1d", "--out", out]) == 2
+    one_line_naming(capsys, "--every", "--tof", "86,400,000,000,002 output times", "TB")
+    monkeypatch.setenv("HAPSIRA_MEMORY_LIMIT", "100MB")
+    assert cli.main(["propagate", "--every", "1s", "--tof", "1d", "--out", out]) == 2
+    one_line_naming(capsys, "--every 1 s over --tof 1 d", "HAPSIRA_MEMORY_LIMIT")
+    assert cli.main(["propagate", "--every", "1min", "--tof", "30d", "--out", out,
+                     "--chunk", "1", "--plot", str(tmp_path / "p.png")]) == 2
+    one_line_naming(capsys, "--plot", "119 objects")
+    assert list(tmp_path.iterdir()) == []
+    assert cli.output_memory(119, 145, 10_000, "npz", None) < 2e6  # the default run
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path, monkeypatch,
+                                                                   capsys, no_propagation):
+    """--out /proc/x.npz got past the checks (os.access says yes to root there)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    monkeypatch.chdir(tmp_path)
+    for out in ("/proc/x.npz", "/proc/x.csv", "/proc/oem"):
+        fmt = ["--format", "oem"] if out.endswith("oem") else []
+        assert cli.main(["propagate", "--out", out, *fmt]) == 2
+        one_line_naming(capsys, f"--out {out!r}", "cannot write in the folder '/proc'")
+    assert cli.main(["propagate", "--out", "/dev/null/x.npz"]) == 2  # not a folder
+    one_line_naming(capsys, "--out '/dev/null/x.npz'", "does not exist")
+    assert cli.main(["propagate", "--plot", "/proc/x.png"]) == 2  # drawn after propagating
+    one_line_naming(capsys, "--plot '/proc/x.png'", "cannot write in the folder '/proc'")
+    assert list(tmp_path.iterdir()) == []  # the probes are gone
+
+
+def test_oem_into_a_folder_with_files_needs_force(tmp_path, capsys, no_propagation):
+    out = tmp_path / "oem"
+    out.mkdir()
+    (out / "00000-OTHER-RUN.oem").write_text("another run's file")
+    assert cli.main(["propagate", "--format", "oem", "--out", str(out)]) == 2
+    one_line_naming(capsys, f"--out {str(out)!r}", "not empty", "--force")
+    assert os.listdir(out) == ["00000-OTHER-RUN.oem"]
+
+
+def test_oem_header_values_from_the_command_line_are_checked(tmp_path, capsys,
+                                                              no_propagation):
+    """A newline in --frame or in a CSV name became a header key of its own."""
+    catalog = tmp_path / "states.csv"
+    catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")
+    out = str(tmp_path / "oem")
+    common = ["propagate", str(catalog), "--format", "oem", "--out", out, "--epoch",
+              "2025-01-01"]
+    assert cli.main([*common, "--frame", "GCRF\nCENTER_NAME = MARS"]) == 2
+    one_line_naming(capsys, "--frame", "'\\n'")
+    catalog.write_text('name,x,y,z,vx,vy,vz\n"a\nOBJECT_ID = X",7000.0,0.0,0.0,0.0,7.546,0.0\n')
+    assert cli.main([*common, "--frame", "GCRF"]) == 2
+    one_line_naming(capsys, "--format oem", "names[0] (OBJECT_NAME)", "'\\n'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states.csv"]

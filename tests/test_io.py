@@ -1,5 +1,6 @@
 """TLE catalogs: the real debris clouds in ../shared/data, and broken ones made from them."""
 
+import re
 import warnings
 
 import numpy as np
@@ -265,6 +266,29 @@ def test_fields_are_checked_beyond_the_checksum(index, edit, line, words):
     assert cat.errors[0][0] == line and words in cat.errors[0][1]
     np.testing.assert_array_equal(cat.r, from_tle(lines).r[1:])
     with pytest.raises(ValueError, match=f"^line {line}: .*{words}"):
+        from_tle(broken, strict=True)
+
+
+@pytest.mark.parametrize("epoch, words", [
+    ("23366.50000000", "epoch day 366.50000000 (columns 21-32) is past the end of 2023, "
+                       "which has 365 days"),
+    ("24367.00000000", "past the end of 2024, which has 366 days"),
+    ("00366.99999999", None),  # 2000 is a leap year (divisible by 400)
+    ("24366.50000000", None),
+])
+def test_an_epoch_day_past_the_end_of_its_year_is_malformed(epoch, words):
+    """sgp4 would roll day 366 of a common year silently into the next year."""
+    lines = lines_of("cosmos-1408")
+    broken = edited(lines, 1, with_checksum(lines[1][:18] + epoch + lines[1][32:]))
+    if words is None:
+        cat = from_tle(broken[:3])
+        year = 2000 if epoch.startswith("00") else 2024
+        assert cat.epochs[0].utc.isot.startswith(f"{year}-12-31T")
+        return
+    with pytest.warns(TLEWarning, match="skipped 1 malformed"):
+        cat = from_tle(broken)
+    assert len(cat) == 9 and cat.errors[0][0] == 2 and words in cat.errors[0][1]
+    with pytest.raises(ValueError, match=f"^line 2: line 1: .*{re.escape(words)}"):
         from_tle(broken, strict=True)
 
 

@@ -3,6 +3,7 @@ propagated, written as OEM and read back with the oem package to well under a mi
 
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -101,9 +102,12 @@ def test_chunked_writer_skips_objects_without_a_state(tmp_path):
     catalog = Catalog(["x", "nan", "z"], r0, v0, "TLE", "TEME", epoch=EPOCH,
                       ids=["1997-051C", "?", "1997-051D"])
     folder = tmp_path / "out"
-    folder.mkdir()  # an existing folder is filled, not replaced
+    folder.mkdir()  # with overwrite, a folder's .oem files are replaced, others kept
     (folder / "keep.txt").write_text("mine")
-    sink, write = open_writer(str(folder), "oem", catalog, tofs)
+    (folder / "00001-other-run.oem").write_text("another run's file")
+    with pytest.raises(ValueError, match="the folder is not empty; the files of another run"):
+        open_writer(str(folder), "oem", catalog, tofs)
+    sink, write = open_writer(str(folder), "oem", catalog, tofs, overwrite=True)
     write(0, 2, type(res)(res.rr[:2], res.vv[:2], res.status[:2], [], None, None, None), None)
     write(2, 3, type(res)(res.rr[2:], res.vv[2:], res.status[2:], [], None, None, None), None)
     sink.close()
@@ -130,3 +134,72 @@ def test_bad_oem_arguments_are_named(tmp_path):
     with pytest.raises(ValueError, match="OEM format needs the epoch"):
         OemWriter(str(tmp_path / "y"), ["a"], None, tofs, "GCRF")
     assert sorted(os.listdir(tmp_path)) == []  # nothing left behind
+
+
+@pytest.mark.parametrize("argument, value, words", [
+    ("frame", "GCRF\nCENTER_NAME = MARS", "frame (REF_FRAME): 'GCRF\\nCENTER_NAME = MARS' "
+                                           "holds the non-printable character '\\n'"),
+    ("frame", "  ", "frame (REF_FRAME): empty"),
+    ("center", "EARTH\r", "center (CENTER_NAME)"),
+    ("names", ["a", "b\x00"], "names[1] (OBJECT_NAME)"),
+    ("names", ["a", "b\u2028c"], "names[1] (OBJECT_NAME)"),
+    ("ids", ["1997-051C", "x\ty"], "ids[1] (OBJECT_ID)"),
+])
+def test_header_values_are_one_printable_line(tmp_path, argument, value, words):
+    """A newline in a header value wrote a header key of its own."""
+    tofs = np.array([0.0, 60.0])
+    rr = np.full((2, 2, 3), 7000.0)
+    kwargs = {"frame": "GCRF", argument: value}
+    with pytest.raises(ValueError) as error:
+        write_oem(tmp_path / "out", EPOCH, tofs, rr, rr, **kwargs)
+    assert words in str(error.value)
+    assert words.endswith("empty") or "one line of printable text" in str(error.value)
+    assert os.listdir(tmp_path) == []
+    assert write_oem(tmp_path / "x.oem", EPOCH, tofs, rr[0], rr[0], frame="GCRF",
+                     names=["Ünïcode 3"]) == [str(tmp_path / "x.oem")]
+    assert read_oem(tmp_path / "x.oem").name == "Ünïcode 3"  # printable, not ASCII: kept
+
+
+def test_times_an_oem_cannot_hold_are_named(tmp_path):
+    """NaN and repeated times gave "Malformed data section." (or a strptime error), a
+    leap second at the start or end "second must be in 0..59"."""
+    rr = np.full((3, 3), 7000.0)
+    for tofs, words in (([0.0, math.nan, 60.0], "tofs: time of flight 1 is nan"),
+                        ([0.0, 60.0, 60.0], "tofs: times of flight 1 and 2 (60 s and 60 s) "
+                                            "give the same OEM epoch"),
+                        ([60.0, 0.0, 60.0 + 1e-13], "times of flight 0 and 2")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            write_oem(tmp_path / "x.oem", EPOCH, np.array(tofs), rr, rr, frame="GCRF")
+    # 2016-12-31T23:59:60 UTC is a leap second: fine inside the span (astropy and the oem
+    # package's data lines know it), refused as START_TIME or STOP_TIME (datetime does not)
+    before = Time("2016-12-31T23:59:59", scale="utc")
+    paths = write_oem(tmp_path / "x.oem", before, np.array([0.0, 1.0, 2.0]), rr, rr,
+                      frame="GCRF")
+    back = read_oem(paths[0])
+    assert list(back.times.utc.isot) == ["2016-12-31T23:59:59.000", "2016-12-31T23:59:60.000",
+                                         "2017-01-01T00:00:00.000"]
+    for epoch, tofs, which in ((Time("2016-12-31T23:59:60", scale="utc"), [0.0, 1.0, 2.0],
+                                "first"), (before, [-2.0, -1.0, 1.0], "last")):
+        with pytest.raises(ValueError, match=f"epoch, tofs: the {which} output time, "
+                                             "2016-12-31T23:59:60.000000000, is in a leap "
+                                             "second: .*no second 60"):
+            write_oem(tmp_path / "y.oem", epoch, np.array(tofs), rr, rr, frame="GCRF")
+    assert sorted(os.listdir(tmp_path)) == ["x.oem"]
+
+
+def test_a_folder_holding_files_is_refused_without_overwrite(tmp_path):
+    """Another run's files were left beside the new ones."""
+    tofs = np.array([0.0, 60.0])
+    rr = np.full((2, 2, 3), 7000.0)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "00005-old.oem").write_text("another run's file")
+    with pytest.raises(ValueError, match="not empty.*overwrite=True"):
+        write_oem(folder, EPOCH, tofs, rr, rr, frame="GCRF")
+    assert os.listdir(folder) == ["00005-old.oem"]
+    paths = write_oem(folder, EPOCH, tofs, rr, rr, frame="GCRF", overwrite=True)
+    assert sorted(os.listdir(folder)) == ["00000-OBJECT_0.oem", "00001-OBJECT_1.oem"]
+    assert len(paths) == 2 and sorted(os.listdir(tmp_path)) == ["out"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file"):
+        write_oem(tmp_path / "file", EPOCH, tofs, rr, rr, frame="GCRF")

@@ -11,6 +11,7 @@ February 2025), what ``hapsira-cowell propagate`` runs without a file.
 import csv
 import math
 import os
+import stat
 import warnings
 from importlib import resources
 
@@ -18,10 +19,45 @@ import numpy as np
 
 from .inputs import UsageError, format_duration
 
-__all__ = ["Catalog", "read_catalog", "DEFAULT_CATALOG"]
+__all__ = ["Catalog", "read_catalog", "check_file", "DEFAULT_CATALOG", "MAX_INPUT_MB"]
 
 #: The catalog shipped inside the package (a ``pathlib``-like resource path).
 DEFAULT_CATALOG = resources.files(__package__).joinpath("data", "iridium-33-debris.tle")
+
+#: The largest catalog file read by default, MB (10^6 bytes): ``--max-input-mb``.
+#: A file is read whole, and its lines take a few times its size in memory; the
+#: full public catalog is about 5 MB of TLEs.
+MAX_INPUT_MB = 256.0
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_file(path, max_mb=MAX_INPUT_MB):
+    """`UsageError` unless ``path`` is a regular file of at most ``max_mb`` MB.
+
+    A catalog is read whole: a device such as ``/dev/zero``, a pipe or a
+    socket could be read without end, so only regular files are read, and
+    their size is capped (``max_mb``, ``--max-input-mb`` on the command line;
+    None: no cap) before anything is read.
+    """
+    label = os.fspath(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"catalog {label!r}: no such file") from None
+    except OSError as error:
+        raise UsageError(f"catalog {label!r}: cannot read it: "
+                         f"{error.strerror or error}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"catalog {label!r}: is a folder, expected a file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a file")
+        raise UsageError(f"catalog {label!r}: is {kind}, not a regular file; give a TLE "
+                         "file or a CSV of state vectors")
+    if max_mb is not None and info.st_size > max_mb * 1e6:
+        raise UsageError(f"catalog {label!r}: {info.st_size / 1e6:,.0f} MB is more than "
+                         f"--max-input-mb {max_mb:g}; raise --max-input-mb to read it")
 
 
 class Catalog:
@@ -165,18 +201,20 @@ def _read_tle(path, epoch):
     return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids)
 
 
-def read_catalog(path=None, epoch=None):
+def read_catalog(path=None, epoch=None, max_mb=MAX_INPUT_MB):
     """A `Catalog` from a TLE file or a CSV of state vectors (see docs/cli.md).
 
     ``path`` None reads `DEFAULT_CATALOG`. ``epoch`` (astropy ``Time`` or an
     ISO string, UTC): for a TLE catalog the epoch SGP4 brings every object to
     (default: the catalog's latest); for a CSV, the epoch of its states (default
-    none: results then carry times of flight only). Raises `UsageError` (a
+    none: results then carry times of flight only). ``max_mb``: the largest
+    file read (`check_file`; None: no cap). Raises `UsageError` (a
     `ValueError`) naming the file for anything unreadable.
     """
     if path is None:
         with resources.as_file(DEFAULT_CATALOG) as default:
-            return read_catalog(default, epoch)
+            return read_catalog(default, epoch, max_mb)
+    check_file(path, max_mb)
     if epoch is not None:
         epoch = _epoch(epoch)
     kind = _sniff(path)

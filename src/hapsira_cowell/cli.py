@@ -77,6 +77,10 @@ def build_parser():
     p.add_argument("catalog", metavar="CATALOG", nargs="?", default=None,
                    help="TLE file or CSV of state vectors (default: the embedded Iridium 33 "
                    "debris catalog, 119 objects)")
+    p.add_argument("--max-input-mb", type=inputs.positive_float,
+                   default=_lib("catalog").MAX_INPUT_MB, metavar="MB",
+                   help="refuse a catalog file larger than this, MB (default "
+                   f"{_lib('catalog').MAX_INPUT_MB:g}); only regular files are read")
     p.add_argument("--tof", default="1d", help="time of flight, e.g. 1d, 6h, 90min, 30s, 1.5d "
                    "(default 1d); negative, e.g. -1d, propagates backward")
     p.add_argument("--every", default="10min", help="output interval (default 10min); the "
@@ -89,6 +93,9 @@ def build_parser():
     p.add_argument("--format", default=None, help="npz, csv, parquet, zarr (a chunked store "
                    "for catalogs larger than memory) or oem (CCSDS OEM, one file per object; "
                    "default: from the suffix of --out)")
+    p.add_argument("--force", action="store_true", help="with --format oem, write into "
+                   "a folder that is not empty, replacing its .oem files (without it such a "
+                   "folder is refused, so that two runs' files never mix)")
     p.add_argument("--epoch", default=None, help="ISO UTC time: where SGP4 takes a TLE "
                    "catalog (default its latest epoch); the epoch of a CSV catalog's states")
     p.add_argument("--frame", default=None, help="OEM REF_FRAME of a CSV catalog's states, "
@@ -153,12 +160,12 @@ def _validate(args):
         args.tof = inputs.parse_duration(args.tof, "--tof", allow_negative=True)
         args.every = inputs.parse_duration(args.every, "--every")
         args.perturbations = _lib("models").parse_perturbations(args.perturbations)
-        args.out, args.format = writers.check_output(args.out, args.format)
+        args.out, args.format = writers.check_output(args.out, args.format, args.force)
+        if args.frame is not None:
+            writers._header_value(args.frame, "--frame")
         writers.check_plot_output(args.plot, "--plot")
-        if args.catalog is not None and not os.path.exists(args.catalog):
-            raise UsageError(f"catalog {args.catalog!r}: no such file")
-        if args.catalog is not None and os.path.isdir(args.catalog):
-            raise UsageError(f"catalog {args.catalog!r}: is a folder, expected a file")
+        if args.catalog is not None:  # a regular file, not too large, before reading it
+            _lib("catalog").check_file(args.catalog, args.max_input_mb)
         if args.scheduler is not None:
             try:
                 import dask  # noqa: F401
@@ -168,6 +175,49 @@ def _validate(args):
                                  "installed (pip install 'hapsira-cowell[dask]')") from None
     elif args.command == "demo":
         writers.check_plot_output(args.out, "--out")
+
+
+# Bytes per output time besides the states: its time of flight and its UTC text
+# (csv, parquet), or the scalar astropy Time the OEM writer keeps (measured:
+# about 200 B and 1.1 kB).
+_BYTES_PER_TIME = {"oem": 1200}
+_BYTES_PER_TIME_DEFAULT = 250
+
+
+def output_memory(n_objects, n_times, chunk, fmt, plot):
+    """Bytes one run holds in memory for its outputs: a chunk's states (objects x
+    output times x 6 columns x 8 bytes) twice (the solver's arrays and the
+    writer's copy), per output time its time and text, and with ``plot`` every
+    object's positions."""
+    rows = min(chunk, max(n_objects, 1))
+    needed = 2 * rows * n_times * 6 * 8
+    needed += n_times * (8 + _BYTES_PER_TIME.get(fmt, _BYTES_PER_TIME_DEFAULT))
+    if plot:
+        needed += n_objects * n_times * 3 * 8
+    return needed
+
+
+def _check_output_memory(args, n_objects):
+    """`UsageError` before anything is allocated when the outputs of ``--tof`` /
+    ``--every`` would not fit the memory limit of `hapsira_core.memory`
+    (``HAPSIRA_MEMORY_LIMIT``, else the memory available now)."""
+    inputs = _lib("inputs")
+    memory = importlib.import_module("hapsira_core.memory")
+    n_times = inputs.output_count(args.tof, args.every)
+    needed = output_memory(n_objects, n_times, args.chunk, args.format, args.plot)
+    allowed, source = memory.limit()
+    if needed <= allowed:
+        return
+    rows = min(args.chunk, max(n_objects, 1))
+    ways = "a larger --every, a shorter --tof" + (", a smaller --chunk" if rows > 1 else "")
+    ways += ", no --plot" if args.plot else ""
+    raise inputs.UsageError(
+        f"--every {inputs.format_duration(args.every)} over --tof "
+        f"{inputs.format_duration(args.tof)}: {n_times:,} output times x {rows:,} objects per "
+        f"chunk" + (f" (and --plot: x {n_objects:,} objects)" if args.plot else "")
+        + f" need about {memory.format_bytes(needed)} of memory, more than the "
+        f"{memory.format_bytes(allowed)} allowed ({source}); use {ways}, or set "
+        f"{memory.ENV} (e.g. 64GB or off)")
 
 
 def _open_client(scheduler):
@@ -180,10 +230,16 @@ def _open_client(scheduler):
 
 def _propagate_command(args, started):
     catalog_module, writers, batch = _lib("catalog"), _lib("writers"), _lib("batch")
-    catalog = catalog_module.read_catalog(args.catalog, args.epoch)
+    catalog = catalog_module.read_catalog(args.catalog, args.epoch, args.max_input_mb)
+    _check_output_memory(args, len(catalog))
     tofs = _lib("inputs").make_tofs(args.tof, args.every)
-    sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
-                                      args.perturbations, frame=args.frame, chunk=args.chunk)
+    try:
+        sink, write = writers.open_writer(args.out, args.format, catalog, tofs,
+                                          args.perturbations, frame=args.frame,
+                                          chunk=args.chunk, overwrite=args.force)
+    except OSError as error:  # e.g. the disk filled since check_output
+        raise _lib("inputs").UsageError(f"--out {args.out!r}: cannot write it: "
+                                        f"{error.strerror or error}") from None
     client = None
     try:
         if args.scheduler is not None:
@@ -257,6 +313,10 @@ def main(argv=None):
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except MemoryError as error:  # HAPSIRA_MEMORY_LIMIT=off, or memory taken meanwhile
+        message = " ".join(str(error).split()) or "out of memory"
+        print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-__all__ = ["UsageError", "parse_duration", "format_duration", "make_tofs", "positive_int",
+__all__ = ["UsageError", "parse_duration", "format_duration", "make_tofs", "output_count",
+           "positive_int",
            "positive_float", "non_negative_float"]
 
 _UNITS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0,
@@ -78,6 +79,12 @@ def make_tofs(tof, every):
     tofs = every * np.arange(count + 1, dtype=np.float64)
     tofs = tofs[tofs < tof * (1 - 1e-12)]
     return np.append(tofs, tof)
+
+
+def output_count(tof, every):
+    """How many output times `make_tofs` gives (at most one more), computed without
+    making them: a size can be checked before ``--every 1e-9s`` allocates petabytes."""
+    return math.floor(abs(tof) / every + 1e-9) + 2
 
 
 # argparse types: a bad value gives "argument --x: expected ..., got '...'"

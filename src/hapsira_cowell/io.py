@@ -117,6 +117,23 @@ def _check_line(line, number):
             if (low is not None and value < low) or (high is not None and value > high) \
                     or (high is None and value <= low):
                 return f"line {number}: {name} {text} is out of range"
+    if number == 1:
+        return _check_epoch_day(line)
+    return None
+
+
+def _check_epoch_day(line):
+    """What is wrong with the epoch day of line 1 for its year, or None.
+
+    Day 366 exists only in leap years, and sgp4 rolls a day past the end of
+    the year silently into the next one: an epoch that no TLE producer writes.
+    """
+    two_digits, day = int(line[18:20]), float(line[20:32])
+    year = 1900 + two_digits if two_digits >= 57 else 2000 + two_digits
+    days = 366 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 365
+    if day >= days + 1:
+        return (f"line 1: epoch day {line[20:32].strip()} (columns 21-32) is past the end "
+                f"of {year}, which has {days} days")
     return None
 
 

@@ -259,6 +259,52 @@ def _oem_times(epoch, tofs):
     return tuple(times)
 
 
+def _header_value(value, name):
+    """``value`` as the text of an OEM header or metadata value, or `UsageError` naming
+    ``name``: a KVN value is one line, so a newline (or another control character)
+    would end it and start a key of its own."""
+    text = str(value)
+    bad = next((char for char in text if not char.isprintable()), None)
+    if bad is not None:
+        raise UsageError(f"{name}: {text!r} holds the non-printable character {bad!r} "
+                         f"(U+{ord(bad):04X}); OEM header values are one line of printable "
+                         "text")
+    return text
+
+
+def _leap_second(time):
+    """Whether a scalar UTC Time falls in a leap second (its ISO text says second 60)."""
+    return time.isot[17:19] == "60"
+
+
+def _check_times(tofs, times, order):
+    """`UsageError` for output times an OEM cannot hold: not finite, two equal (OEM
+    epochs must increase), or a leap second at the start or the end (see below)."""
+    tofs = np.asarray(tofs, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(tofs))
+    if bad.size:
+        raise UsageError(f"tofs: time of flight {bad[0]} is {tofs[bad[0]]}; OEM states need "
+                         "finite times")
+    texts = [times[j].isot for j in order]
+    for k in range(1, len(texts)):
+        if texts[k] == texts[k - 1]:
+            i, j = sorted((int(order[k - 1]), int(order[k])))
+            raise UsageError(f"tofs: times of flight {i} and {j} ({tofs[i]:.17g} s and "
+                             f"{tofs[j]:.17g} s) give the same OEM epoch {texts[k]}; OEM states "
+                             "must be at increasing times, without repeats")
+    for which, k in (("first", 0), ("last", -1)):
+        if len(texts) and _leap_second(times[order[k]]):
+            raise UsageError(_leap_message(f"epoch, tofs: the {which} output time",
+                                           texts[k]))
+
+
+def _leap_message(what, text):
+    return (f"{what}, {text}, is in a leap second: it would be an OEM's START_TIME or "
+            "STOP_TIME, which the oem package reads with Python's datetime (no second 60), "
+            "so the file could not be read back; move the epoch or that time of flight off "
+            "the leap second (states inside the span may fall in one)")
+
+
 def _file_names(names, count):
     width = max(5, len(str(count)))
     slugs = (re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("_.")[:48] or "object"
@@ -273,22 +319,52 @@ class OemWriter:
     failure; in time order, also for backward propagation); an object with no
     state gets no file (listed in ``skipped``). Files are written to a
     temporary folder beside ``folder`` and moved there by `close`.
+
+    Everything that can be checked before the states exist is checked here
+    (`UsageError`, a `ValueError`, naming the argument): header values
+    (``frame``, ``center``, ``originator``, each name and id) are one line of
+    printable text; times of flight are finite and give distinct epochs; the
+    first and last output times are not in a leap second; ``folder`` is not
+    a file, and is empty unless ``overwrite``, so that the files of two runs
+    never mix (with ``overwrite``, `close` removes the ``*.oem`` files already
+    there and keeps the others).
     """
 
     def __init__(self, folder, names, epoch, tofs, frame, ids=None, center="EARTH",
-                 originator="hapsira-cowell"):
+                 originator="hapsira-cowell", overwrite=False):
         if epoch is None:
             raise UsageError("the OEM format needs the epoch of the states: a TLE catalog "
                              "has one; give a CSV catalog's with --epoch")
         self.oem, self.Header, self.Meta, self.Segment = _oem()
         from astropy.time import Time
-        self.folder = folder
-        self.names = list(names)
-        self.ids = list(self.names if ids is None else ids)
+        self.folder = os.fspath(folder)
+        self.names = [_header_value(name, f"names[{i}] (OBJECT_NAME)")
+                      for i, name in enumerate(names)]
+        self.ids = self.names if ids is None else [
+            _header_value(value, f"ids[{i}] (OBJECT_ID)") for i, value in enumerate(ids)]
         self.files = _file_names(self.names, len(self.names))
-        self.frame, self.center, self.originator = frame, center, originator
-        self.times = _oem_times(epoch, tofs)
+        self.frame = _header_value(frame, "frame (REF_FRAME)")
+        self.center = _header_value(center, "center (CENTER_NAME)")
+        self.originator = _header_value(originator, "originator (ORIGINATOR)")
+        for value, name in ((self.frame, "frame (REF_FRAME)"),
+                            (self.center, "center (CENTER_NAME)")):
+            if not value.strip():
+                raise UsageError(f"{name}: empty; expected e.g. GCRF, TEME (frame) or "
+                                 "EARTH (center)")
+        self.overwrite = overwrite
+        if os.path.exists(self.folder):
+            if not os.path.isdir(self.folder):
+                raise UsageError(f"{self.folder!r}: is a file; the OEM writer fills a folder "
+                                 "with one file per object")
+            if os.listdir(self.folder) and not overwrite:
+                raise UsageError(f"{self.folder!r}: the folder is not empty; the files of "
+                                 "another run would mix with these (give a new or empty "
+                                 "folder, or overwrite=True to replace its .oem files)")
         self.order = np.argsort(np.asarray(tofs), kind="stable")  # OEM rows go forward
+        if not np.isfinite(np.asarray(tofs, dtype=np.float64)).all():
+            _check_times(tofs, (), self.order)  # names the time before astropy sees NaN
+        self.times = _oem_times(epoch, tofs)
+        _check_times(tofs, self.times, self.order)
         self.created = Time.now().utc.isot
         parent = os.path.dirname(os.path.abspath(folder))
         self.partial = tempfile.mkdtemp(prefix=".hapsira-cowell-oem-", dir=parent)
@@ -306,6 +382,10 @@ class OemWriter:
             self.skipped.append(self.names[i])
             return
         times = tuple(self.times[j] for j in keep)
+        for which, time in (("first", times[0]), ("last", times[-1])):
+            if _leap_second(time):  # an object that stopped right at a leap second
+                raise UsageError(_leap_message(f"object {i} ({self.names[i]!r}): its {which} "
+                                               "state's time", time.isot))
         header = self.Header({"CCSDS_OEM_VERS": "2.0", "CREATION_DATE": self.created,
                               "ORIGINATOR": self.originator})
         meta = self.Meta({
@@ -324,6 +404,11 @@ class OemWriter:
             if not os.path.exists(self.folder):
                 os.replace(self.partial, self.folder)
                 return
+            if self.overwrite:  # another run's files go: the folder holds one run
+                for name in os.listdir(self.folder):
+                    path = os.path.join(self.folder, name)
+                    if name.endswith(".oem") and os.path.isfile(path):
+                        os.remove(path)
             for name in self.written:
                 os.replace(os.path.join(self.partial, name), os.path.join(self.folder, name))
         finally:
@@ -333,7 +418,8 @@ class OemWriter:
         shutil.rmtree(self.partial, ignore_errors=True)
 
 
-def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center="EARTH"):
+def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center="EARTH",
+              overwrite=False):
     """Write states as CCSDS OEM files; return the paths written.
 
     Parameters
@@ -357,11 +443,28 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
         and the name).
     center : str
         ``CENTER_NAME``, default ``"EARTH"``.
+    overwrite : bool
+        For N objects: write into a folder that is not empty, replacing the
+        ``*.oem`` files there (other files are kept). Without it such a folder
+        is refused, so that the files of two runs never mix. A single
+        object's file is always replaced.
 
     Returns
     -------
     list of str
         The files written.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: header values (``frame``, ``center``, a name or
+        an id) that are not one line of printable text (a newline would start
+        a header key of its own); a time of flight that is not finite; two
+        times of flight that give the same epoch (OEM epochs increase); a
+        first or last output time in a leap second (the ``oem`` package reads
+        ``START_TIME`` and ``STOP_TIME`` with Python's datetime, which has no
+        second 60; states inside the span may fall in one); a folder that is
+        not empty, without ``overwrite``.
 
     Notes
     -----
@@ -390,26 +493,33 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
     if ids is not None and len(ids) != n:
         raise ValueError(f"ids: expected {n} ids, got {len(ids)}")
     path = os.fspath(path)
-    folder = os.path.join(tempfile.mkdtemp(prefix=".hapsira-cowell-",
-                                           dir=os.path.dirname(os.path.abspath(path))),
-                          "out") if single else path
-    writer = OemWriter(folder, names, epoch, tofs, frame, ids=ids, center=center)
+    if not single:
+        return _write_oem_files(path, names, epoch, tofs, rr, vv, frame, ids, center,
+                                overwrite)
+    scratch = tempfile.mkdtemp(prefix=".hapsira-cowell-", dir=os.path.dirname(
+        os.path.abspath(path)))
     try:
-        for i in range(n):
+        folder = os.path.join(scratch, "out")
+        written = _write_oem_files(folder, names, epoch, tofs, rr, vv, frame, ids, center)
+        if not written:
+            raise ValueError("rr, vv: the object has no finite state to write")
+        os.replace(written[0], path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [path]
+
+
+def _write_oem_files(folder, names, epoch, tofs, rr, vv, frame, ids, center, overwrite=False):
+    writer = OemWriter(folder, names, epoch, tofs, frame, ids=ids, center=center,
+                       overwrite=overwrite)
+    try:
+        for i in range(len(names)):
             writer._write_one(i, rr[i], vv[i])
         writer.close()
     except BaseException:
         writer.abort()
         raise
-    if not single:
-        return [os.path.join(path, name) for name in writer.written]
-    try:
-        if not writer.written:
-            raise ValueError("rr, vv: the object has no finite state to write")
-        os.replace(os.path.join(folder, writer.written[0]), path)
-    finally:
-        shutil.rmtree(os.path.dirname(folder), ignore_errors=True)
-    return [path]
+    return [os.path.join(folder, name) for name in writer.written]
 
 
 #: One object's ephemeris read back from an OEM file.
@@ -444,14 +554,16 @@ def read_oem(path):
 
 # ----------------------------------------------------------------------- command line
 
-def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None, chunk=10_000):
+def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None, chunk=10_000,
+                overwrite=False):
     """``(sink, write)``: the writer of ``fmt`` for a `hapsira_cowell.catalog.Catalog`'s run.
 
     ``write(first, last, res, reentry)`` takes each chunk (the ``writer`` of
     `hapsira_cowell.batch.propagate`); ``sink.close()`` completes the file(s),
     ``sink.abort()`` removes them. ``frame``: the OEM ``REF_FRAME`` of a CSV
     catalog's states (a TLE catalog's are TEME). ``chunk``: objects per write (the
-    Zarr store's chunks follow it).
+    Zarr store's chunks follow it). ``overwrite``: OEM into a folder that is not
+    empty, replacing its ``*.oem`` files (``--force``; see `OemWriter`).
     """
     names = catalog.names
     if fmt == "oem":
@@ -459,7 +571,11 @@ def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None, chunk=10
         if frame is None:
             raise UsageError("--format oem: give the frame of a CSV catalog's states with "
                              "--frame, e.g. GCRF or EME2000")
-        sink = OemWriter(path, names, catalog.epoch, tofs, frame, ids=catalog.ids)
+        try:
+            sink = OemWriter(path, names, catalog.epoch, tofs, frame, ids=catalog.ids,
+                             overwrite=overwrite)
+        except UsageError as error:  # a name, an id, a time: say it is OEM's need
+            raise UsageError(f"--format oem: {error}") from None
         return sink, sink.write
     if fmt in ("npz", "zarr"):
         meta = {"epoch": np.array(isot(catalog.epoch) if catalog.epoch is not None else ""),
@@ -488,11 +604,32 @@ def check_plot_output(path, option):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{option} {path!r}: the folder {folder!r} does not exist")
+    _probe_folder(path, folder, option)
 
 
-def check_output(out, fmt):
+def _probe_folder(out, folder, option="--out"):
+    """`UsageError` unless files and folders can be made in ``folder`` (the writers make
+    ``<out>.partial`` and temporary folders there): ``os.access`` says yes to root
+    for /proc, and for a read-only file system."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".hapsira-cowell-probe-", dir=folder)
+    except OSError as error:
+        raise UsageError(f"{option} {out!r}: cannot write in the folder {folder!r}: "
+                         f"{error.strerror or error}") from None
+    try:
+        with open(os.path.join(probe, "probe"), "wb") as file:
+            file.write(b"x")
+    except OSError as error:
+        raise UsageError(f"{option} {out!r}: cannot write in the folder {folder!r}: "
+                         f"{error.strerror or error}") from None
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def check_output(out, fmt, force=False):
     """``(out, fmt)`` for ``--out`` and ``--format``; `UsageError` early for what would
-    fail at the end (unknown format, missing library, folder that does not exist)."""
+    fail at the end (unknown format, missing library, folder that does not exist or
+    cannot be written in, an OEM folder holding files without ``force``)."""
     if out is None:
         out = "result-oem" if fmt == "oem" else f"result.{fmt or 'npz'}"
     if fmt is None:
@@ -527,10 +664,18 @@ def check_output(out, fmt):
         raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--out {out!r}: the folder {folder!r} is not writable")
+    _probe_folder(out, folder)
     if fmt == "oem":
         if os.path.exists(out) and not os.path.isdir(out):
             raise UsageError(f"--out {out!r}: is a file; the OEM format writes a folder "
                              "with one file per object")
+        if os.path.isdir(out) and not force:
+            entries = len(os.listdir(out))
+            if entries:
+                raise UsageError(f"--out {out!r}: the folder is not empty ({entries} "
+                                 "entries); the OEM files of another run would mix with "
+                                 "these: give a new or empty folder, or --force to replace "
+                                 "its .oem files")
     elif fmt == "zarr":
         if os.path.exists(out) and not is_zarr_store(out):
             raise UsageError(f"--out {out!r}: exists and is not a Zarr store; the Zarr "
