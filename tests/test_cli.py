@@ -19,7 +19,7 @@ import pytest
 from hapsira_core import settings
 from hapsira_core.jit import hjit
 from hapsira_cowell import STATUS_MESSAGES, cowell
-from hapsira_cowell import cli
+from hapsira_cowell.cli import app as cli, inputs, models, writers
 from hapsira_core.kernels.errors import CallbackCompileError, user_function_error
 from hapsira_cowell.events import Event
 from hapsira_cowell.perturbations import two_body
@@ -86,7 +86,7 @@ def test_propagate_tle_catalog_to_npz(tmp_path):
 
     # the start is every object's SGP4 state at the catalog's latest epoch
     from astropy.time import Time
-    from hapsira_cowell.io import from_tle
+    from hapsira_cowell.tle import from_tle
     catalog = from_tle(IRIDIUM)
     r0, v0, ok = catalog.states_at(catalog.epochs.max())
     assert abs((Time(str(data["epoch"]), scale="utc") - catalog.epochs.max()).sec) < 1e-5
@@ -172,21 +172,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
 # ------------------------------------------------------------------- in process, fast
 
 def test_durations_and_perturbations():
-    assert cli.parse_duration("1d") == 86400.0
-    assert cli.parse_duration("1.5d") == 129600.0
-    assert cli.parse_duration("6h") == 21600.0
-    assert cli.parse_duration("90min") == 5400.0
-    assert cli.parse_duration("30s") == 30.0
+    assert inputs.parse_duration("1d") == 86400.0
+    assert inputs.parse_duration("1.5d") == 129600.0
+    assert inputs.parse_duration("6h") == 21600.0
+    assert inputs.parse_duration("90min") == 5400.0
+    assert inputs.parse_duration("30s") == 30.0
     for bad in ("", "1", "1x", "0s", "-1h", "10m", "d", "nan d", "1e999s"):
-        with pytest.raises(cli.UsageError):
-            cli.parse_duration(bad)
-    assert cli.parse_perturbations("drag, J2") == ("j2", "drag")
-    assert cli.parse_perturbations("none") == ()
-    with pytest.raises(cli.UsageError, match="'j4'"):
-        cli.parse_perturbations("j2,j4")
-    np.testing.assert_array_equal(cli.make_tofs(86400.0, 21600.0), [0, 21600, 43200, 64800, 86400])
-    np.testing.assert_array_equal(cli.make_tofs(100.0, 30.0), [0, 30, 60, 90, 100])
-    np.testing.assert_array_equal(cli.make_tofs(100.0, 500.0), [0, 100])
+        with pytest.raises(inputs.UsageError):
+            inputs.parse_duration(bad)
+    assert models.parse_perturbations("drag, J2") == ("j2", "drag")
+    assert models.parse_perturbations("none") == ()
+    with pytest.raises(inputs.UsageError, match="'j4'"):
+        models.parse_perturbations("j2,j4")
+    np.testing.assert_array_equal(inputs.make_tofs(86400.0, 21600.0), [0, 21600, 43200, 64800, 86400])
+    np.testing.assert_array_equal(inputs.make_tofs(100.0, 30.0), [0, 30, 60, 90, 100])
+    np.testing.assert_array_equal(inputs.make_tofs(100.0, 500.0), [0, 100])
 
 
 @pytest.mark.parametrize("option, good, bad", [
@@ -202,7 +202,7 @@ def test_number_options_name_the_bound(option, good, bad):
         assert getattr(args, dest) == float(text)
     expected = ">= 0" if option == "--reentry-altitude" else "positive"
     for text in bad:
-        with pytest.raises(cli.UsageError) as error:
+        with pytest.raises(inputs.UsageError) as error:
             parser.parse_args(["propagate", "x.tle", option, text])
         message = str(error.value)
         assert option in message and expected in message and repr(text) in message
@@ -232,11 +232,11 @@ def test_writers_chunk_by_chunk(tmp_path, fmt):
     path = str(tmp_path / f"out.{fmt}")
     epoch = Time("2025-02-15T15:28:59.424", scale="utc")
     if fmt == "npz":
-        sink = cli._NpzWriter(path, names, tofs, {"epoch": np.array("e")})
+        sink = writers.NpzWriter(path, names, tofs, {"epoch": np.array("e")})
         for first, last, res, t_reentry in chunks:
             sink.write(first, last, res, t_reentry)
     else:
-        sink = cli._RowWriter(path, fmt, tofs, cli._output_columns(epoch, tofs))
+        sink = writers.RowWriter(path, fmt, tofs, writers.output_times(epoch, tofs))
         for first, last, res, t_reentry in chunks:
             sink.write(names[first:last], res, t_reentry)
     sink.close()
@@ -287,22 +287,22 @@ def test_cli_imports_no_solver_at_module_level():
 def test_built_right_hand_side_matches_perturbations():
     from hapsira_cowell.perturbations import (J2_EARTH, J2_perturbation,
                                               atmospheric_drag_exponential)
-    f = cli.build_rhs(("drag", "j2"))
-    assert cli.build_rhs(("j2", "drag")) is f  # one function per set: compiled once
+    f = models.build_rhs(("drag", "j2"))
+    assert models.build_rhs(("j2", "drag")) is f  # one function per set: compiled once
     if settings.TARGET == "cuda":
         return  # device functions cannot be called from the host
     rr, vv, p = (6600.0, 100.0, 300.0), (0.1, 7.7, 0.2), np.array([2.2, 1e-8])
     drr, dvv = f(0.0, rr, vv, 398600.4418, p)
     expected = np.array(two_body(0.0, rr, vv, 398600.4418, p)[1]) \
         + J2_perturbation(0.0, rr, vv, 398600.4418, J2_EARTH, 6378.137) \
-        + atmospheric_drag_exponential(0.0, rr, vv, 398600.4418, 6378.137 + cli.H_RHO0,
-                                       2.2, 1e-8, cli.H0, cli.RHO0)
+        + atmospheric_drag_exponential(0.0, rr, vv, 398600.4418, 6378.137 + models.H_RHO0,
+                                       2.2, 1e-8, models.H0, models.RHO0)
     assert drr == vv
     np.testing.assert_allclose(dvv, expected, rtol=1e-14)
 
 
 def test_throughput_plot_reads_benchmark_files(tmp_path):
-    from hapsira_cowell.plots import benchmark_points, throughput
+    from hapsira_cowell.cli.plots import benchmark_points, throughput
     bench = {"name": "box", "target": "cuda", "runs": [
         {"variant": "j2", "n_objects": 1000, "seconds": 0.01,
          "peers": {"scipy": {"n_objects": 1000, "seconds": 50.0}}},
@@ -407,7 +407,7 @@ def test_version_and_the_package_imports_no_solver():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"hapsira-cowell {__version__}\n"
     # importing the package (and its command line) leaves the target open ...
-    probe = ("import sys, hapsira_cowell, hapsira_cowell.cli, hapsira_cowell.io; "
+    probe = ("import sys, hapsira_cowell, hapsira_cowell.cli, hapsira_cowell.tle; "
              "print('hapsira_core' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, HAPSIRA_TARGET="bogus"))
@@ -422,11 +422,11 @@ def test_version_and_the_package_imports_no_solver():
 
 
 def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
-    from hapsira_cowell.inputs import parse_duration
+    from hapsira_cowell.cli.inputs import parse_duration
     assert parse_duration("-1.5d", "--tof", allow_negative=True) == -129600.0
     assert cli._join_negative_values(["propagate", "--tof", "-1d", "--every", "-2h", "-x"]) \
         == ["propagate", "--tof=-1d", "--every=-2h", "-x"]
-    np.testing.assert_array_equal(cli.make_tofs(-100.0, 30.0), [0, -30, -60, -90, -100])
+    np.testing.assert_array_equal(inputs.make_tofs(-100.0, 30.0), [0, -30, -60, -90, -100])
     out = str(tmp_path / "out.npz")
     for bad, words in (("-1x", "'-1x'"), ("-", "'-'"), ("-0d", "'-0d'"), ("--", "--tof")):
         assert cli.main(["propagate", "--tof", bad, "--out", out]) == 2
@@ -451,9 +451,9 @@ def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
 def test_default_catalog_backward_to_oem(tmp_path):
     """No catalog: the embedded Iridium 33 debris, propagated an hour back, as OEM files."""
     from astropy import units as u
-    from hapsira_cowell.catalog import DEFAULT_CATALOG
-    from hapsira_cowell.io import from_tle
-    from hapsira_cowell.writers import read_oem
+    from hapsira_cowell.cli.catalog import DEFAULT_CATALOG
+    from hapsira_cowell.tle import from_tle
+    from hapsira_cowell.oem import read_oem
     from reference import Reference, two_body_rhs
 
     assert DEFAULT_CATALOG.read_text() == IRIDIUM.read_text()  # the shipped file, unchanged
@@ -492,7 +492,7 @@ def test_default_catalog_backward_to_oem(tmp_path):
 @pytest.fixture
 def no_propagation(monkeypatch):
     """Fail the test if a command gets as far as propagating."""
-    from hapsira_cowell import batch
+    from hapsira_cowell.cli import batch
 
     def propagate(*args, **kwargs):
         raise AssertionError("the command propagated; it should have stopped before")

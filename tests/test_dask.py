@@ -350,7 +350,7 @@ def csv_catalog(path, n):
 
 
 def test_cli_zarr_output_here_and_on_the_cluster(client, tmp_path, capsys):
-    from hapsira_cowell import cli
+    from hapsira_cowell.cli import app as cli
 
     n, chunk = (6, 4) if SIMULATED else (300, 70)
     catalog = csv_catalog(tmp_path / "cloud.csv", n)

@@ -1,4 +1,4 @@
-"""CCSDS OEM output (hapsira_cowell.writers): orbits from elements with an astropy epoch,
+"""CCSDS OEM output (hapsira_cowell.cli.writers): orbits from elements with an astropy epoch,
 propagated, written as OEM and read back with the oem package to well under a millimetre."""
 
 import math
@@ -12,9 +12,10 @@ from astropy.time import Time
 
 from hapsira_core import settings
 from hapsira_cowell import cowell
-from hapsira_cowell.catalog import Catalog
+from hapsira_cowell.cli.catalog import Catalog
 from hapsira_cowell.elements import from_classical
-from hapsira_cowell.writers import OemWriter, open_writer, read_oem, write_oem
+from hapsira_cowell.cli.writers import open_writer
+from hapsira_cowell.oem import OemWriter, read_oem, write_oem
 from reference import K_EARTH, R_EARTH
 
 oem = pytest.importorskip("oem")  # in the test extra: never skipped in CI

@@ -15,7 +15,7 @@ _LAZY = {
     "cowell": "cowell", "CowellResult": "cowell", "STATUS_MESSAGES": "cowell",
     "from_classical": "elements", "from_equinoctial": "elements",
     "states_from_orbits": "orbits", "propagate_orbits": "orbits",
-    "from_tle": "io", "write_oem": "writers", "read_oem": "writers",
+    "from_tle": "tle", "write_oem": "oem", "read_oem": "oem",
 }
 __all__ = sorted(_LAZY) + ["__version__"]
 

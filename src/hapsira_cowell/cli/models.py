@@ -6,7 +6,7 @@ set. Nothing of the solver is imported at module level: the names can be
 read and checked before the compilation target is chosen.
 """
 
-from .constants import R_EARTH
+from ..constants import R_EARTH
 from .inputs import UsageError
 
 __all__ = ["PERTURBATIONS", "RHO0", "H_RHO0", "H0", "parse_perturbations", "build_rhs"]
@@ -52,7 +52,7 @@ def build_rhs(perturbations):
         return _RHS[key]
     from hapsira_core.jit import remember
     from hapsira_core.jit import hjit
-    from . import perturbations as pert
+    from .. import perturbations as pert
 
     terms = {
         "j2": "J2_perturbation(t, rr, vv, k, J2, R)",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .constants import OMEGA_EARTH  # rad/s, for the ground tracks
+from ..constants import OMEGA_EARTH  # rad/s, for the ground tracks
 
 __all__ = ["altitude_vs_time", "ground_tracks", "throughput", "benchmark_points"]
 

@@ -2,9 +2,8 @@
 
 ``hapsira-cowell propagate [CATALOG] --tof 1d --every 10min --perturbations j2,drag``
 (without CATALOG: the Iridium 33 debris shipped in the package); ``hapsira-cowell demo``.
-The work is done by modules Python users import too: `hapsira_cowell.catalog`,
-`hapsira_cowell.models`, `hapsira_cowell.batch`, `hapsira_cowell.writers`,
-`hapsira_cowell.demo`. The target is fixed when ``hapsira_core`` is first
+The work is done by the other modules of `hapsira_cowell.cli` (`catalog`,
+`models`, `batch`, `writers`, `demo`), which Python users import too. The target is fixed when ``hapsira_core`` is first
 imported, so this module imports none of them at module level: `main` checks
 the environment and sets ``HAPSIRA_TARGET`` first (or, when the solver was
 already imported on another target, runs the command in a child process).
@@ -17,36 +16,16 @@ import re
 import sys
 import time
 
-__all__ = ["main", "parse_duration", "parse_perturbations", "build_rhs", "read_catalog",
-           "demo_cloud", "UsageError", "K_EARTH", "R_EARTH", "PERTURBATIONS"]
+__all__ = ["main", "build_parser"]
 
 PROG = "hapsira-cowell"
-TARGETS = ("cpu", "parallel", "cuda")
-
-# Names this module has always offered, now defined in the library modules; imported
-# on first use (PEP 562) so that importing the command line fixes no target.
-_EXPORTS = {
-    "UsageError": "inputs", "parse_duration": "inputs", "format_duration": "inputs",
-    "make_tofs": "inputs", "PERTURBATIONS": "models", "RHO0": "models", "H_RHO0": "models",
-    "H0": "models", "parse_perturbations": "models", "build_rhs": "models",
-    "Catalog": "catalog", "read_catalog": "catalog", "K_EARTH": "constants",
-    "R_EARTH": "constants", "FORMATS": "writers", "propagate": "batch",
-    "summary_lines": "batch", "RunResult": "batch", "demo_cloud": "demo",
-    "_NpzWriter": ("writers", "NpzWriter"), "_RowWriter": ("writers", "RowWriter"),
-    "_output_columns": ("writers", "output_times"), "_check_output": ("writers", "check_output"),
-}
-
-
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = (_EXPORTS[name], name) if isinstance(_EXPORTS[name], str) \
-        else _EXPORTS[name]
-    return getattr(importlib.import_module(f"hapsira_cowell.{module}"), attribute)
 
 
 def _lib(module):
-    return importlib.import_module(f"hapsira_cowell.{module}")
+    """A module of the command line (or, for dask and constants, of the library),
+    imported when first needed: importing the solver fixes the target."""
+    package = "hapsira_cowell" if module in ("dask", "constants") else "hapsira_cowell.cli"
+    return importlib.import_module(f"{package}.{module}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
-    from . import __version__
+    from .. import __version__
 
     parser = _Parser(prog=PROG, description="Cowell orbit propagation (DOP853) of debris "
                      "catalogs on cpu, parallel cpu or CUDA GPUs.")
@@ -66,7 +45,8 @@ def build_parser():
                                      parser_class=_Parser)
     commands.required = True
     inputs = _lib("inputs")
-    target_help = "compilation target for this run (default: $HAPSIRA_TARGET, else cpu)"
+    target_help = ("compilation target for this run: cpu, parallel, cuda, or another in "
+                   "hapsira_core.settings.TARGETS (default: $HAPSIRA_TARGET, else cpu)")
     names = ", ".join(_lib("models").PERTURBATIONS)
 
     p = commands.add_parser("propagate", help="propagate a TLE catalog or a CSV of states",
@@ -100,7 +80,7 @@ def build_parser():
                    "catalog (default its latest epoch); the epoch of a CSV catalog's states")
     p.add_argument("--frame", default=None, help="OEM REF_FRAME of a CSV catalog's states, "
                    "e.g. GCRF or EME2000 (needed for --format oem; TLE states are TEME)")
-    p.add_argument("--target", choices=TARGETS, default=None, help=target_help)
+    p.add_argument("--target", default=None, help=target_help)
     p.add_argument("--chunk", type=inputs.positive_int, default=10_000,
                    help="objects per solver call (default 10000)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS|local",
@@ -128,7 +108,7 @@ def build_parser():
                    "ground tracks go to <stem>-tracks.png beside it")
     d.add_argument("--n", type=inputs.positive_int, default=500, help="objects (default 500)")
     d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    d.add_argument("--target", choices=TARGETS, default=None, help=target_help)
+    d.add_argument("--target", default=None, help=target_help)
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     c = commands.add_parser("cache", help="show or clear the kernel cache", description="Kernels "
@@ -296,14 +276,18 @@ def main(argv=None):
     try:
         # The environment first, before even --help: a bad HAPSIRA_TARGET (or cuda
         # without a GPU) is one line and exit 2, whatever the command.
-        status = _lib("process").select_target(
-            _lib("process").requested_target(argv, TARGETS), argv, PROG)
+        # The target's name is checked by hapsira_core, which knows the targets.
+        requested = _lib("target").requested_target(argv)
+        status = _lib("target").select_target(requested, argv, PROG)
         if status is not None:
             return status
         try:
             import hapsira_core  # noqa: F401  (reads HAPSIRA_TARGET, checks a GPU for cuda)
         except (ValueError, RuntimeError) as error:
-            raise UsageError(str(error)) from None
+            text = str(error)
+            if requested is not None:
+                text = text.replace(f"HAPSIRA_TARGET={requested!r}", f"--target {requested!r}")
+            raise UsageError(text) from None
         args = build_parser().parse_args(argv)
         _validate(args)
         if args.command == "propagate":

@@ -22,8 +22,8 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def requested_target(argv, targets):
-    """The valid ``--target`` of the command line, or None (argparse reports a bad one)."""
+def requested_target(argv):
+    """The ``--target`` of the command line, or None (hapsira_core checks the name)."""
     class Quiet(argparse.ArgumentParser):
         def error(self, message):
             raise ValueError(message)
@@ -33,7 +33,7 @@ def requested_target(argv, targets):
         target = pre.parse_known_args(argv)[0].target
     except ValueError:
         return None
-    return target if target in targets else None
+    return target
 
 
 def select_target(target, argv, prog):
@@ -45,7 +45,7 @@ def select_target(target, argv, prog):
     if settings is None:
         os.environ["HAPSIRA_TARGET"] = target
         return None
-    if settings.TARGET == target:
+    if settings.TARGET == target:  # already on it
         return None
     if os.environ.get(_RERUN) == target:
         from .inputs import UsageError

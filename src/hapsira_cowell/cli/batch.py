@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .constants import K_EARTH, R_EARTH
+from ..constants import K_EARTH, R_EARTH
 from .inputs import format_duration
 from .models import build_rhs
 
@@ -68,7 +68,7 @@ def _kernel_ready(f, events):
     """Whether cowell's kernel for ``f`` and ``events`` is compiled or cached on disk."""
     from hapsira_core.ivp import build
 
-    from .orbit_form import orbit_rhs
+    from ..orbit_form import orbit_rhs
 
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), tuple(e.device_function for e in events))
     return kernel.on_disk()
@@ -100,8 +100,8 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     """
     from hapsira_core.jit import TARGET
 
-    from .cowell import cowell
-    from .events import AltitudeCrossEvent
+    from ..cowell import cowell
+    from ..events import AltitudeCrossEvent
 
     n = len(catalog)
     f = build_rhs(perturbations)
@@ -132,7 +132,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
             rtol=rtol, atol=atol, f=f, events=events))
         where = TARGET
     else:
-        from . import dask as on_cluster
+        from .. import dask as on_cluster
         blob = on_cluster.pack_call(K_EARTH, tofs, rtol, atol, f=f, events=events)[0]
         print(f"{PROG}: compiling kernels on the Dask workers ({model}; once per worker "
               "process, unless cached)...", file=sys.stderr, flush=True)
@@ -170,7 +170,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
 
 def summary_lines(run, catalog, tof, wall_seconds):
     """The end-of-run summary: objects, outcomes by status, re-entries, timings."""
-    from .cowell import STATUS_MESSAGES
+    from ..cowell import STATUS_MESSAGES
 
     n = len(run.status)
     lines = [f"objects: {n} ({catalog.kind}, frame {catalog.frame}"

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .constants import K_EARTH, R_EARTH
+from ..constants import K_EARTH, R_EARTH
 
 __all__ = ["demo_cloud", "demo_catalog", "run_demo"]
 
@@ -22,7 +22,7 @@ def demo_cloud(n, seed=0, low_fraction=0.04):
     (at least 3) are fragments on near-circular orbits at 120-180 km with A/m
     0.02-0.1 m^2/kg, which re-enter within a day under ``drag``.
     """
-    from .elements import from_classical
+    from ..elements import from_classical
 
     rng = np.random.default_rng(seed)
     u = rng.random((n, 7))

@@ -1,0 +1,7 @@
+"""``python -m hapsira_cowell.cli``: the same program as ``hapsira-cowell``."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())
