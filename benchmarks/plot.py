@@ -8,7 +8,7 @@ workload and on the drag + re-entry variant, and the peers of that run).
 
 import os
 
-from hapsira_cowell.plots import throughput
+from hapsira_cowell.cli.plots import throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

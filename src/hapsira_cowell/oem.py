@@ -38,7 +38,7 @@ def _oem_times(epoch, tofs):
     return tuple(times)
 
 
-def _header_value(value, name):
+def header_value(value, name):
     """``value`` as the text of an OEM header or metadata value, or `ValueError` naming
     ``name``: a KVN value is one line, so a newline (or another control character)
     would end it and start a key of its own."""
@@ -117,14 +117,14 @@ class OemWriter:
         self.oem, self.Header, self.Meta, self.Segment = _oem()
         from astropy.time import Time
         self.folder = os.fspath(folder)
-        self.names = [_header_value(name, f"names[{i}] (OBJECT_NAME)")
+        self.names = [header_value(name, f"names[{i}] (OBJECT_NAME)")
                       for i, name in enumerate(names)]
         self.ids = self.names if ids is None else [
-            _header_value(value, f"ids[{i}] (OBJECT_ID)") for i, value in enumerate(ids)]
+            header_value(value, f"ids[{i}] (OBJECT_ID)") for i, value in enumerate(ids)]
         self.files = _file_names(self.names, len(self.names))
-        self.frame = _header_value(frame, "frame (REF_FRAME)")
-        self.center = _header_value(center, "center (CENTER_NAME)")
-        self.originator = _header_value(originator, "originator (ORIGINATOR)")
+        self.frame = header_value(frame, "frame (REF_FRAME)")
+        self.center = header_value(center, "center (CENTER_NAME)")
+        self.originator = header_value(originator, "originator (ORIGINATOR)")
         for value, name in ((self.frame, "frame (REF_FRAME)"),
                             (self.center, "center (CENTER_NAME)")):
             if not value.strip():

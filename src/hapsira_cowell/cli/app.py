@@ -22,9 +22,9 @@ PROG = "hapsira-cowell"
 
 
 def _lib(module):
-    """A module of the command line (or, for dask and constants, of the library),
+    """A module of the command line (or, for dask, constants and oem, of the library),
     imported when first needed: importing the solver fixes the target."""
-    package = "hapsira_cowell" if module in ("dask", "constants") else "hapsira_cowell.cli"
+    package = "hapsira_cowell" if module in ("dask", "constants", "oem") else "hapsira_cowell.cli"
     return importlib.import_module(f"{package}.{module}")
 
 
@@ -142,7 +142,10 @@ def _validate(args):
         args.perturbations = _lib("models").parse_perturbations(args.perturbations)
         args.out, args.format = writers.check_output(args.out, args.format, args.force)
         if args.frame is not None:
-            writers._header_value(args.frame, "--frame")
+            try:
+                _lib("oem").header_value(args.frame, "--frame")
+            except ValueError as error:
+                raise UsageError(str(error)) from None
         writers.check_plot_output(args.plot, "--plot")
         if args.catalog is not None:  # a regular file, not too large, before reading it
             _lib("catalog").check_file(args.catalog, args.max_input_mb)

@@ -22,7 +22,7 @@ from .inputs import UsageError, format_duration
 __all__ = ["Catalog", "read_catalog", "check_file", "DEFAULT_CATALOG", "MAX_INPUT_MB"]
 
 #: The catalog shipped inside the package (a ``pathlib``-like resource path).
-DEFAULT_CATALOG = resources.files(__package__).joinpath("data", "iridium-33-debris.tle")
+DEFAULT_CATALOG = resources.files("hapsira_cowell").joinpath("data", "iridium-33-debris.tle")
 
 #: The largest catalog file read by default, MB (10^6 bytes): ``--max-input-mb``.
 #: A file is read whole, and its lines take a few times its size in memory; the
