@@ -31,7 +31,10 @@ def hjit(func=None, **options):
         return lambda f: hjit(f, **options)
     options.pop("cache", None)  # device functions are cached with their kernel
     options.pop("error_model", None)
-    return cuda.jit(device=True, **options)(func)
+    compiled = cuda.jit(device=True, **options)(func)
+    if SIMULATOR:  # its functions keep no options: recorded for the kernel fingerprint
+        compiled.targetoptions = dict(options, device=True)
+    return compiled
 
 
 if SIMULATOR:
