@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
+from hapsira_core import settings
 from hapsira_core.ivp import build
 
 PREFIX = "hkey_"
@@ -175,6 +176,19 @@ def test_compile_options_of_a_helper_are_in_the_key(keys, options):
     def files(given):
         return {"helpers": OPTIONS.format(options=given), "model": SIMPLE_MODEL}
     assert keys(files("")) != keys(files(options))
+
+
+@pytest.mark.parametrize("setting, value", [
+    ("DEBUG", True), ("TARGET", "other"), ("CUDA_MAX_REGISTERS", 32)])
+def test_settings_that_change_the_generated_code_are_in_the_key(keys, monkeypatch, setting,
+                                                                 value):
+    files = {"helpers": OPTIONS.format(options=""), "model": SIMPLE_MODEL}
+    base = keys(files)
+    monkeypatch.setattr(settings, setting, value)
+    build.KERNELS.clear()
+    changed = keys(files) != base
+    # the register cap is only given to the GPU compiler
+    assert changed == (setting != "CUDA_MAX_REGISTERS" or settings.TARGET == "cuda")
 
 
 # --- random helper modules, one random edit: the key changes exactly when f reads it

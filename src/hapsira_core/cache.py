@@ -31,6 +31,7 @@ import time
 import warnings
 
 from . import settings
+from .fingerprint import fingerprint
 
 
 def _names_from_content():
@@ -53,8 +54,6 @@ def _names_from_content():
     numba's own functions keep the counter.
     """
     from numba.core.bytecode import FunctionIdentity
-
-    from .fingerprint import fingerprint
 
     counted = FunctionIdentity.from_function.__func__
 
@@ -83,6 +82,27 @@ _PREFIX = "hapsira_kernel_"
 
 class CacheWarning(UserWarning):
     """A cache entry was unusable (corrupt or truncated) and is being rebuilt."""
+
+
+
+def code_settings():
+    """Every setting that changes the code compiled for a kernel (a cache key
+    without one of them would serve a kernel built with another value)."""
+    import numba
+
+    cuda = settings.TARGET == "cuda"
+    return ("target", settings.TARGET,
+            "debug", settings.DEBUG,
+            "cuda max registers", settings.CUDA_MAX_REGISTERS if cuda else 0,
+            "cuda simulator", cuda and settings.cuda_simulator_enabled(),
+            "numba", tuple(repr(getattr(numba.config, name, None)) for name in
+                           ("BOUNDSCHECK", "OPT", "DEBUGINFO_DEFAULT", "FASTMATH")))
+
+
+def key(*parts):
+    """The cache key of a kernel made of ``parts`` (its functions and the source
+    of its module): the one place where settings and library join the fingerprint."""
+    return fingerprint(*parts, library_fingerprint(), code_settings())
 
 
 def remember(result, maker, args):
@@ -337,4 +357,4 @@ def is_corruption(error):
 
 
 __all__ = ["factory", "remember", "expression", "import_lines", "library_fingerprint", "load_module",
-           "remove", "entries", "prune", "clear", "info", "CacheWarning"]
+           "remove", "entries", "prune", "clear", "info", "CacheWarning", "key", "code_settings"]

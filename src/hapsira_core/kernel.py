@@ -12,7 +12,6 @@ import numba
 import numpy as np
 
 from . import cache, settings
-from .fingerprint import fingerprint
 
 
 class Arg:
@@ -88,8 +87,9 @@ class ObjectKernel:
     def __init__(self, body, args, recipe=None):
         self.body = body
         self.args = list(args)
-        #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
-        #: by import, for the on-disk cache (`hapsira_core.cache`); None: in memory.
+        #: ``(key, prelude)``: the cache key (`hapsira_core.cache.key`: what the
+        #: body reads and the settings that change its code) and the source that
+        #: defines ``body`` by import, for the on-disk cache; None: in memory.
         #: Without one, a body that a new process can import gets one made here.
         self.recipe = recipe if recipe is not None else self._importable_body()
         outputs = [a.output for a in self.args]
@@ -151,7 +151,7 @@ class ObjectKernel:
             return None
         prelude = f"{cache.import_lines(imports)}\n\nbody = {body}\n"
         arguments = repr([(a.name, a.dtype.str, a.core, a.per_object, a.output) for a in self.args])
-        key = fingerprint(self.body, prelude, arguments, cache.library_fingerprint(), self.TARGET)
+        key = cache.key(self.body, prelude, arguments)
         return key, prelude
 
     def on_disk(self):

@@ -10,7 +10,6 @@ import numpy as np
 
 from .. import cache
 from ..errors import CallbackCompileError, user_function_error
-from ..fingerprint import fingerprint
 from ..jit import TARGET, Arg, ObjectKernel, hjit, switch
 from ..backends import backend
 from . import methods
@@ -97,7 +96,7 @@ def _recipe(method, n, keep, fun, event_functions, event_states):
     prelude = cache.import_lines(imports) + "\n" + _BODY.format(
         fun=fun_source, events=events_source, method=method, n=n, keep=keep,
         event_states=event_states)
-    key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(), TARGET)
+    key = cache.key(fun, event_functions, prelude)
     return key, prelude
 
 
