@@ -8,17 +8,19 @@ The end-to-end runs are in test_disk_cache.py.
 """
 
 import importlib
+import os
 import shutil
 import sys
 import tempfile
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from hapsira_core import settings
+from hapsira_core import cache, settings
 from hapsira_core.ivp import build
 
 PREFIX = "hkey_"
@@ -291,3 +293,43 @@ def test_random_modules_the_key_changes_exactly_when_a_read_value_changes(edit):
         shutil.rmtree(folder, ignore_errors=True)
         forget()
         build.KERNELS.clear()
+
+
+# --- an unusable HAPSIRA_CACHE_DIR: one warning, then in memory
+
+def unusable_folders(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    return {"regular-file": str(a_file), "proc": "/proc/hapsira_no_such/x",
+            "dev-null": "/dev/null/x"}
+
+
+@pytest.mark.parametrize("kind", ["regular-file", "proc", "dev-null"])
+def test_an_unusable_folder_warns_once_and_gives_no_module(tmp_path, monkeypatch, kind):
+    folder = unusable_folders(tmp_path)[kind]
+    monkeypatch.setattr(settings, "CACHE_DIR", folder)
+    monkeypatch.setattr(cache, "_UNUSABLE", {})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.load_module("unusable_check", "VALUE = 1\n") is None
+        assert cache.load_module("unusable_check_2", "VALUE = 2\n") is None
+        assert cache.entries() == []
+    found = [w for w in caught if issubclass(w.category, cache.CacheWarning)]
+    assert len(found) == 1, [str(w.message) for w in caught]
+    message = str(found[0].message)
+    assert "HAPSIRA_CACHE_DIR" in message and folder in message
+
+
+def test_a_read_only_folder_warns_once(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    folder = tmp_path / "read_only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(folder))
+    monkeypatch.setattr(cache, "_UNUSABLE", {})
+    try:
+        with pytest.warns(cache.CacheWarning, match="HAPSIRA_CACHE_DIR"):
+            assert cache.load_module("unusable_check", "VALUE = 1\n") is None
+    finally:
+        folder.chmod(0o755)

@@ -338,3 +338,42 @@ def test_edited_module_attributes_and_default_arguments_never_run_a_stale_kernel
     assert run(0.5, 1.0) == "fresh"
     assert run(0.8, 1.0) == "fresh"  # a module attribute: a new kernel
     assert run(0.8, 1.5) == "fresh"  # a default argument: a new kernel
+
+
+UNUSABLE_FOLDER = textwrap.dedent("""
+    import warnings
+    import numpy as np
+    from hapsira_core.jit import hjit
+    from hapsira_core.ivp import solve_ivp
+
+    @hjit
+    def decay(t, y, p):
+        return (-0.5 * y[0],)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = solve_ivp(decay, (0.0, 1.0), np.array([[1.0], [2.0]]), method="RK23",
+                        rtol=1e-8, atol=1e-10)
+    print(repr(res.y[:, 0, -1].tolist()))
+    print(repr([str(w.message) for w in caught if w.category.__name__ == "CacheWarning"]))
+""")
+
+
+def test_an_unusable_cache_folder_warns_once_and_compiles_in_memory(tmp_path):
+    """HAPSIRA_CACHE_DIR naming a regular file: one CacheWarning naming the variable
+    and the path, and right results (before, every solve raised from os.makedirs).
+    Other unusable folders, and one warning for several kernels: test_cache_key.py."""
+    (tmp_path / "model.py").write_text(UNUSABLE_FOLDER)
+    not_a_folder = tmp_path / "a_file"
+    not_a_folder.write_text("")
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(not_a_folder),
+               PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(tmp_path / "model.py")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    results, messages = eval(lines[-2]), eval(lines[-1])
+    np.testing.assert_allclose(results, np.exp(-0.5) * np.array([1.0, 2.0]), rtol=1e-6)
+    assert len(messages) == 1, messages
+    assert "HAPSIRA_CACHE_DIR" in messages[0] and str(not_a_folder) in messages[0]
+    assert not_a_folder.read_text() == ""

@@ -157,7 +157,8 @@ class ObjectKernel:
     def on_disk(self):
         """Whether a compiled form of this kernel is in the on-disk cache (so that
         the first call loads it instead of compiling)."""
-        if self._compiled is not None or not settings.CACHE or self.recipe is None:
+        if (self._compiled is not None or not settings.CACHE or self.recipe is None
+                or cache._UNUSABLE.get(settings.CACHE_DIR) is not None):
             return self._compiled is not None
         return any(f.endswith((".nbi", ".nbc")) for f in cache._entry_files(self.cache_name))
 
@@ -185,7 +186,8 @@ class ObjectKernel:
         if settings.CACHE and self.recipe is not None:
             key, prelude = self.recipe
             module = cache.load_module(f"{self.TARGET}_{key}", prelude + "\n\n" + source)
-            return module.kernel, True
+            if module is not None:  # None: the folder cannot be used (warned once)
+                return module.kernel, True
         namespace = self._globals()
         exec(compile(source, "<hapsira object kernel>", "exec"), namespace)
         return namespace["kernel"], False

@@ -19,7 +19,8 @@ them, so change the environment and start a new process instead. Those that
 change the generated code (the target, ``HAPSIRA_DEBUG``,
 ``HAPSIRA_CUDA_MAX_REGISTERS``) are part of the kernel cache key
 (`hapsira_core.cache.code_settings`), so a warm cache never serves a kernel
-built under other values.
+built under other values. An unusable ``HAPSIRA_CACHE_DIR`` gives one
+``CacheWarning`` and in-memory kernels.
 """
 
 import os
