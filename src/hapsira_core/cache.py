@@ -7,10 +7,16 @@ kernel is written as a small module that reaches everything it calls by
 import: the user's functions by their module and name, functions made by
 factories (adapters, the solve loop per method and dimension) by calling
 the factory again (`factory()` records how). The module's file name
-holds a fingerprint of everything the kernel calls, the library's own
-source and the versions involved: a changed function, helper or library
-never finds a stale kernel. numba then caches the kernel beside that file,
-in the same folder.
+holds `key()`: a fingerprint (`hapsira_core.fingerprint`) of everything the
+kernel calls and every value it reads (globals, module attributes followed as
+far as the code reads them, default arguments, closures, arrays by their
+bytes, each jitted function's compile options), of the library's own source
+and the versions involved, and of every setting that changes the generated
+code (`code_settings()`: the target, ``HAPSIRA_DEBUG``,
+``HAPSIRA_CUDA_MAX_REGISTERS``, the CUDA simulator, numba's own bounds-check,
+optimisation and debug-info settings). A changed function, helper, constant,
+setting or library never finds a stale kernel. numba then caches the kernel
+beside that file, in the same folder.
 
 Where a function cannot be reached by import (defined in ``python -c``, an
 interactive session or a closure no factory made), the kernel is built in
@@ -18,7 +24,9 @@ memory as before, without an error: it is compiled in every process.
 
 Entries are written atomically (concurrent processes are safe), a corrupt
 entry is removed and rebuilt with a warning, and the folder is pruned to
-``HAPSIRA_CACHE_MAX_MB``, least recently used first.
+``HAPSIRA_CACHE_MAX_MB``, least recently used first. A ``HAPSIRA_CACHE_DIR``
+that cannot be used (a file, a read-only or impossible path) gives one
+`CacheWarning` naming it, and the process then compiles in memory.
 """
 
 import functools
