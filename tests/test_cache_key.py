@@ -268,7 +268,10 @@ def edits(draw):
     reads = {k: draw(st.booleans()) for k in ("a0", "a2", "arr", "g", "g_h", "g_a1")}
     size = draw(st.sampled_from([3, 17, 1001, 1500]))
     element = draw(st.integers(0, size - 1))
-    name = draw(st.sampled_from(VALUES))
+    read = [name for name in VALUES if read_by_f(name, reads)]
+    unread = [name for name in VALUES if name not in read]
+    # as many edits of values f reads as of values it does not
+    name = draw(st.sampled_from(read if read and draw(st.booleans()) else unread))
     old = values[name]
     # past the 8th digit (repr rounding would hide it), or a plain change
     new = draw(st.sampled_from([old + max(abs(old), 1.0) * 2.0 ** -40, old + abs(old) + 1.0]))
