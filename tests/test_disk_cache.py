@@ -286,3 +286,94 @@ def test_kernels_compiled_by_different_processes_keep_their_own_functions(tmp_pa
     np.testing.assert_array_equal(both["scaled"], scaled)
     np.testing.assert_array_equal(both["plain"], plain)
     assert np.max(np.abs(scaled - plain)) > 1.0  # the two f really differ (km)
+
+
+ROUTES_MODEL = textwrap.dedent("""
+    import numpy as np
+    from hapsira_core.jit import hjit
+    from hapsira_core.ivp import build, solve_ivp
+    import consts
+    import helpers
+
+    @hjit
+    def decay(t, y, p):
+        return (-consts.RATE * helpers.g(y[0]),)
+
+    warm = build.kernel("RK23", 1, decay, ()).on_disk()
+    res = solve_ivp(decay, (0.0, 1.0), np.array([[1.0], [2.0]]), method="RK23", rtol=1e-8,
+                    atol=1e-10)
+    print(repr(res.y[:, 0, -1].tolist()))
+    print("cached-before" if warm else "fresh")
+""")
+
+
+def decay_expected(rate, c):
+    from scipy.integrate import solve_ivp
+    return np.array([solve_ivp(lambda t, y: -rate * c * y, (0.0, 1.0), [y0], method="RK23",
+                               rtol=1e-8, atol=1e-10).y[0, -1] for y0 in (1.0, 2.0)])
+
+
+def test_edited_module_attributes_and_default_arguments_never_run_a_stale_kernel(tmp_path):
+    """f reads ``consts.RATE`` (``import consts``) and calls ``helpers.g(x, c=...)``:
+    editing either in a warm cache gives the new numbers (issue 26; before, the
+    cache key hashed a module by its name and ignored defaults: status 0, old result)."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "model.py").write_text(ROUTES_MODEL)
+
+    def run(rate, c):
+        (tmp_path / "consts.py").write_text(f"RATE = {rate!r}\n")
+        (tmp_path / "helpers.py").write_text(
+            f"from hapsira_core.jit import hjit\n\n@hjit\ndef g(x, c={c!r}):\n    return c * x\n")
+        shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+        env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+                   PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        done = subprocess.run([sys.executable, str(tmp_path / "model.py")], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.strip().splitlines()
+        result = np.array(eval(lines[-2]))
+        np.testing.assert_allclose(result, decay_expected(rate, c), rtol=1e-7)
+        return lines[-1]
+
+    assert run(0.5, 1.0) == "fresh"
+    assert run(0.8, 1.0) == "fresh"  # a module attribute: a new kernel
+    assert run(0.8, 1.5) == "fresh"  # a default argument: a new kernel
+
+
+UNUSABLE_FOLDER = textwrap.dedent("""
+    import warnings
+    import numpy as np
+    from hapsira_core.jit import hjit
+    from hapsira_core.ivp import solve_ivp
+
+    @hjit
+    def decay(t, y, p):
+        return (-0.5 * y[0],)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = solve_ivp(decay, (0.0, 1.0), np.array([[1.0], [2.0]]), method="RK23",
+                        rtol=1e-8, atol=1e-10)
+    print(repr(res.y[:, 0, -1].tolist()))
+    print(repr([str(w.message) for w in caught if w.category.__name__ == "CacheWarning"]))
+""")
+
+
+def test_an_unusable_cache_folder_warns_once_and_compiles_in_memory(tmp_path):
+    """HAPSIRA_CACHE_DIR naming a regular file: one CacheWarning naming the variable
+    and the path, and right results (before, every solve raised from os.makedirs).
+    Other unusable folders, and one warning for several kernels: test_cache_key.py."""
+    (tmp_path / "model.py").write_text(UNUSABLE_FOLDER)
+    not_a_folder = tmp_path / "a_file"
+    not_a_folder.write_text("")
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(not_a_folder),
+               PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(tmp_path / "model.py")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    results, messages = eval(lines[-2]), eval(lines[-1])
+    np.testing.assert_allclose(results, np.exp(-0.5) * np.array([1.0, 2.0]), rtol=1e-6)
+    assert len(messages) == 1, messages
+    assert "HAPSIRA_CACHE_DIR" in messages[0] and str(not_a_folder) in messages[0]
+    assert not_a_folder.read_text() == ""

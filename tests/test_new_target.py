@@ -21,12 +21,15 @@ TARGET = textwrap.dedent('''
                                             is_device_array, rsqrt)
 
     NAME = "serial"
-    CODE_OPTIONS = (NAME, settings.DEBUG)
     XLA_PLATFORM = "cpu"
     XLA_SIMULATED = False
     xla_handler = cpu.xla_handler
     local_dask_cluster = cpu.local_dask_cluster
     RUNS = []
+
+
+    def code_options():
+        return (NAME, settings.DEBUG)
 
 
     def xla_mismatch(what):
@@ -35,7 +38,7 @@ TARGET = textwrap.dedent('''
 
     class ObjectKernel(cpu.ObjectKernel):
         TARGET = NAME
-        CODE_OPTIONS = CODE_OPTIONS
+        code_options = staticmethod(code_options)
 
         def _source(self):
             names = ", ".join(a.name for a in self.args)

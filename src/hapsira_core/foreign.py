@@ -94,16 +94,18 @@ class _Callees(pytypes.ModuleType):
     """The target's callees of one declaration (``call``, ``convert0``...), made
     on first use.
 
-    A module, as the kernel fingerprint (:mod:`hapsira_core.kernels.fingerprint`)
-    hashes a module by its name, which holds the fingerprint of the C; the
-    callees themselves (on cuda an object whose repr changes from process to
-    process) never enter it. Made on first use: numba imports generated
-    modules by name while it reads its disk cache, also old versions that
-    nothing calls any more, which must not be compiled for that.
+    A module whose ``__hapsira_fingerprint__`` is the fingerprint of the C: the
+    kernel fingerprint (:mod:`hapsira_core.kernels.fingerprint`) hashes that and the
+    name, never the callees themselves (on cuda an object whose repr changes
+    from process to process), and reading it compiles nothing. Made on first
+    use: numba imports generated modules by name while it reads its disk
+    cache, also old versions that nothing calls any more, which must not be
+    compiled for that.
     """
 
     def __init__(self, record, fingerprint):
         super().__init__(f"hapsira_foreign_callees_{fingerprint[:24]}")
+        self.__hapsira_fingerprint__ = fingerprint
         self._record = record
 
     def __getattr__(self, name):  # only for attributes not there yet

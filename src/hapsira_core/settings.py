@@ -16,7 +16,12 @@ variable           meaning                             default
 
 A bad value raises `ValueError` naming the variable, the value and
 what is valid. Settings cannot change after import: compiled code depends on
-them, so change the environment and start a new process instead.
+them, so change the environment and start a new process instead. Those that
+change the generated code (the target, ``HAPSIRA_DEBUG``,
+``HAPSIRA_CUDA_MAX_REGISTERS``) are part of the kernel cache key
+(`hapsira_core.kernels.cache.code_settings`), so a warm cache never serves a kernel
+built under other values. An unusable ``HAPSIRA_CACHE_DIR`` gives one
+``CacheWarning`` and in-memory kernels.
 """
 
 import os

@@ -8,10 +8,10 @@ that new numbers never recompile.
 
 import numpy as np
 
+
+from ..jit import Arg, ObjectKernel, hjit, switch
 from ..kernels import cache
 from ..kernels.errors import CallbackCompileError, user_function_error
-from ..kernels.fingerprint import fingerprint
-from ..jit import Arg, ObjectKernel, hjit, switch
 from ..targets import active as target
 from . import methods
 from .loop import make_solve
@@ -97,8 +97,7 @@ def _recipe(method, n, keep, fun, event_functions, event_states):
     prelude = cache.import_lines(imports) + "\n" + _BODY.format(
         fun=fun_source, events=events_source, method=method, n=n, keep=keep,
         event_states=event_states)
-    key = fingerprint(fun, event_functions, prelude, cache.library_fingerprint(),
-                      ObjectKernel.TARGET, ObjectKernel.CODE_OPTIONS)
+    key = cache.key(fun, event_functions, prelude, code_options=ObjectKernel.code_options())
     return key, prelude
 
 

@@ -7,10 +7,16 @@ kernel is written as a small module that reaches everything it calls by
 import: the user's functions by their module and name, functions made by
 factories (adapters, the solve loop per method and dimension) by calling
 the factory again (`factory()` records how). The module's file name
-holds a fingerprint of everything the kernel calls, the library's own
-source and the versions involved: a changed function, helper or library
-never finds a stale kernel. numba then caches the kernel beside that file,
-in the same folder.
+holds `key()`: a fingerprint (`hapsira_core.kernels.fingerprint`) of everything the
+kernel calls and every value it reads (globals, module attributes followed as
+far as the code reads them, default arguments, closures, arrays by their
+bytes, each jitted function's compile options), of the library's own source
+and the versions involved, and of every setting that changes the generated
+code (`code_settings()`: the target, ``HAPSIRA_DEBUG``,
+``HAPSIRA_CUDA_MAX_REGISTERS``, the CUDA simulator, numba's own bounds-check,
+optimisation and debug-info settings). A changed function, helper, constant,
+setting or library never finds a stale kernel. numba then caches the kernel
+beside that file, in the same folder.
 
 Where a function cannot be reached by import (defined in ``python -c``, an
 interactive session or a closure no factory made), the kernel is built in
@@ -18,7 +24,9 @@ memory as before, without an error: it is compiled in every process.
 
 Entries are written atomically (concurrent processes are safe), a corrupt
 entry is removed and rebuilt with a warning, and the folder is pruned to
-``HAPSIRA_CACHE_MAX_MB``, least recently used first.
+``HAPSIRA_CACHE_MAX_MB``, least recently used first. A ``HAPSIRA_CACHE_DIR``
+that cannot be used (a file, a read-only or impossible path) gives one
+`CacheWarning` naming it, and the process then compiles in memory.
 """
 
 import functools
@@ -31,6 +39,7 @@ import time
 import warnings
 
 from .. import settings
+from .fingerprint import fingerprint
 
 
 def _names_from_content():
@@ -53,8 +62,6 @@ def _names_from_content():
     numba's own functions keep the counter.
     """
     from numba.core.bytecode import FunctionIdentity
-
-    from .fingerprint import fingerprint
 
     counted = FunctionIdentity.from_function.__func__
 
@@ -82,7 +89,55 @@ _PREFIX = "hapsira_kernel_"
 
 
 class CacheWarning(UserWarning):
-    """A cache entry was unusable (corrupt or truncated) and is being rebuilt."""
+    """A cache entry was unusable (corrupt or truncated) and is being rebuilt, or
+    the cache folder cannot be used and kernels are compiled in memory."""
+
+
+#: Why ``HAPSIRA_CACHE_DIR`` cannot be used in this process (None: it can, or
+#: not tried yet), keyed by the folder (tests change ``settings.CACHE_DIR``).
+_UNUSABLE = {}
+
+
+def usable():
+    """Whether kernels can be written to ``HAPSIRA_CACHE_DIR``; the first time it
+    cannot, one `CacheWarning` says so, and kernels are compiled in memory."""
+    folder = settings.CACHE_DIR
+    if folder not in _UNUSABLE:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            probe = os.path.join(folder, f".probe.{os.getpid()}.{time.monotonic_ns()}.tmp")
+            with open(probe, "w"):
+                pass
+            os.remove(probe)
+            _UNUSABLE[folder] = None
+        except OSError as error:
+            _unusable(folder, error)
+    return _UNUSABLE[folder] is None
+
+
+def _unusable(folder, error):
+    _UNUSABLE[folder] = error
+    warnings.warn(f"hapsira cache: HAPSIRA_CACHE_DIR={folder!r} cannot be used "
+                  f"({type(error).__name__}: {error}); kernels are compiled in memory "
+                  "in this process", CacheWarning, stacklevel=5)
+
+
+def code_settings(code_options):
+    """Every setting that changes the code compiled for a kernel (a cache key
+    without one of them would serve a kernel built with another value): the
+    target's own (``code_options``: its name, HAPSIRA_DEBUG, register caps...,
+    from `hapsira_core.targets`) and numba's global code settings."""
+    import numba
+
+    return ("target", tuple(code_options),
+            "numba", tuple(repr(getattr(numba.config, name, None)) for name in
+                           ("BOUNDSCHECK", "OPT", "DEBUGINFO_DEFAULT", "FASTMATH")))
+
+
+def key(*parts, code_options):
+    """The cache key of a kernel made of ``parts`` (its functions and the source
+    of its module): the one place where settings and library join the fingerprint."""
+    return fingerprint(*parts, library_fingerprint(), code_settings(code_options))
 
 
 def remember(result, maker, args):
@@ -202,12 +257,14 @@ def _write_atomically(path, text):
 
 
 def load_module(key, source):
-    """The kernel module for ``key`` with this ``source``, written if needed.
+    """The kernel module for ``key`` with this ``source``, written if needed;
+    None where the cache folder cannot be used (see `usable()`).
 
     A file whose text is not ``source`` (truncated, edited, garbage) is
     rewritten; a module that fails to import is removed and written again.
     """
-    os.makedirs(settings.CACHE_DIR, exist_ok=True)
+    if not usable():
+        return None
     name = f"{_PREFIX}{key}"
     path = os.path.join(settings.CACHE_DIR, name + ".py")
     text = "# generated by hapsira_core; safe to delete\n" + source
@@ -221,7 +278,11 @@ def load_module(key, source):
             warnings.warn(f"hapsira cache: {path} was damaged; rebuilding it", CacheWarning,
                           stacklevel=3)
             remove(name)
-        _write_atomically(path, text)
+        try:
+            _write_atomically(path, text)
+        except OSError as error:  # the folder went away or filled up since
+            _unusable(settings.CACHE_DIR, error)
+            return None
     else:
         # recently used, so pruned last: the access time says so. The modification
         # time stays, since numba-cuda takes it as the source's stamp and would
@@ -251,7 +312,7 @@ def _entry_files(name):
             for file in os.listdir(base):
                 if file.startswith(name + ".") or file.startswith(f"guf-{name}."):
                     found.append(os.path.join(base, file))
-        except FileNotFoundError:
+        except OSError:
             continue
     return found
 
@@ -270,7 +331,7 @@ def entries():
     try:
         modules = [f for f in os.listdir(settings.CACHE_DIR)
                    if f.startswith(_PREFIX) and f.endswith(".py")]
-    except FileNotFoundError:
+    except OSError:  # not there, or not a folder
         return []
     found = []
     for module in modules:
@@ -337,4 +398,5 @@ def is_corruption(error):
 
 
 __all__ = ["factory", "remember", "expression", "import_lines", "library_fingerprint", "load_module",
-           "remove", "entries", "prune", "clear", "info", "CacheWarning"]
+           "remove", "entries", "prune", "clear", "info", "CacheWarning", "key", "code_settings",
+           "usable"]

@@ -1,15 +1,41 @@
-"""A hash of what a compiled function computes: its code and everything it calls.
+"""A hash of what a compiled function computes: its code and every value it reads.
 
 Numba's on-disk cache keys a function by its own source file, not by the
-functions it calls; a cached kernel would then survive a change to the user's
-right-hand side. Kernels are therefore cached under a name that includes this
-fingerprint: the bytecode, constants and names of a function, the values in
-its closure, and, recursively, the fingerprints of the jitted functions and
-the numbers it refers to through its globals.
+functions it calls or the values it freezes as constants; a cached kernel
+would then survive a change to the user's right-hand side. Kernels are
+therefore cached under a name that includes this fingerprint, which covers,
+recursively, everything a function can reach:
+
+* its bytecode, constants and names (and those of nested code),
+* its globals that its code names, its default arguments (positional and
+  keyword-only) and the values in its closure,
+* functions it reaches (plain or jitted): their fingerprint, and for a
+  dispatcher its compile options (``fastmath``, ``boundscheck``...),
+* modules: a library module (the standard library, anything installed in
+  site-packages) by its name and version; any other module (the user's) by
+  the attributes the code reads from it, that is every name of the code
+  looked up on the module, followed through submodules and attribute chains
+  (``consts.RATE``, ``helpers.g``, ``pkg.sub.VALUE``); cycles are cut,
+* numbers and strings by their exact ``repr``, numpy arrays and scalars by
+  dtype, shape and bytes, tuples item by item, other objects by type and
+  ``repr``.
+
+Names are over-approximated (an attribute is hashed if any name of the code
+has its name), so a change can only make a key change, never hide one. The
+settings that change the generated code are added by the cache
+(`hapsira_core.kernels.cache.key`), not here.
 """
 
+import functools
 import hashlib
+import importlib.metadata
+import os
+import site
+import sys
+import sysconfig
 import types
+
+import numpy as np
 
 
 def _python_function(obj):
@@ -18,34 +44,113 @@ def _python_function(obj):
     return func if isinstance(func, types.FunctionType) else None
 
 
-def _code_parts(code, update, seen, globals_):
+def _canonical(value):
+    """``repr`` that does not depend on the process (sets and dicts sorted)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_canonical(item) for item in value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(f"{_canonical(k)}: {_canonical(v)}"
+                                      for k, v in value.items())) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_canonical(item) for item in value) + ",)"
+    return repr(value)
+
+
+def _names(code):
+    """Every name the code (and the code nested in it) looks up: globals and attributes."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _names(const)
+    return found
+
+
+def _code(code, update):
     update(code.co_code)
     update(repr(code.co_names).encode())
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            _code_parts(const, update, seen, globals_)
+            _code(const, update)
         else:
-            update(repr(const).encode())
-    for name in code.co_names:
-        if name in globals_:
-            _value(globals_[name], update, seen)
+            update(_canonical(const).encode())
 
 
-def _value(value, update, seen):
+@functools.lru_cache(maxsize=None)
+def _library_folders():
+    folders = set(site.getsitepackages() + [site.getusersitepackages()])
+    for key in ("purelib", "platlib"):
+        folders.add(sysconfig.get_paths()[key])
+    return tuple(os.path.realpath(f) + os.sep for f in folders if f)
+
+
+@functools.lru_cache(maxsize=None)
+def _library_version(top):
+    """The version of an installed top-level package or module, or None for a
+    module of the user's (not in the standard library nor in site-packages)."""
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return "python " + sys.version
+    module = sys.modules.get(top)
+    path = getattr(module, "__file__", None)
+    if not path or not os.path.realpath(path).startswith(_library_folders()):
+        return None
+    version = getattr(module, "__version__", None)
+    if not isinstance(version, str):
+        try:
+            version = importlib.metadata.version(top)
+        except Exception:  # a module without metadata: its file's stamp
+            stat = os.stat(path)
+            version = f"{path} {stat.st_size} {stat.st_mtime_ns}"
+    return version
+
+
+def _module(module, update, seen, names):
+    update(b"module " + module.__name__.encode())
+    own = getattr(module, "__hapsira_fingerprint__", None)
+    if isinstance(own, str):  # a generated module whose name says what it holds
+        update(own.encode())
+        return
+    version = _library_version(module.__name__.split(".")[0])
+    if version is not None:
+        update(version.encode())
+        return
+    if not names:  # reached by no code: nothing of it is read
+        return
+    if (id(module), names) in seen:
+        update(b"<seen>")
+        return
+    seen.add((id(module), names))
+    attributes = vars(module)
+    for name in sorted(names):
+        if name in attributes:
+            update(b"." + name.encode())
+            _value(attributes[name], update, seen, names)
+
+
+def _value(value, update, seen, names=frozenset()):
+    """Hash ``value``; ``names``: the names of the code that reaches it (the
+    attributes it may read from a module)."""
     func = _python_function(value)
     if func is not None:
         _function(func, update, seen)
+        options = getattr(value, "targetoptions", None)
+        if options:
+            update(b"options " + _canonical(dict(options)).encode())
     elif isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
-        update(repr(value).encode())
+        update(type(value).__name__.encode() + repr(value).encode())
+    elif isinstance(value, (np.ndarray, np.generic)):
+        array = np.ascontiguousarray(value)
+        update(f"array {array.dtype.str} {array.shape}".encode())
+        update(repr(array.tolist()).encode() if array.dtype.hasobject else array.tobytes())
     elif isinstance(value, tuple):
+        update(f"{type(value).__qualname__} {len(value)}".encode())
         for item in value:
-            _value(item, update, seen)
+            _value(item, update, seen, names)
     elif isinstance(value, types.ModuleType):
-        update(value.__name__.encode())
+        _module(value, update, seen, frozenset(names))
     else:
-        # Arrays and other objects numba freezes as constants: their repr.
+        # Other objects numba freezes as constants (enums, classes...): their repr.
         update(type(value).__qualname__.encode())
-        update(repr(value).encode())
+        update(_canonical(value).encode())
 
 
 def _function(func, update, seen):
@@ -54,12 +159,26 @@ def _function(func, update, seen):
         return
     seen.add(id(func))
     update(f"{func.__module__}.{func.__qualname__}".encode())
-    _code_parts(func.__code__, update, seen, func.__globals__)
+    _code(func.__code__, update)
+    names = frozenset(_names(func.__code__))
+    for name in sorted(names):
+        if name in func.__globals__:
+            update(b"global " + name.encode())
+            _value(func.__globals__[name], update, seen, names)
+    for default in func.__defaults__ or ():
+        update(b"default")
+        _value(default, update, seen, names)
+    for name, default in sorted((func.__kwdefaults__ or {}).items()):
+        update(b"keyword default " + name.encode())
+        _value(default, update, seen, names)
     for cell in func.__closure__ or ():
         try:
-            _value(cell.cell_contents, update, seen)
+            contents = cell.cell_contents
         except ValueError:  # an empty cell
             update(b"<empty>")
+        else:
+            update(b"cell")
+            _value(contents, update, seen, names)
 
 
 def fingerprint(*objects):

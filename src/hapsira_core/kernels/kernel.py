@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import settings
 from . import cache
-from .fingerprint import fingerprint
 
 
 class Arg:
@@ -83,16 +82,21 @@ class ObjectKernel:
     """
 
     TARGET = None  # set by each target's subclass: its name
-    #: the settings that change the generated code (part of the cache key)
-    CODE_OPTIONS = ()
+
+    @staticmethod
+    def code_options():
+        """The target's settings that change the generated code (part of the cache
+        key), read when a key is made; each target's subclass says which."""
+        return ()
     #: whether `_run` takes `Columns` inputs and joins their rows itself
     JOINS_COLUMNS = False
 
     def __init__(self, body, args, recipe=None):
         self.body = body
         self.args = list(args)
-        #: ``(key, prelude)``: a fingerprint and the source that defines ``body``
-        #: by import, for the on-disk cache (`hapsira_core.kernels.cache`); None: in memory.
+        #: ``(key, prelude)``: the cache key (`hapsira_core.kernels.cache.key`: what the
+        #: body reads and the settings that change its code) and the source that
+        #: defines ``body`` by import, for the on-disk cache; None: in memory.
         #: Without one, a body that a new process can import gets one made here.
         self.recipe = recipe if recipe is not None else self._importable_body()
         outputs = [a.output for a in self.args]
@@ -154,14 +158,14 @@ class ObjectKernel:
             return None
         prelude = f"{cache.import_lines(imports)}\n\nbody = {body}\n"
         arguments = repr([(a.name, a.dtype.str, a.core, a.per_object, a.output) for a in self.args])
-        key = fingerprint(self.body, prelude, arguments, cache.library_fingerprint(), self.TARGET,
-                          self.CODE_OPTIONS)
+        key = cache.key(self.body, prelude, arguments, code_options=self.code_options())
         return key, prelude
 
     def on_disk(self):
         """Whether a compiled form of this kernel is in the on-disk cache (so that
         the first call loads it instead of compiling)."""
-        if self._compiled is not None or not settings.CACHE or self.recipe is None:
+        if (self._compiled is not None or not settings.CACHE or self.recipe is None
+                or cache._UNUSABLE.get(settings.CACHE_DIR) is not None):
             return self._compiled is not None
         return any(f.endswith((".nbi", ".nbc")) for f in cache._entry_files(self.cache_name))
 
@@ -189,7 +193,8 @@ class ObjectKernel:
         if settings.CACHE and self.recipe is not None:
             key, prelude = self.recipe
             module = cache.load_module(f"{self.TARGET}_{key}", prelude + "\n\n" + source)
-            return module.kernel, True
+            if module is not None:  # None: the folder cannot be used (warned once)
+                return module.kernel, True
         namespace = self._globals()
         exec(compile(source, "<hapsira object kernel>", "exec"), namespace)
         return namespace["kernel"], False

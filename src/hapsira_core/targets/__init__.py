@@ -11,7 +11,7 @@ it needs. A target provides
 ``KEEP_STAGES``          whether the dense output may reuse a step's stages
 ``ObjectKernel``         runs a per-object body over N objects (a subclass of
                          `hapsira_core.kernels.kernel.ObjectKernel`)
-``CODE_OPTIONS``         the settings that change its generated code (a tuple
+``code_options()``       the settings that change its generated code (a tuple
                          of values, part of every kernel's cache key)
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
 ``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target

@@ -9,10 +9,13 @@ from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa
                     rsqrt)
 
 NAME = "cpu"
-#: Settings that change the generated code (part of every kernel's cache key).
-CODE_OPTIONS = (NAME, settings.DEBUG)
 XLA_PLATFORM = "cpu"
 XLA_SIMULATED = False
+
+
+def code_options():
+    """The settings that change the generated code (part of every kernel's cache key)."""
+    return (NAME, settings.DEBUG)
 
 
 def xla_handler(xla):
@@ -31,7 +34,7 @@ def local_dask_cluster(**options):
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = NAME
-    CODE_OPTIONS = CODE_OPTIONS
+    code_options = staticmethod(code_options)
 
     def _source(self):
         names = ", ".join(a.name for a in self.args)

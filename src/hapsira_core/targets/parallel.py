@@ -10,10 +10,13 @@ from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa
                     rsqrt)
 
 NAME = "parallel"
-#: Settings that change the generated code (part of every kernel's cache key).
-CODE_OPTIONS = (NAME, settings.DEBUG)
 XLA_PLATFORM = "cpu"
 XLA_SIMULATED = False
+
+
+def code_options():
+    """The settings that change the generated code (part of every kernel's cache key)."""
+    return (NAME, settings.DEBUG)
 
 
 def xla_handler(xla):
@@ -32,7 +35,7 @@ def local_dask_cluster(**options):
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = NAME
-    CODE_OPTIONS = CODE_OPTIONS
+    code_options = staticmethod(code_options)
 
     def _source(self):
         names = ", ".join(a.name for a in self.args)

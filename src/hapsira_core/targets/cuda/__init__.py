@@ -21,11 +21,16 @@ NAME = "cuda"
 #: stage states do not fit in a thread's registers, and only steps that hold
 #: an output time or an event pay for it.
 KEEP_STAGES = False
-#: Settings that change the generated code (part of every kernel's cache key).
-CODE_OPTIONS = (NAME, SIMULATOR, settings.DEBUG, settings.CUDA_MAX_REGISTERS)
 #: The simulator has no XLA platform: its kernels cannot run inside JAX,
 #: except on JAX's CPU platform as a testing aid (`XlaKernel`'s ``simulator_on_cpu``).
-ObjectKernel.CODE_OPTIONS = CODE_OPTIONS
+
+
+def code_options():
+    """The settings that change the generated code (part of every kernel's cache key)."""
+    return (NAME, SIMULATOR, settings.DEBUG, settings.CUDA_MAX_REGISTERS)
+
+
+ObjectKernel.code_options = staticmethod(code_options)
 XLA_PLATFORM = None if SIMULATOR else "CUDA"
 XLA_SIMULATED = SIMULATOR
 
@@ -37,7 +42,10 @@ def hjit(func=None, **options):
         return lambda f: hjit(f, **options)
     options.pop("cache", None)  # device functions are cached with their kernel
     options.pop("error_model", None)
-    return cuda.jit(device=True, **options)(func)
+    compiled = cuda.jit(device=True, **options)(func)
+    if SIMULATOR:  # its functions keep no options: recorded for the kernel fingerprint
+        compiled.targetoptions = dict(options, device=True)
+    return compiled
 
 
 def xla_mismatch(what):

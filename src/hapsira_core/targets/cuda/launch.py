@@ -15,8 +15,6 @@ from .surface import NRT_LIBRARY, SIMULATOR
 
 class ObjectKernel(kernel.ObjectKernel):
     TARGET = "cuda"
-    #: (set by the package, which knows the settings that change the code)
-    CODE_OPTIONS = ()
     JOINS_COLUMNS = True  # on the GPU, a chunk at a time (`_to_device`)
 
     def _kernel_source(self):
