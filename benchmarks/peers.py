@@ -1,9 +1,20 @@
-"""Peers for the reference workload, each timed on the same objects.
+"""The peers, each a function that runs a workload of workloads.py and returns its timings.
 
-Every function returns ``{"seconds": ..., "n_objects": ..., ...}`` for ``n``
-objects of ``workload.leo_cloud(n, seed)``. Where a peer would take too long
+Reference workload (``workloads.leo_cloud(n, seed)``, two-body + J2, one
+day): `hapsira_target` (another target, in its own process), `scipy_dop853`,
+`heyoka_batch` (SIMD batches), `heyoka_scalar`, `diffrax_dopri8`. Each returns
+``{"seconds": ..., "n_objects": ..., ...}``; where a peer would take too long
 for ``n``, it runs ``n_max`` objects and scales linearly (``"extrapolated_from"``
 says how many really ran).
+
+Ensembles (``workloads.problem(name, n)``): `ensemble_scipy`, `ensemble_cyrk`,
+`ensemble_diffrax`, `ensemble_cubie`: ``(first call s, best s, final states,
+extra)``.
+
+A peer whose package is missing returns ``{"seconds": None, "missing": reason}``
+(`missing`; the ensemble peers raise `Missing`, which the scripts report the
+same way). The peers are in the ``bench`` extra (``pip install -e .[bench]``;
+CuBIE: ``bench-gpu``).
 """
 
 import json
@@ -14,14 +25,15 @@ import time
 
 import numpy as np
 
-import workload
+import harness
+import workloads as workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 TARGET_SCRIPT = """
 import json, sys, time, numpy as np
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
 from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud({n}, seed={seed})
 tofs = np.array([workload.DAY / 2, workload.DAY])
@@ -44,19 +56,37 @@ def _scaled(result, n):
     return result
 
 
+class Missing(ImportError):
+    """A peer's package is not installed."""
+
+
+def need(module, pip=None):
+    """``import module``, or `Missing` saying what to install."""
+    try:
+        return __import__(module)
+    except ImportError as error:
+        raise Missing(f"{module} not installed (pip install {pip or module}, or "
+                      f"pip install -e .[bench]): {error}") from error
+
+
+def missing(error):
+    return {"seconds": None, "missing": str(error)}
+
+
 def hapsira_target(target, n, seed=2, n_max=None, repeat=3):
     """hapsira on another target, in its own process (the target is fixed at import)."""
     ran = n if n_max is None else min(n, n_max)
-    env = dict(os.environ, HAPSIRA_TARGET=target)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
     script = TARGET_SCRIPT.format(here=HERE, n=ran, seed=seed, repeat=repeat)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, check=True)
-    return _scaled(json.loads(done.stdout.strip().splitlines()[-1]), n)
+    result = harness.run_child(script, env=harness.child_env(target, cache=True))
+    result.pop("process_s", None)
+    return _scaled(result, n)
 
 
 def scipy_dop853(n, seed=2, n_max=20):
-    from scipy.integrate import solve_ivp
+    try:
+        from scipy.integrate import solve_ivp
+    except ImportError as error:
+        return missing(error)
     ran = min(n, n_max)
     r0, v0 = workload.leo_cloud(ran, seed)
     t = time.perf_counter()
@@ -69,21 +99,15 @@ def scipy_dop853(n, seed=2, n_max=20):
 
 def heyoka_batch(n, seed=2, n_max=2000, batch=None):
     """heyoka's Taylor integrator, SIMD batches, tolerance 1e-11, two-body + J2."""
-    import heyoka as hy
+    try:
+        hy = need("heyoka")
+    except Missing as error:
+        return missing(error)
     batch = batch or hy.recommended_simd_size()
     ran = min(n, n_max)
     ran -= ran % batch or 0
     ran = max(ran, batch)
-    x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
-    r2 = x * x + y * y + z * z
-    r = hy.sqrt(r2)
-    z2 = z * z / r2
-    c = -workload.K / (r2 * r)
-    f = 1.5 * workload.K * workload.J2 * workload.R ** 2 / (r2 * r2 * r)
-    system = [(x, vx), (y, vy), (z, vz),
-              (vx, c * x + f * x * (5 * z2 - 1)),
-              (vy, c * y + f * y * (5 * z2 - 1)),
-              (vz, c * z + f * z * (5 * z2 - 3))]
+    system = heyoka_system(hy)
     r0, v0 = workload.leo_cloud(ran, seed)
     state = np.concatenate([r0, v0], axis=1)
     integrator = hy.taylor_adaptive_batch(system, state[:batch].T.copy(), tol=workload.RTOL)
@@ -96,13 +120,44 @@ def heyoka_batch(n, seed=2, n_max=2000, batch=None):
                     "simd_batch": batch}, n)
 
 
+def heyoka_system(hy):
+    """The reference model (two-body + J2) as heyoka expressions."""
+    x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
+    r2 = x * x + y * y + z * z
+    r = hy.sqrt(r2)
+    z2 = z * z / r2
+    c = -workload.K / (r2 * r)
+    f = 1.5 * workload.K * workload.J2 * workload.R ** 2 / (r2 * r2 * r)
+    return [(x, vx), (y, vy), (z, vz),
+            (vx, c * x + f * x * (5 * z2 - 1)),
+            (vy, c * y + f * y * (5 * z2 - 1)),
+            (vz, c * z + f * z * (5 * z2 - 3))]
+
+
+def heyoka_scalar(n, seed=2, n_max=200):
+    """heyoka's Taylor integrator, one object at a time (``taylor_adaptive``), tolerance 1e-11."""
+    try:
+        hy = need("heyoka")
+    except Missing as error:
+        return missing(error)
+    ran = min(n, n_max)
+    r0, v0 = workload.leo_cloud(ran, seed)
+    ta = hy.taylor_adaptive(heyoka_system(hy), list(r0[0]) + list(v0[0]), tol=workload.RTOL)
+    t = time.perf_counter()
+    for i in range(ran):
+        ta.time = 0.0
+        ta.state[:] = list(r0[i]) + list(v0[i])
+        ta.propagate_until(workload.DAY)
+    return _scaled({"seconds": time.perf_counter() - t, "n_objects": ran}, n)
+
+
 DIFFRAX_SCRIPT = """
 import json, sys, time
 import jax, jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 import diffrax, numpy as np
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
 rhs = workload.jax_rhs
 
 def solve(y0):
