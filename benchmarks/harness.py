@@ -14,6 +14,7 @@
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -240,3 +241,44 @@ def add_platform(parser, default, choices=("cpu", "parallel", "cuda"), help=None
     parser.add_argument("--platform", default=default, choices=choices,
                         help=help or "the hapsira target (sets HAPSIRA_TARGET; default: "
                                      "HAPSIRA_TARGET, else %(default)s)")
+
+
+# --- compiling for a GPU without one (kernel_stats.py, foreign.py link) ---
+
+CC = (9, 0)
+
+
+def pretend_device(cc):
+    """Compiling needs no device: let hapsira's start-up check pass on a machine without one,
+    and give everything that asks the compute capability wanted (before hapsira is imported)."""
+    global CC
+    CC = tuple(int(x) for x in cc.split("."))
+    import importlib
+
+    from numba import cuda
+
+    class _Device:
+        @property
+        def compute_capability(self):
+            return CC
+
+    def _device():
+        return _Device()
+
+    cuda.is_available = lambda: True
+    for module in ("dispatcher", "compiler"):
+        setattr(importlib.import_module(f"numba.cuda.{module}"), "get_current_device", _device)
+    cuda.get_current_device = _device  # foreign compiles the C once for "this" GPU
+    return CC
+
+
+def nvidia_tool(name):
+    """The pip-installed toolkit's tool first: it matches the pip-installed libraries."""
+    try:
+        import nvidia.cu13
+        candidate = os.path.join(list(nvidia.cu13.__path__)[0], "bin", name)
+        if os.path.exists(candidate):
+            return candidate
+    except ImportError:
+        pass
+    return shutil.which(name)
