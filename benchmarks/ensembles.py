@@ -245,7 +245,7 @@ def main():
                         result[name]["max_rel_diff_vs_scipy"] = float(diff.max())
             record["peers"][peer] = result
             print(peer, json.dumps(result), flush=True)
-    path = harness.write_result(args.out or "gpu_ensembles", record)
+    harness.write_result(args.out or "gpu_ensembles", record)
 
     print(f"\n{args.n} objects, rtol {RTOL}, atol {ATOL}; best of {args.repeat}, "
           "first call (compile) apart")
@@ -264,7 +264,6 @@ def main():
             print(f"| {name} | {peer} | {row['seconds']:.4g} | {row['us_per_object']:.3g} | "
                   f"{row['first_call_s']:.3g} | {row.get('mean_steps', float('nan')):.0f} | "
                   f"{row.get('max_rel_diff_vs_scipy', float('nan')):.1e} | {ratio} |")
-    print(f"written to {path}")
 
 
 

@@ -217,7 +217,7 @@ def run_main(args):
             print(f"process {number}:", json.dumps(result), flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    path = harness.write_result(args.out, record)
+    harness.write_result(args.out, record)
     print("| process | C first call s | C best s | hjit first call s | hjit best s | "
           "bit-equal | whole process s |")
     print("|---|---|---|---|---|---|---|")
@@ -228,7 +228,6 @@ def run_main(args):
         print(f"| {number} | {p['C']['first_call_s']:.2f} | {p['C']['seconds']:.3f} | "
               f"{p['hjit']['first_call_s']:.2f} | {p['hjit']['seconds']:.3f} | "
               f"{p['bit_equal']} | {p['process_s']:.1f} |")
-    print(f"written to {path}")
 
 
 

@@ -121,6 +121,9 @@ PEERS = {"cpu": {"hapsira cpu": "cpu", "hapsira parallel": "parallel", "diffrax"
 
 
 def run(peer, n, repeat, out, timeout, platform):
+    import importlib.util
+    if peer == "diffrax" and importlib.util.find_spec("diffrax") is None:
+        return {"missing": "diffrax not installed (pip install -e .[bench])"}
     env = harness.child_env(PEERS[platform][peer], XLA_PYTHON_CLIENT_PREALLOCATE="false")
     if platform == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
@@ -178,8 +181,8 @@ def main():
                     diff = np.linalg.norm(final - ours, axis=1) / np.linalg.norm(ours, axis=1)
                     row[peer]["max_rel_pos_diff_vs_ours"] = float(diff.max())
             results["runs"].append(row)
-    path = harness.write_result(args.out or ("gpu_jax" if cuda else "jax_vs_diffrax_cpu"),
-                                results, indent=2)
+    harness.write_result(args.out or ("gpu_jax" if cuda else "jax_vs_diffrax_cpu"), results,
+                         indent=2)
     print("| N | peer | seconds | us / object-day | steps / object | seconds / diffrax's | "
           f"max rel. pos. diff vs {ours_name} |")
     print("|---|---|---|---|---|---|---|")
@@ -190,7 +193,8 @@ def main():
             if r is None:
                 continue
             if "seconds" not in r:
-                print(f"| {row['n_objects']} | {peer} | failed: {r['error'][-300:]} | | | | |")
+                print(f"| {row['n_objects']} | {peer} | not run: "
+                      f"{(r.get('error') or r.get('missing'))[-300:]} | | | | |")
                 continue
             ratio = f"{r['seconds'] / base:.3g}" if base else ""
             print(f"| {row['n_objects']} | {peer} | {r['seconds']:.4f} | "
@@ -204,7 +208,6 @@ def main():
                   f"bit-equal: {r['numpy_call_bit_equal']} |")
             print(f"custom calls {r['custom_call_targets']}, host transfers/callbacks "
                   f"{r['host_transfers_or_callbacks']}, outputs on {r['output_devices']}")
-    print(f"written to {path}")
 
 
 if __name__ == "__main__":
