@@ -79,7 +79,7 @@ def kernel_codes(f, cc):
                                  Arg("out", np.float64, ("six",), output=True)])
     types = tuple(numba.types.Array(numba.from_dtype(arg.dtype), len(arg.core) + 1, "C")
                   for arg in kernel.args)
-    codes, _ = compile_all(kernel._kernel_function(), types, device=False, cc=cc,
+    codes, _ = compile_all(kernel._kernel_function()[0], types, device=False, cc=cc,
                            output="ltoir", abi="numba")
     return codes
 
