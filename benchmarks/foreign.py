@@ -1,6 +1,6 @@
 """A C function in a cuda kernel (hapsira_core.foreign): linked without a GPU, and timed on one.
 
-    python benchmarks/foreign.py link [--cc 9.0]
+    python benchmarks/foreign.py link [--cc 9.0]            (sets HAPSIRA_TARGET=cuda itself)
     HAPSIRA_TARGET=cuda python benchmarks/foreign.py run [--n 1000000] [--repeat 2] [--out NAME]
 
 ``link`` (no GPU): compiles a per-object kernel that evaluates
@@ -102,6 +102,7 @@ def report(name, codes, cc, symbols):
 
 
 def link_main(args):
+    os.environ["HAPSIRA_TARGET"] = "cuda"  # compiled for a GPU, whatever the environment says
     cc = harness.pretend_device(args.cc)
 
     sys.path.insert(0, EXAMPLES)
