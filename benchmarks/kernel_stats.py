@@ -5,7 +5,7 @@ capability (default 9.0, the H100), assembles it with ``ptxas`` and counts
 the SASS instructions by kind. Needs the CUDA toolkit's libNVVM, ``ptxas`` and
 ``nvdisasm`` (``pip install "cuda-toolkit[nvvm,nvcc,nvdisasm]==13.*"``), no device::
 
-    HAPSIRA_TARGET=cuda python benchmarks/kernel_stats.py [--drag] [--cc 9.0]
+    python benchmarks/kernel_stats.py [--drag] [--cc 9.0]   (sets HAPSIRA_TARGET=cuda itself)
 
 Counts are static (each instruction once, loops not unrolled): the step
 body is straight-line code, so they approximate the instructions per
