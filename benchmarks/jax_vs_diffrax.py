@@ -144,11 +144,14 @@ def main():
                         help="the sizes at which diffrax runs too (default: all on cpu, "
                              "100000 on cuda)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per process")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per process (default: none on cpu, 240 on cuda)")
     parser.add_argument("--out", default=None,
                         help="result name or path (default jax_vs_diffrax_cpu / gpu_jax)")
     args = parser.parse_args()
     cuda = args.platform == "cuda"
+    if args.timeout is None and cuda:
+        args.timeout = 240.0
     args.n = args.n or ([100_000, 1_000_000] if cuda else [100, 1000])
     if args.diffrax_n is None:
         args.diffrax_n = [100_000] if cuda else args.n
