@@ -1,6 +1,6 @@
 """What Dask costs: cowell() on Dask arrays against one single-process parallel call.
 
-The reference workload (benchmarks/workload.py: LEO cloud, two-body + J2,
+The reference workload (benchmarks/workloads.py: LEO cloud, two-body + J2,
 rtol 1e-11) at 1e5 objects by default. In this process HAPSIRA_TARGET is
 set to ``parallel`` and one numpy call is timed; then a distributed
 ``LocalCluster`` runs the same objects as Dask arrays, chunked along the
@@ -21,9 +21,7 @@ call. Results: ``benchmarks/results/dask_overhead_<name>.json``.
 """
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -34,25 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
+import harness  # noqa: E402
+
 
 def best(function, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = function()
-        times.append(time.perf_counter() - start)
-    return min(times), times, value
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+    return harness.best_of(function, repeat)
 
 
 def main():
@@ -62,7 +46,8 @@ def main():
     parser.add_argument("--outputs", type=int, default=1, help="output times per object")
     parser.add_argument("--chunks", default="10000,25000", help="objects per Dask chunk")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--name", default="2core")
+    parser.add_argument("--name", default="2core",
+                        help="result file: benchmarks/results/dask_overhead_<name>.json")
     args = parser.parse_args()
 
     import dask.array as da
@@ -70,7 +55,7 @@ def main():
 
     from hapsira_core.dask import worker_info
     from hapsira_cowell import cowell
-    from workload import ATOL, RTOL, K, leo_cloud, two_body_j2
+    from workloads import ATOL, RTOL, K, leo_cloud, two_body_j2
 
     cores = len(os.sched_getaffinity(0))
     r0, v0 = leo_cloud(args.n)
@@ -142,23 +127,14 @@ def main():
             client.close()
             cluster.close()
 
-    import dask
-    import numba
     record = {
-        "machine": {"cpu": cpu_name(), "cores": cores, "python": platform.python_version(),
-                    "numba": numba.__version__, "numpy": np.__version__,
-                    "dask": dask.__version__, "distributed": distributed.__version__},
         "workload": {"objects": args.n, "span_s": args.span, "outputs": args.outputs,
                      "model": "two-body + J2", "rtol": RTOL, "atol": ATOL,
                      "accepted_steps": steps},
         "repeat": args.repeat, "measured": time.strftime("%Y-%m-%d"),
         "results": results,
     }
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                       f"dask_overhead_{args.name}.json")
-    with open(out, "w") as handle:
-        json.dump(record, handle, indent=1)
-    print(f"wrote {out}")
+    harness.write_result(f"dask_overhead_{args.name}", record)
 
 
 if __name__ == "__main__":

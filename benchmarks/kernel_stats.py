@@ -5,7 +5,7 @@ capability (default 9.0, the H100), assembles it with ``ptxas`` and counts
 the SASS instructions by kind. Needs the CUDA toolkit's libNVVM, ``ptxas`` and
 ``nvdisasm`` (``pip install "cuda-toolkit[nvvm,nvcc,nvdisasm]==13.*"``), no device::
 
-    HAPSIRA_TARGET=cuda python benchmarks/kernel_stats.py [--drag] [--cc 9.0]
+    python benchmarks/kernel_stats.py [--drag] [--cc 9.0]   (sets HAPSIRA_TARGET=cuda itself)
 
 Counts are static (each instruction once, loops not unrolled): the step
 body is straight-line code, so they approximate the instructions per
@@ -16,52 +16,24 @@ import argparse
 import collections
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
-import numba
-from numba import cuda
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-# Compiling needs no device: let hapsira's start-up check pass on a machine
-# without one, and give device functions the compute capability asked for.
-cuda.is_available = lambda: True
-CC = (9, 0)
+import harness  # noqa: E402
 
-
-class _Device:
-    @property
-    def compute_capability(self):
-        return CC
-
-
-def _device():
-    return _Device()
-
-
-for _module in ("dispatcher", "compiler"):
-    setattr(sys.modules[f"numba.cuda.{_module}"], "get_current_device", _device)
-sys.path.insert(0, os.path.dirname(__file__))
-import workload  # noqa: E402
-
-from hapsira_core.ivp import build  # noqa: E402
-from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
-
-
-def nvidia_tool(name):
-    """The pip-installed toolkit's tool first: it matches the pip-installed libNVVM."""
-    try:
-        import nvidia.cu13
-        candidate = os.path.join(list(nvidia.cu13.__path__)[0], "bin", name)
-        if os.path.exists(candidate):
-            return candidate
-    except ImportError:
-        pass
-    return shutil.which(name)
+nvidia_tool = harness.nvidia_tool
 
 
 def kernel_ptx(f, cc):
+    import numba
+    from numba import cuda
+
+    from hapsira_core.ivp import build
+    from hapsira_cowell.orbit_form import orbit_rhs
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), ())  # what cowell(f=f) runs
     pyfunc = kernel._kernel_function()[0]
     types = []
@@ -89,8 +61,9 @@ def main():
                         help="ptxas -maxrregcount (0: ptxas decides)")
     parser.add_argument("--keep", help="write the PTX and SASS to this folder")
     args = parser.parse_args()
-    global CC
-    cc = CC = tuple(int(x) for x in args.cc.split("."))
+    os.environ["HAPSIRA_TARGET"] = "cuda"  # compiled for a GPU, whatever the environment says
+    cc = harness.pretend_device(args.cc)  # before hapsira is imported
+    import workloads as workload
     f = workload.two_body_j2_drag if args.drag else workload.two_body_j2
     ptx = kernel_ptx(f, cc)
     arch = f"sm_{cc[0]}{cc[1]}"

@@ -14,9 +14,9 @@ Writes ``benchmarks/results/latency_<machine>.json`` and prints a table.
 """
 
 import argparse
+import importlib.util
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -24,6 +24,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
 
 OURS = '''
 import time
@@ -33,8 +36,8 @@ import numpy as np
 from hapsira_cowell import cowell
 from hapsira_core.ivp import solve_ivp
 sys.path.insert(0, {here!r})
-import workload
-from latency_models import van_der_pol
+import workloads as workload
+from workloads import van_der_pol
 t1 = time.perf_counter()
 rng = np.random.default_rng(0)
 r0, v0 = workload.leo_cloud(100)
@@ -55,16 +58,10 @@ import sys
 import numpy as np
 import heyoka as hy
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
+from peers import heyoka_system
 t1 = time.perf_counter()
-x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
-r2 = x * x + y * y + z * z
-k, R, J2 = workload.K, workload.R, workload.J2
-c = -k * r2 ** -1.5
-f = 1.5 * k * J2 * R * R * r2 ** -2.5
-z2 = z * z / r2
-rhs = [(x, vx), (y, vy), (z, vz), (vx, c * x + f * x * (5 * z2 - 1)),
-       (vy, c * y + f * y * (5 * z2 - 1)), (vz, c * z + f * z * (5 * z2 - 3))]
+rhs = heyoka_system(hy)
 r0, v0 = workload.leo_cloud(100)
 ta = hy.taylor_adaptive(rhs, list(r0[0]) + list(v0[0]), tol=workload.RTOL)
 for i in range(100):
@@ -89,10 +86,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default="cpu,parallel")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--name", default="2core")
+    parser.add_argument("--name", default="2core",
+                        help="result file: benchmarks/results/latency_<name>.json")
     args = parser.parse_args()
-    out = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                       "python": platform.python_version()}, "targets": {}}
+    out = {"targets": {}}
     for target in args.targets.split(","):
         folder = tempfile.mkdtemp(prefix="hapsira-latency-")
         env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="1",
@@ -103,14 +100,17 @@ def main():
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         out["targets"][target] = {"cold": cold, "warm": warm}
-    try:
-        heyoka = [run(HEYOKA.format(here=HERE), dict(os.environ)) for _ in range(1 + args.runs)]
-        out["heyoka"] = {"cold": heyoka[0], "warm": heyoka[1:]}
-    except (subprocess.CalledProcessError, json.JSONDecodeError) as error:
-        out["heyoka"] = {"error": str(error)}
-    path = os.path.join(HERE, "results", f"latency_{args.name}.json")
-    with open(path, "w") as stream:
-        json.dump(out, stream, indent=1)
+    if importlib.util.find_spec("heyoka") is None:
+        out["heyoka"] = {"missing": "heyoka not installed (pip install -e .[bench])"}
+        print(out["heyoka"]["missing"])
+    else:
+        try:
+            heyoka = [run(HEYOKA.format(here=HERE), dict(os.environ, HAPSIRA_TARGET="cpu"))
+                      for _ in range(1 + args.runs)]
+            out["heyoka"] = {"cold": heyoka[0], "warm": heyoka[1:]}
+        except (subprocess.CalledProcessError, json.JSONDecodeError) as error:
+            out["heyoka"] = {"error": str(error)}
+    harness.write_result(f"latency_{args.name}", out)
 
     def best(records, key):
         return min(r[key] for r in records)
@@ -130,7 +130,6 @@ def main():
               f"{cold['process_s']:.2f} |")
         print(f"| heyoka warm (best of {len(warm)}) | {best(warm, 'import_s'):.2f} | "
               f"{best(warm, 'first_result_s'):.2f} | - | {best(warm, 'process_s'):.2f} |")
-    print(f"written to {path}")
 
 
 if __name__ == "__main__":

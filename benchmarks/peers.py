@@ -1,9 +1,20 @@
-"""Peers for the reference workload, each timed on the same objects.
+"""The peers, each a function that runs a workload of workloads.py and returns its timings.
 
-Every function returns ``{"seconds": ..., "n_objects": ..., ...}`` for ``n``
-objects of ``workload.leo_cloud(n, seed)``. Where a peer would take too long
+Reference workload (``workloads.leo_cloud(n, seed)``, two-body + J2, one
+day): `hapsira_target` (another target, in its own process), `scipy_dop853`,
+`heyoka_batch` (SIMD batches), `heyoka_scalar`, `diffrax_dopri8`. Each returns
+``{"seconds": ..., "n_objects": ..., ...}``; where a peer would take too long
 for ``n``, it runs ``n_max`` objects and scales linearly (``"extrapolated_from"``
 says how many really ran).
+
+Ensembles (``workloads.problem(name, n)``): `ensemble_scipy`, `ensemble_cyrk`,
+`ensemble_diffrax`, `ensemble_cubie`: ``(first call s, best s, final states,
+extra)``.
+
+A peer whose package is missing returns ``{"seconds": None, "missing": reason}``
+(`missing`; the ensemble peers raise `Missing`, which the scripts report the
+same way). The peers are in the ``bench`` extra (``pip install -e .[bench]``;
+CuBIE: ``bench-gpu``).
 """
 
 import json
@@ -14,14 +25,15 @@ import time
 
 import numpy as np
 
-import workload
+import harness
+import workloads as workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 TARGET_SCRIPT = """
 import json, sys, time, numpy as np
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
 from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud({n}, seed={seed})
 tofs = np.array([workload.DAY / 2, workload.DAY])
@@ -44,19 +56,37 @@ def _scaled(result, n):
     return result
 
 
+class Missing(ImportError):
+    """A peer's package is not installed."""
+
+
+def need(module, pip=None):
+    """``import module``, or `Missing` saying what to install."""
+    try:
+        return __import__(module)
+    except ImportError as error:
+        raise Missing(f"{module} not installed (pip install {pip or module}, or "
+                      f"pip install -e .[bench]): {error}") from error
+
+
+def missing(error):
+    return {"seconds": None, "missing": str(error)}
+
+
 def hapsira_target(target, n, seed=2, n_max=None, repeat=3):
     """hapsira on another target, in its own process (the target is fixed at import)."""
     ran = n if n_max is None else min(n, n_max)
-    env = dict(os.environ, HAPSIRA_TARGET=target)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
     script = TARGET_SCRIPT.format(here=HERE, n=ran, seed=seed, repeat=repeat)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, check=True)
-    return _scaled(json.loads(done.stdout.strip().splitlines()[-1]), n)
+    result = harness.run_child(script, env=harness.child_env(target, cache=True))
+    result.pop("process_s", None)
+    return _scaled(result, n)
 
 
 def scipy_dop853(n, seed=2, n_max=20):
-    from scipy.integrate import solve_ivp
+    try:
+        from scipy.integrate import solve_ivp
+    except ImportError as error:
+        return missing(error)
     ran = min(n, n_max)
     r0, v0 = workload.leo_cloud(ran, seed)
     t = time.perf_counter()
@@ -69,21 +99,15 @@ def scipy_dop853(n, seed=2, n_max=20):
 
 def heyoka_batch(n, seed=2, n_max=2000, batch=None):
     """heyoka's Taylor integrator, SIMD batches, tolerance 1e-11, two-body + J2."""
-    import heyoka as hy
+    try:
+        hy = need("heyoka")
+    except Missing as error:
+        return missing(error)
     batch = batch or hy.recommended_simd_size()
     ran = min(n, n_max)
     ran -= ran % batch or 0
     ran = max(ran, batch)
-    x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
-    r2 = x * x + y * y + z * z
-    r = hy.sqrt(r2)
-    z2 = z * z / r2
-    c = -workload.K / (r2 * r)
-    f = 1.5 * workload.K * workload.J2 * workload.R ** 2 / (r2 * r2 * r)
-    system = [(x, vx), (y, vy), (z, vz),
-              (vx, c * x + f * x * (5 * z2 - 1)),
-              (vy, c * y + f * y * (5 * z2 - 1)),
-              (vz, c * z + f * z * (5 * z2 - 3))]
+    system = heyoka_system(hy)
     r0, v0 = workload.leo_cloud(ran, seed)
     state = np.concatenate([r0, v0], axis=1)
     integrator = hy.taylor_adaptive_batch(system, state[:batch].T.copy(), tol=workload.RTOL)
@@ -96,13 +120,44 @@ def heyoka_batch(n, seed=2, n_max=2000, batch=None):
                     "simd_batch": batch}, n)
 
 
+def heyoka_system(hy):
+    """The reference model (two-body + J2) as heyoka expressions."""
+    x, y, z, vx, vy, vz = hy.make_vars("x", "y", "z", "vx", "vy", "vz")
+    r2 = x * x + y * y + z * z
+    r = hy.sqrt(r2)
+    z2 = z * z / r2
+    c = -workload.K / (r2 * r)
+    f = 1.5 * workload.K * workload.J2 * workload.R ** 2 / (r2 * r2 * r)
+    return [(x, vx), (y, vy), (z, vz),
+            (vx, c * x + f * x * (5 * z2 - 1)),
+            (vy, c * y + f * y * (5 * z2 - 1)),
+            (vz, c * z + f * z * (5 * z2 - 3))]
+
+
+def heyoka_scalar(n, seed=2, n_max=200):
+    """heyoka's Taylor integrator, one object at a time (``taylor_adaptive``), tolerance 1e-11."""
+    try:
+        hy = need("heyoka")
+    except Missing as error:
+        return missing(error)
+    ran = min(n, n_max)
+    r0, v0 = workload.leo_cloud(ran, seed)
+    ta = hy.taylor_adaptive(heyoka_system(hy), list(r0[0]) + list(v0[0]), tol=workload.RTOL)
+    t = time.perf_counter()
+    for i in range(ran):
+        ta.time = 0.0
+        ta.state[:] = list(r0[i]) + list(v0[i])
+        ta.propagate_until(workload.DAY)
+    return _scaled({"seconds": time.perf_counter() - t, "n_objects": ran}, n)
+
+
 DIFFRAX_SCRIPT = """
 import json, sys, time
 import jax, jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 import diffrax, numpy as np
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
 rhs = workload.jax_rhs
 
 def solve(y0):
@@ -126,6 +181,9 @@ print(json.dumps({{"seconds": seconds, "n_objects": {n}, "orbit_steps": int(step
 
 def diffrax_dopri8(n, seed=2, timeout=400):
     """diffrax Dopri8 with a PID controller, vmapped over objects, jitted (compile excluded)."""
+    import importlib.util
+    if importlib.util.find_spec("diffrax") is None:
+        return missing(Missing("diffrax not installed (pip install -e .[bench])"))
     script = DIFFRAX_SCRIPT.format(here=HERE, n=n, seed=seed)
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
@@ -133,3 +191,127 @@ def diffrax_dopri8(n, seed=2, timeout=400):
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- ensembles (workloads.problem): (first call s, best s, final states, extra) ---
+
+CYRK_METHODS = {"RK23": 0, "RK45": 1, "DOP853": 2}
+
+
+def ensemble_scipy(name, n, n_total, method="DOP853", rtol=workload.ENSEMBLE_RTOL,
+                   atol=workload.ENSEMBLE_ATOL):
+    """scipy's ``solve_ivp``, the first ``n`` of ``n_total`` objects, one at a time:
+    (seconds, final states)."""
+    from scipy.integrate import solve_ivp
+
+    y0, params = workload.problem(name, n_total)
+    rhs = workload.ensemble_rhs(name)
+    final = np.empty((n, 2))
+    t = time.perf_counter()
+    for i in range(n):
+        sol = solve_ivp(rhs, workload.SPANS[name], y0[i], method=method, rtol=rtol, atol=atol,
+                        args=(params[i],))
+        final[i] = sol.y[:, -1]
+    return time.perf_counter() - t, final
+
+
+def ensemble_cyrk(name, n, method="DOP853", repeat=3):
+    """CyRK's numba solver ``nbsolve_ivp`` in an ``njit`` loop over the objects (PyPI ``cyrk``)."""
+    import numba
+    nbsolve_ivp = need("CyRK", "cyrk").nbsolve_ivp
+    rtol, atol = workload.ENSEMBLE_RTOL, workload.ENSEMBLE_ATOL
+
+    @numba.njit
+    def van_der_pol(t, y, mu):
+        return np.array([y[1], mu * (1.0 - y[0] * y[0]) * y[1] - y[0]])
+
+    @numba.njit
+    def lotka_volterra(t, y, a, b, c, d):
+        return np.array([a * y[0] - b * y[0] * y[1], -c * y[1] + d * y[0] * y[1]])
+
+    rk = CYRK_METHODS[method]
+    t0, tf = workload.SPANS[name]
+    if name == "van_der_pol":
+        @numba.njit
+        def ensemble(y0, params, out):
+            for i in range(y0.shape[0]):
+                result = nbsolve_ivp(van_der_pol, (t0, tf), y0[i], (params[i, 0],),
+                                     rtol=rtol, atol=atol, rk_method=rk, warnings=False)
+                out[i] = result[6][:, -1]  # CyRK 0.20: (success, message, 4 counts, y, t)
+    else:
+        @numba.njit
+        def ensemble(y0, params, out):
+            for i in range(y0.shape[0]):
+                p = params[i]
+                result = nbsolve_ivp(lotka_volterra, (t0, tf), y0[i],
+                                     (p[0], p[1], p[2], p[3]), rtol=rtol, atol=atol,
+                                     rk_method=rk, warnings=False)
+                out[i] = result[6][:, -1]
+    y0, params = workload.problem(name, n)
+    out = np.empty((n, 2))
+    t = time.perf_counter()
+    ensemble(y0[:2], params[:2], out[:2])
+    compile_s = time.perf_counter() - t
+    best, _, _ = harness.best_of(lambda: ensemble(y0, params, out), repeat)
+    return compile_s, best, out, {}
+
+
+def ensemble_diffrax(name, y0, params, repeat=3):
+    """``jax.jit(jax.vmap(diffeqsolve))``, ``Dopri8``, PID controller, float64, JAX's default device."""
+    jax = need("jax")
+    jax.config.update("jax_enable_x64", True)
+    diffrax = need("diffrax")
+    import jax.numpy as jnp
+    rtol, atol = workload.ENSEMBLE_RTOL, workload.ENSEMBLE_ATOL
+    rhs = workload.ensemble_jax_rhs(name)
+    t0, tf = workload.SPANS[name]
+
+    def solve(y, p):
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Dopri8(), t0, tf, None, y, args=p,
+                                  stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+                                  saveat=diffrax.SaveAt(t1=True), max_steps=100_000)
+        return sol.ys[-1], sol.stats["num_accepted_steps"], sol.result._value
+
+    program = jax.jit(jax.vmap(solve))
+
+    def call():
+        out = program(jnp.asarray(y0), jnp.asarray(params))
+        jax.block_until_ready(out)
+        return out
+
+    first, best, (final, steps, result) = harness.first_and_best(call, repeat)
+    return first, best, np.asarray(final), {
+        "mean_steps": float(np.mean(steps)), "failed": int(np.sum(np.asarray(result) != 0)),
+        "device": str(jax.devices()[0]), "version": diffrax.__version__}
+
+
+CUBIE_EQUATIONS = {
+    "van_der_pol": (["dx = v", "dv = mu * (1 - x*x) * v - x"], ("x", "v"), ("mu",)),
+    "lotka_volterra": (["dx = a*x - b*x*y", "dy = -c*y + d*x*y"], ("x", "y"), ("a", "b", "c", "d")),
+}
+
+
+def ensemble_cubie(name, y0, params, repeat=3):
+    """CuBIE (PyPI ``cubie``, a numba-cuda batch integrator): ``Solver`` with its ``dop853``
+    tableau, a PID controller, float64, one run per (y0, params) row (``grid_type="verbatim"``)."""
+    cubie = need("cubie", "cubie (the bench-gpu extra)")
+    equations, states, names = CUBIE_EQUATIONS[name]
+    system = cubie.create_ODE_system(equations, precision=np.float64,
+                                     states={s: 1.0 for s in states},
+                                     parameters={p: 1.0 for p in names})
+    solver = cubie.Solver(system, algorithm="dop853", step_controller="pid",
+                          atol=workload.ENSEMBLE_ATOL, rtol=workload.ENSEMBLE_RTOL,
+                          output_types=["state"], time_logging_level=None)
+    inits = {s: np.ascontiguousarray(y0[:, i]) for i, s in enumerate(states)}
+    values = {p: np.ascontiguousarray(params[:, i]) for i, p in enumerate(names)}
+    t0, tf = workload.SPANS[name]
+
+    def call():
+        return solver.solve(inits, values, duration=tf - t0, t0=t0, grid_type="verbatim")
+
+    first, best, res = harness.first_and_best(call, repeat)
+    legend = {v: k for k, v in res.time_domain_legend.items()}
+    final = np.column_stack([res.time_domain_array[-1, legend[s], :] for s in states])
+    status = np.asarray(res.status_codes)
+    return first, best, final, {"failed": int(np.sum(status != 0)),
+                                "version": getattr(cubie, "__version__", None)}

@@ -45,7 +45,7 @@ def test_shared_params_equal_repeated_rows():
 
 
 def test_params_change_the_answer_without_recompiling():
-    from hapsira_cowell.cowell import _KERNELS
+    from hapsira_core.ivp.build import KERNELS as _KERNELS
     a = cowell(K_EARTH, R0[0], V0[0], TOFS, f=j2_scaled, params=[1.0])
     n_kernels = len(_KERNELS)
     b = cowell(K_EARTH, R0[0], V0[0], TOFS, f=j2_scaled, params=[0.0])

@@ -26,8 +26,8 @@ import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 sys.path.insert(0, {bench!r})
-import workload
-from latency_models import van_der_pol
+import workloads as workload
+from workloads import van_der_pol
 from hapsira_core.ivp import build, solve_ivp
 from hapsira_cowell import cowell
 from hapsira_cowell.orbit_form import orbit_rhs

@@ -2,7 +2,7 @@
 # The GPU session of docs/benchmarks.md ("The rebuilt core on the GPU") in one command:
 #   bash ci/gpu/core.sh [STAGE ...]        (default: probe bench ensembles tests foreign jax latency)
 # Stages run in the order given. probe; bench (reference workload at 1e6 with
-# diffrax, benchmarks/bench.py); ensembles (Van der Pol and Lotka-Volterra at
+# diffrax, benchmarks/reference.py --platform cuda); ensembles (Van der Pol and Lotka-Volterra at
 # 1e6: ours, CuBIE, diffrax); tests (the whole suite on the real GPU, in the
 # background on cores 0-9 while the next stages run on cores 10-15, sharing the
 # GPU with them: stages timed against peers go before it); foreign (C linked into a
@@ -10,7 +10,8 @@
 # latency (first result in a new process, cold and warm cache), cache (what a
 # new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage),
 # regression (the reference kernel of other source trees, TREES="name=path ...",
-# against this one: benchmarks/gpu_regression.py; not a default stage).
+# against this one: benchmarks/investigations/gpu_regression.py; not a default stage).
+# (benchmarks/gpu.py runs bench, ensembles and jax in one command, without the deadline.)
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
 # hypothesis and their pure-Python dependencies, made with `pip download
@@ -121,21 +122,21 @@ PY
         fi
         ;;
     bench)
-        stage bench 40 env HAPSIRA_TARGET=cuda python3 benchmarks/bench.py \
+        stage bench 40 python3 benchmarks/reference.py --platform cuda \
             --name "${MACHINE}_core${BENCH_TAG:-}" --sizes "${SIZES:-1e6}" \
             --variants "${VARIANTS:-j2,drag}" --peers "${PEERS:-diffrax}" --n-ref 20 --repeat 3
         cp "benchmarks/results/${MACHINE}_core${BENCH_TAG:-}.json" "$RES/" 2>/dev/null
         ;;
     ensembles)
-        stage ensembles 150 python3 benchmarks/gpu_ensembles.py --n "${ENS_N:-1000000}" --repeat 3 \
+        stage ensembles 150 python3 benchmarks/ensembles.py --platform cuda --n "${ENS_N:-1000000}" --repeat 3 \
             --n-ref 30 --timeout 170 --out "$RES/${MACHINE}_ensembles.json"
         ;;
     foreign)
-        stage foreign 60 env HAPSIRA_TARGET=cuda python3 benchmarks/gpu_foreign.py --n "${FOREIGN_N:-1000000}" \
+        stage foreign 60 env HAPSIRA_TARGET=cuda python3 benchmarks/foreign.py run --n "${FOREIGN_N:-1000000}" \
             --repeat "${FOREIGN_REPEAT:-2}" --out "$RES/${MACHINE}_foreign.json"
         ;;
     jax)
-        stage jax 60 python3 benchmarks/gpu_jax.py --n ${JAX_N:-100000 1000000} --diffrax-n ${JAX_DIFFRAX_N:-100000} \
+        stage jax 60 python3 benchmarks/jax_vs_diffrax.py --platform cuda --n ${JAX_N:-100000 1000000} --diffrax-n ${JAX_DIFFRAX_N:-100000} \
             --repeat 3 --out "$RES/${MACHINE}_jax.json"
         ;;
     cache)
@@ -144,9 +145,9 @@ PY
         ;;
     regression)
         # TREES: "name=path ..." (default: this tree alone), e.g. an earlier revision's
-        # git archive beside this one (benchmarks/gpu_regression.py)
+        # git archive beside this one (benchmarks/investigations/gpu_regression.py)
         TREE_ARGS=(); for t in ${TREES:-this=.}; do TREE_ARGS+=(--tree "$t"); done
-        stage regression 60 python3 benchmarks/gpu_regression.py "${TREE_ARGS[@]}" \
+        stage regression 60 python3 benchmarks/investigations/gpu_regression.py "${TREE_ARGS[@]}" \
             --rounds "${ROUNDS:-1}" --out "$RES/${MACHINE}_regression.json"
         ;;
     latency)

@@ -9,7 +9,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 cat > /tmp/one_launch.py <<'PY'
 import sys, numpy as np
 sys.path.insert(0, "benchmarks")
-import workload
+import workloads as workload
 from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud(100_000, seed=2)
 cowell(workload.K, r0, v0, np.array([workload.DAY / 2, workload.DAY]), f=workload.two_body_j2)

@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-gpu-out}
 export PYTHONPATH=/tmp/site:$PWD/src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-run() { label=$1; shift; env "$@" python3 benchmarks/gpu_check.py --out "$OUT" --label "_$label" \
+run() { label=$1; shift; env "$@" python3 benchmarks/investigations/gpu_check.py --out "$OUT" --label "_$label" \
     --check 0 --sizes 1e6 ${SORT:-} 2>&1 | grep -E "^timing" | sed "s/^/$label /"; }
 for regs in ${REGS:-128 168 200}; do
     for block in ${BLOCKS:-128 256}; do

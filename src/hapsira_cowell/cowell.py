@@ -13,7 +13,7 @@ from astropy import units as u
 from hapsira_core import ivp
 from hapsira_core.fronts.dask import any_dask
 from hapsira_core.kernels.errors import check_returns, is_real, is_state
-from hapsira_core.ivp import build, checks
+from hapsira_core.ivp import checks
 from hapsira_core.jit import is_device_array
 from hapsira_core.kernels.kernel import Columns
 
@@ -34,9 +34,6 @@ STATUS_MESSAGES = {
     ivp.BAD_INITIAL_STATE: "initial state or its derivative is not finite "
                            "(NaN or inf input, or r = 0)",
 }
-
-#: Built kernels (the core's registry), by ``(target, method, n, fun, events)``.
-_KERNELS = build.KERNELS
 
 
 class CowellResult(ivp.Statuses):

@@ -1,19 +1,18 @@
-"""The reference workload on the cpu and parallel targets beside scipy, in one run.
+"""The reference workload on the cpu and parallel targets beside scipy and heyoka, in one run.
 
-    python benchmarks/cpu_vs_scipy.py [--n-scipy 20] [--n-cpu 500] [--n-parallel 2000]
+    python benchmarks/cpu_vs_peers.py [--n-scipy 20] [--n-cpu 500] [--n-parallel 2000] [--n-heyoka 200]
 
 Reports microseconds per object-day (wall clock, compile excluded: each target
 is warmed up on two objects first), accepted steps per object, and the largest
 position difference from scipy on the objects scipy ran. Each target runs in
-its own process (the target is fixed at import). Writes
-``benchmarks/results/cpu_vs_scipy.json`` and prints a markdown table.
+its own process (the target is fixed at import). heyoka (PyPI ``heyoka``, the
+``bench`` extra), when installed: its Taylor integrator one object at a time
+and in SIMD batches, one core (``--n-heyoka 0``: not run). Writes
+``benchmarks/results/cpu_vs_scipy.json`` (``--out``) and prints a markdown table.
 """
 
 import argparse
-import json
 import os
-import platform
-import subprocess
 import sys
 import time
 
@@ -22,10 +21,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import harness  # noqa: E402
+
 TARGET_SCRIPT = """
 import json, sys, time, numpy as np
 sys.path.insert(0, {here!r})
-import workload
+import workloads as workload
 from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud({n}, seed=0)
 tofs = np.array([workload.DAY])
@@ -44,17 +45,16 @@ print(json.dumps({{"seconds": best, "compile_s": compile_s, "n_objects": {n},
 
 
 def run_target(target, n, rr_path):
-    env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="0")
     script = TARGET_SCRIPT.format(here=HERE, n=n, rr_path=rr_path)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = harness.run_child(script, env=harness.child_env(target))
+    result.pop("process_s", None)
+    return result
 
 
 def run_scipy(n):
     from scipy.integrate import solve_ivp
 
-    import workload
+    import workloads as workload
     r0, v0 = workload.leo_cloud(n, seed=0)
     final = np.empty((n, 3))
     steps = []
@@ -68,33 +68,26 @@ def run_scipy(n):
     return {"seconds": seconds, "n_objects": n, "mean_steps": float(np.mean(steps))}, final
 
 
-def machine():
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-scipy", type=int, default=20)
     parser.add_argument("--n-cpu", type=int, default=500)
     parser.add_argument("--n-parallel", type=int, default=2000)
-    parser.add_argument("--out", default=os.path.join(HERE, "results", "cpu_vs_scipy.json"))
+    parser.add_argument("--n-heyoka", type=int, default=200,
+                        help="objects for heyoka (scalar; the SIMD batch runs 10x as many)")
+    parser.add_argument("--out", default="cpu_vs_scipy",
+                        help="result name (benchmarks/results/<name>.json) or path")
     args = parser.parse_args()
 
-    import numba
-    import scipy
-    results = {"machine": machine(), "workload": "LEO cloud, two-body + J2, 1 day, rtol 1e-11, atol 1e-12",
-               "versions": {"numpy": np.__version__, "numba": numba.__version__, "scipy": scipy.__version__},
-               "peers": {}}
+    machine = harness.machine()
+    results = {"machine": machine,
+               "workload": "LEO cloud, two-body + J2, 1 day, rtol 1e-11, atol 1e-12",
+               "versions": machine["versions"], "peers": {}}
     scipy_result, scipy_final = run_scipy(args.n_scipy)
     results["peers"]["scipy DOP853 (1 core)"] = scipy_result
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    rr_path = os.path.join(os.path.dirname(args.out), "_final.npy")
+    out_path = harness.result_path(args.out)
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    rr_path = os.path.join(os.path.dirname(out_path), "_final.npy")
     for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel)):
         name = f"hapsira {target}" + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)")
         result = run_target(target, n, rr_path)
@@ -103,18 +96,29 @@ def main():
         result["max_rel_pos_diff_vs_scipy"] = float(diff.max())
         results["peers"][name] = result
     os.remove(rr_path)
+    if args.n_heyoka:
+        import peers
+        results["peers"]["heyoka Taylor (1 core)"] = peers.heyoka_scalar(
+            args.n_heyoka, seed=0, n_max=args.n_heyoka)
+        results["peers"]["heyoka Taylor, SIMD batch (1 core)"] = peers.heyoka_batch(
+            10 * args.n_heyoka, seed=0, n_max=10 * args.n_heyoka)
+    skipped = {k: v for k, v in results["peers"].items() if v.get("seconds") is None}
+    for name, result in skipped.items():
+        print(f"{name}: not run: {result.get('missing') or result.get('error')}")
     for result in results["peers"].values():
-        result["us_per_object_day"] = 1e6 * result["seconds"] / result["n_objects"]
+        if result.get("seconds") is not None:
+            result["us_per_object_day"] = 1e6 * result["seconds"] / result["n_objects"]
     base = results["peers"]["scipy DOP853 (1 core)"]["us_per_object_day"]
-    with open(args.out, "w") as out:
-        json.dump(results, out, indent=2)
-    print(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores")
+    harness.write_result(out_path, results, indent=2)
+    print(f"machine: {machine['cpu']}, {machine['cores']} cores")
     print("| peer | objects | us / object-day | speed-up vs scipy | steps / object | max rel. pos. diff vs scipy |")
     print("|---|---|---|---|---|---|")
     for name, r in results["peers"].items():
+        if name in skipped:
+            continue
         diff = r.get("max_rel_pos_diff_vs_scipy")
         print(f"| {name} | {r['n_objects']} | {r['us_per_object_day']:.0f} | "
-              f"{base / r['us_per_object_day']:.0f}x | {r['mean_steps']:.0f} | "
+              f"{base / r['us_per_object_day']:.0f}x | {r.get('mean_steps', float('nan')):.0f} | "
               f"{'' if diff is None else f'{diff:.1e}'} |")
 
 

@@ -1,6 +1,18 @@
-"""The reference workload of DESIGN.md: a LEO debris-like cloud, two-body + J2, one day.
+"""The workloads of the benchmarks, one definition each; the target is whatever HAPSIRA_TARGET says.
 
-Imported by the benchmark scripts; the target is whatever HAPSIRA_TARGET says.
+* the reference workload of DESIGN.md: a LEO debris-like cloud (`leo_cloud`),
+  two-body + J2 (`two_body_j2`), one day, rtol 1e-11, atol 1e-12; the same
+  model for scipy (`scipy_rhs`) and JAX (`jax_rhs`);
+* its variant with exponential drag and a re-entry at 100 km (`drag_cloud`,
+  `two_body_j2_drag`, `scipy_rhs_drag`);
+* the non-orbit ensembles with per-object parameters (`ENSEMBLES`, `problem`):
+  Van der Pol (mu per object) and Lotka-Volterra (four rates per object), as
+  hjit functions (`van_der_pol`, `lotka_volterra`: importable, so that their
+  kernels can be cached), for scipy (`ensemble_rhs`) and for JAX
+  (`ensemble_jax_rhs`).
+
+(``textbook_f`` is the plain ``f(t, y)`` form of the reference model for
+``hapsira_core.ivp.solve_ivp``: the right-hand side as a scipy user writes it.)
 """
 
 import math
@@ -102,4 +114,68 @@ def scipy_rhs_drag(area_to_mass):
         c = -0.5 * RHO_REF * math.exp(-(r - R - H_REF) / SCALE_HEIGHT) * C_D * area_to_mass * v
         d[3:] += c * y[3:]
         return d
+    return rhs
+
+
+# --- the plain solve_ivp form of the reference model ---
+
+@hjit
+def textbook_f(t, y, p):
+    """Two-body + J2 on a flat state ``y = (x, y, z, vx, vy, vz)``, for ``solve_ivp``."""
+    r2 = y[0] * y[0] + y[1] * y[1] + y[2] * y[2]
+    r = math.sqrt(r2)
+    z2 = y[2] * y[2] / r2
+    c = -398600.4418 / (r2 * r)
+    f = 1.5 * 398600.4418 * 1.08262668e-3 * 6378.137 * 6378.137 / (r2 * r2 * r)
+    return (y[3], y[4], y[5], c * y[0] + f * y[0] * (5 * z2 - 1),
+            c * y[1] + f * y[1] * (5 * z2 - 1), c * y[2] + f * y[2] * (5 * z2 - 3))
+
+
+# --- ensembles: N objects, each with its own parameters (params rows) ---
+
+ENSEMBLE_RTOL, ENSEMBLE_ATOL = 1e-9, 1e-12
+#: time spans of the ensembles
+SPANS = {"van_der_pol": (0.0, 20.0), "lotka_volterra": (0.0, 15.0)}
+
+
+def problem(name, n, seed=0):
+    """Initial states (N, 2) and params (N, P) of ``n`` objects of ensemble ``name``."""
+    rng = np.random.default_rng(seed)
+    if name == "van_der_pol":
+        y0 = np.column_stack([rng.uniform(0.5, 2.5, n), rng.uniform(-1.0, 1.0, n)])
+        return y0, rng.uniform(0.5, 3.0, (n, 1))
+    y0 = rng.uniform(1.0, 10.0, (n, 2))
+    params = np.column_stack([rng.uniform(1.0, 2.0, n), rng.uniform(0.5, 1.5, n),
+                              rng.uniform(2.0, 4.0, n), rng.uniform(0.5, 1.5, n)])
+    return y0, params
+
+
+@hjit
+def van_der_pol(t, y, p):
+    return (y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0])
+
+
+@hjit
+def lotka_volterra(t, y, p):
+    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+
+
+ENSEMBLES = {"van_der_pol": van_der_pol, "lotka_volterra": lotka_volterra}
+
+
+def ensemble_rhs(name):
+    """``rhs(t, y, p)`` of ensemble ``name`` in plain Python, for scipy (``args=(p,)``)."""
+    if name == "van_der_pol":
+        return lambda t, y, p: [y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]]
+    return lambda t, y, p: [p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]]
+
+
+def ensemble_jax_rhs(name):
+    """``rhs(t, y, p)`` of ensemble ``name`` in JAX, for diffrax."""
+    import jax.numpy as jnp
+
+    def rhs(t, y, p):
+        if name == "van_der_pol":
+            return jnp.stack([y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]])
+        return jnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]])
     return rhs

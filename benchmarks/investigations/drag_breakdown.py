@@ -1,6 +1,6 @@
 """Where the drag + re-entry variant loses time on the GPU: f, the event, or both.
 
-    HAPSIRA_TARGET=cuda python benchmarks/drag_breakdown.py [--n 1e6]
+    HAPSIRA_TARGET=cuda python benchmarks/investigations/drag_breakdown.py [--n 1e6]
 
 Times four kernels on the same drag cloud (median of 3): two-body + J2, the same
 with the re-entry event, two-body + J2 + drag, and drag with the event; prints
@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import workload  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
+import workloads as workload  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.cowell import _KERNELS  # noqa: E402
+from hapsira_core.ivp.build import KERNELS as _KERNELS  # noqa: E402
 from hapsira_cowell.events import AltitudeCrossEvent  # noqa: E402
 from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
 
@@ -41,9 +41,10 @@ def main():
             t = time.perf_counter()
             res = cowell(workload.K, r0, v0, tofs, f=f, params=area_to_mass, events=events)
             times.append(time.perf_counter() - t)
-        # the core's key: (target, method, n, fun, event functions, event states)
+        # the core's key (build.KERNELS, the active target's):
+        # (method, n, fun, event functions, event states)
         kernel = _KERNELS[next(k for k in _KERNELS
-                               if k[3] is orbit_rhs(f) and len(k[4]) == len(events))]
+                               if k[2] is orbit_rhs(f) and len(k[3]) == len(events))]
         seconds = float(np.median(times))
         print(json.dumps({"case": name, "n": n, "seconds": seconds,
                           "orbit_steps_per_s": float(res.nsteps.sum()) / seconds,

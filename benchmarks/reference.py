@@ -1,7 +1,7 @@
-"""The reference workload on the active target, beside its peers, in one run.
+"""The reference workload on one platform, against N, beside its peers, in one run.
 
-    HAPSIRA_TARGET=cuda python benchmarks/bench.py --name h100
-    HAPSIRA_TARGET=cpu  python benchmarks/bench.py --name laptop --sizes 1e3,1e4
+    python benchmarks/reference.py --platform cuda --name h100
+    python benchmarks/reference.py --platform cpu --name laptop --sizes 1e3,1e4
 
 For each N: two-body + J2 over one day (DESIGN.md), and a variant with
 exponential drag and a terminal re-entry event at 100 km; seconds (median of
@@ -17,7 +17,6 @@ are scaled linearly, marked ``extrapolated_from``). Writes
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -26,26 +25,19 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import harness  # noqa: E402
+
+harness.platform_from_argv()
+
 import peers  # noqa: E402
-import workload  # noqa: E402
+import workloads as workload  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_cowell.events import AltitudeCrossEvent  # noqa: E402
+from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
 
 TOFS = np.array([workload.DAY / 2, workload.DAY])
 SEED = 2
-
-
-def versions():
-    import numba
-    out = {"python": platform.python_version(), "numpy": np.__version__,
-           "numba": numba.__version__}
-    for name in ("numba_cuda", "scipy", "jax", "diffrax", "heyoka"):
-        try:
-            out[name] = __import__(name).__version__
-        except Exception:
-            pass
-    return out
 
 
 def device_name():
@@ -53,14 +45,7 @@ def device_name():
         from numba import cuda
         name = cuda.get_current_device().name
         return name.decode() if isinstance(name, bytes) else str(name)
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{model}, {os.cpu_count()} cores"
+    return f"{harness.cpu_model()}, {os.cpu_count()} cores"
 
 
 def variant_inputs(variant, n):
@@ -103,8 +88,10 @@ def solve_kernel(variant):
         return None
     from hapsira_core.ivp import build
     n_events = 0 if variant == "j2" else 1
+    f = orbit_rhs(workload.two_body_j2 if variant == "j2" else workload.two_body_j2_drag)
+    # build.KERNELS (the active target's): (method, n, fun, event functions, event states)
     return next((k for key, k in build.KERNELS.items()
-                 if key[0] == "cuda" and key[2] == 6 and len(key[4]) == n_events), None)
+                 if key[1] == 6 and key[2] is f and len(key[3]) == n_events), None)
 
 
 def time_hapsira(variant, n, repeat):
@@ -133,10 +120,7 @@ def peer_results(n, args):
         if "scipy" in args.peers:
             found["scipy DOP853 (1 core)"] = peers.scipy_dop853(n, SEED)
         if "heyoka" in args.peers:
-            try:
-                found["heyoka Taylor, SIMD batch (1 core)"] = peers.heyoka_batch(n, SEED)
-            except ImportError:
-                found["heyoka Taylor, SIMD batch (1 core)"] = {"error": "heyoka not installed"}
+            found["heyoka Taylor, SIMD batch (1 core)"] = peers.heyoka_batch(n, SEED)
         other = "parallel" if settings.TARGET == "cpu" else "cpu"
         if other in args.peers:
             label = f"hapsira {other} ({cores} cores)" if other == "parallel" else "hapsira cpu (1 core)"
@@ -146,7 +130,9 @@ def peer_results(n, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--name", default=f"{settings.TARGET}")
+    harness.add_platform(parser, settings.TARGET)
+    parser.add_argument("--name", default=f"{settings.TARGET}",
+                        help="the result file: benchmarks/results/<name>.json (or a path)")
     parser.add_argument("--sizes", default="1e3,1e4,1e5,1e6")
     parser.add_argument("--variants", default="j2,drag")
     parser.add_argument("--peers", default="diffrax,parallel,cpu,scipy,heyoka")
@@ -156,7 +142,7 @@ def main():
                         help="skip sizes whose hapsira run is predicted to exceed this (s)")
     args = parser.parse_args()
     args.peers = set(args.peers.split(","))
-    report = {"name": args.name, "device": device_name(), "versions": versions(),
+    report = {"name": args.name, "device": device_name(), "versions": harness.versions(),
               "target": settings.TARGET,
               "workload": "LEO cloud, two-body + J2, 1 day, rtol 1e-11, atol 1e-12; "
                           "variant 'drag': + exponential drag, re-entry event at 100 km",
@@ -188,15 +174,13 @@ def main():
                 run["peers"] = peer_results(n, args)
             report["runs"].append(run)
             print(json.dumps(run), flush=True)
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    path = os.path.join(HERE, "results", f"{args.name}.json")
-    with open(path, "w") as out:
-        json.dump(report, out, indent=2)
+    path = harness.write_result(args.name, report, indent=2)
     print(f"\n{report['device']}, target {report['target']}; written to {path}")
     print("| variant | N | seconds | orbit-steps/s | max pos err km | peers (seconds) |")
     print("|---|---|---|---|---|---|")
     for run in report["runs"]:
-        peer_text = "; ".join(f"{k}: {v['seconds']:.3g}" if "seconds" in v else f"{k}: {v.get('error')}"
+        peer_text = "; ".join(f"{k}: {v['seconds']:.3g}" if v.get("seconds") is not None
+                              else f"{k}: {v.get('error') or v.get('missing')}"
                               for k, v in run.get("peers", {}).items())
         print(f"| {run['variant']} | {run['n_objects']:.0e} | {run['seconds']:.3g} | "
               f"{run['orbit_steps_per_s']:.3g} | {run['max_pos_err_km']:.2g} | {peer_text} |")

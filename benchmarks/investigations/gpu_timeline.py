@@ -1,6 +1,6 @@
 """Where one ``cowell()`` call on the GPU spends its host time, per chunk size.
 
-    HAPSIRA_TARGET=cuda python benchmarks/gpu_timeline.py [--n 1000000] [--chunks 17,18,19,20]
+    HAPSIRA_TARGET=cuda python benchmarks/investigations/gpu_timeline.py [--n 1000000] [--chunks 17,18,19,20]
 
 The reference workload (two-body + J2, one day, two output times) on N
 objects. The cuda launcher's host steps are timed with a host clock around
@@ -29,10 +29,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/
 sys.path.insert(0, HERE)
 
-import workload  # noqa: E402
+import workloads as workload  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 from hapsira_core.ivp import build  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402

@@ -1,6 +1,6 @@
 """The cuda target on a real GPU: compile, compare with the host, then time.
 
-    python benchmarks/gpu_check.py [--check N] [--sizes 1e4,1e5,1e6] [--out DIR]
+    python benchmarks/investigations/gpu_check.py [--check N] [--sizes 1e4,1e5,1e6] [--out DIR]
 
 Runs the reference workload (benchmarks/workload.py) on ``HAPSIRA_TARGET=cuda``
 and on the ``parallel`` target (in a subprocess, the host reference) for the
@@ -13,17 +13,17 @@ thread, compile time, and seconds / orbit-steps per second per size. Writes
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 
 os.environ["HAPSIRA_TARGET"] = os.environ.get("HAPSIRA_TARGET", "cuda")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
 
 import numpy as np  # noqa: E402
 
-import workload  # noqa: E402
+import harness  # noqa: E402
+import workloads as workload  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_core.ivp import build  # noqa: E402
 from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
@@ -31,7 +31,7 @@ from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
 HOST_SCRIPT = """
 import sys, time, numpy as np
 sys.path.insert(0, {bench!r})
-import workload
+import workloads as workload
 from hapsira_cowell import cowell
 r0, v0 = workload.leo_cloud({n}, seed=1)
 tofs = np.array([workload.DAY / 2, workload.DAY])
@@ -46,7 +46,8 @@ np.savez({path!r}, rr=res.rr, status=res.status, nsteps=res.nsteps, seconds=seco
 def host_reference(n, path, target="parallel"):
     env = dict(os.environ, HAPSIRA_TARGET=target)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    script = HOST_SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), n=n, path=path)
+    script = HOST_SCRIPT.format(bench=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                n=n, path=path)
     subprocess.run([sys.executable, "-c", script], env=env, check=True)
     return dict(np.load(path))
 
@@ -54,17 +55,6 @@ def host_reference(n, path, target="parallel"):
 def workload_kernel():
     """The kernel that cowell(f=workload.two_body_j2) runs (built by the first call)."""
     return build.kernel("DOP853", 6, orbit_rhs(workload.two_body_j2), ())
-
-
-def versions():
-    import numba
-    out = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__}
-    try:
-        import numba_cuda
-        out["numba_cuda"] = numba_cuda.__version__
-    except ImportError:
-        pass
-    return out
 
 
 def device_name():
@@ -87,7 +77,8 @@ def main():
     parser.add_argument("--budget", type=float, default=240.0,
                         help="skip sizes predicted to take longer than this (s)")
     args = parser.parse_args()
-    report = {"device": device_name(), "versions": versions(), "target": "cuda"}
+    report = {"device": device_name(), "versions": harness.versions(), "target": "cuda",
+              "machine": harness.machine()}
     tofs = np.array([workload.DAY / 2, workload.DAY])
 
     r0, v0 = workload.leo_cloud(32, seed=3)
@@ -158,13 +149,14 @@ def time_sizes(report, tofs, args):
             runs.append(time.perf_counter() - t)
             kernel_runs.append(kernel.last_kernel_seconds)
         seconds = float(np.median(runs))
-        kernel_seconds = float(np.median(kernel_runs))
+        # (the simulator keeps no kernel time)
+        kernel_seconds = None if None in kernel_runs else float(np.median(kernel_runs))
         steps = int(res.nsteps.sum())
         timings.append({"label": args.label, "n_objects": size, "seconds": seconds,
                         "seconds_min_max": [min(runs), max(runs)], "orbit_steps": steps,
                         "orbit_steps_per_s": steps / seconds,
                         "kernel_seconds": kernel_seconds,
-                        "kernel_orbit_steps_per_s": steps / kernel_seconds,
+                        "kernel_orbit_steps_per_s": steps / kernel_seconds if kernel_seconds else None,
                         "us_per_object_day": 1e6 * seconds / size,
                         "failed": int((res.status < 0).sum())})
         print("timing", json.dumps(timings[-1]), flush=True)

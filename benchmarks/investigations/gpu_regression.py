@@ -1,8 +1,9 @@
 """The reference kernel of one source tree against another's, on one GPU, in one run.
 
-    python benchmarks/gpu_regression.py --tree old=/path/to/tree --tree new=. [--n 1000000]
+    python benchmarks/investigations/gpu_regression.py --tree old=/path/to/tree --tree new=. [--n 1000000]
 
-Each tree (a checkout with ``src/`` and ``benchmarks/workload.py``) runs in
+Each tree (a checkout with ``src/`` and ``benchmarks/workloads.py``, or
+``benchmarks/workload.py`` before the harness) runs in
 its own processes, alternating with the others (``--rounds``), on the
 reference workload (two-body + J2, LEO cloud, one day, two output times):
 
@@ -26,13 +27,16 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/
 
 
 def child(tree, n, repeat):
     sys.path[:0] = [os.path.join(tree, "src"), os.path.join(tree, "benchmarks")]
     import numpy as np
-    import workload
+    try:
+        import workloads as workload
+    except ImportError:  # a tree before benchmarks/workloads.py
+        import workload
     from hapsira_core import settings
     from hapsira_cowell import cowell
     try:

@@ -8,7 +8,7 @@ worker), then the same objects in this process with the numpy ``cowell()``
 on GPU 0, and compares the bits. Writes ``dask_gpu_check.json`` to
 ``--out``.
 
-    HAPSIRA_TARGET=cuda python benchmarks/dask_gpu_check.py --n 2000000 --out gpu-out
+    HAPSIRA_TARGET=cuda python benchmarks/investigations/dask_gpu_check.py --n 2000000 --out gpu-out
 """
 
 import argparse
@@ -18,7 +18,7 @@ import sys
 import time
 
 os.environ["HAPSIRA_TARGET"] = "cuda"
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
 
 
 def main():
@@ -39,7 +39,7 @@ def main():
 
     from hapsira_core.dask import worker_info
     from hapsira_cowell import cowell
-    from workload import ATOL, DAY, RTOL, K, leo_cloud, two_body_j2
+    from workloads import ATOL, DAY, RTOL, K, leo_cloud, two_body_j2
 
     info = client.run(worker_info)
     gpus = len(info)
