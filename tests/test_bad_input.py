@@ -185,3 +185,51 @@ def test_solve_ivp_events_of_the_wrong_kind_name_themselves():
     with pytest.raises(ValueError, match=r"events\[0\]: expected an hapsira_core.ivp.api.Event"):
         solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1, 1, 1, 1], events=[LithobrakeEvent(1.0)])
     assert isinstance(IVPEvent(lotka), IVPEvent)
+
+
+@pytest.mark.parametrize("t_span, match", [
+    ("10", r"t_span: expected two real numbers \(t0, tf\), got text '10'"),
+    (b"10", r"t_span: expected two real numbers \(t0, tf\), got text b'10'"),
+    ((0.0,), r"t_span: expected two real numbers \(t0, tf\), got 1 values"),
+    ((0.0, 1.0, 2.0), r"t_span: expected two real numbers \(t0, tf\), got 3 values"),
+    (("0", "1"), r"t_span: expected two real numbers \(t0, tf\), got text"),
+    ((0.0, 1j), r"t_span: expected two real numbers \(t0, tf\), got complex"),
+    ((0.0, [1.0, 2.0]), r"t_span: expected two real numbers \(t0, tf\), got an element"),
+    ((0.0, math.nan), r"t_span: expected finite times, got \(0.0, nan\)"),
+    ((0.0, math.inf), r"t_span: expected finite times"),
+    (5.0, r"t_span: expected two real numbers \(t0, tf\), got float 5.0"),
+])
+def test_t_span_must_be_two_real_numbers(t_span, match):
+    """scipy reads "10" as (1, 0) and integrates backward; it never returns for NaN or inf."""
+    with pytest.raises(ValueError, match=match):
+        solve_ivp(lotka, t_span, [1.0, 2.0], params=[1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("max_steps", [2 ** 70, 2 ** 63, 0, -1, 1.5, True])
+def test_max_steps_out_of_range_names_the_argument_and_the_range(max_steps):
+    with pytest.raises(ValueError, match=rf"max_steps: expected an integer from 1 to "
+                                         rf"{2 ** 63 - 1}, got {max_steps!r}"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1, 1, 1, 1], max_steps=max_steps)
+    with pytest.raises(ValueError, match=r"max_steps: expected an integer from 1 to"):
+        cowell(K_EARTH, R0, V0, TOFS, max_steps=max_steps)
+
+
+def test_params_of_one_value_per_object_as_a_flat_array_warn():
+    """(N,) is one shared row of N numbers, not one number per object as a scipy user
+    would read it: a warning says how to pass per-object values."""
+    y0 = np.ones((4, 2))
+    with pytest.warns(UserWarning, match=r"params: shape \(4,\) with 4 objects is one row "
+                                         r"shared by all objects .* pass shape \(4, 1\)"), \
+            pytest.raises(ValueError, match="max_steps"):  # stop before compiling
+        solve_ivp(lotka, (0.0, 1.0), y0, params=[1.0, 2.0, 3.0, 4.0], max_steps=0)
+    with pytest.warns(UserWarning, match=r"params: shape \(2,\) with 2 objects"), \
+            pytest.raises(ValueError, match=r"reads p\[5\]"):  # stop before compiling
+        cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[1.0, 2.0])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for shape in [(4, 1), (1, 4), (3,)]:  # per object, shared, shared of another length
+            with pytest.raises(ValueError, match="max_steps"):
+                solve_ivp(lotka, (0.0, 1.0), y0, params=np.ones(shape), max_steps=0)
+        with pytest.raises(ValueError, match="max_steps"):  # one object: nothing to confuse
+            solve_ivp(lotka, (0.0, 1.0), y0[:1], params=[1.0], max_steps=0)

@@ -117,6 +117,8 @@ def _states(y0):
 
 def _span(t_span, t_eval):
     """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does."""
+    if isinstance(t_span, (str, bytes)):
+        checks.time_span(t_span)  # refused with the numpy call's message
     try:
         t0, tf = t_span
     except (TypeError, ValueError):

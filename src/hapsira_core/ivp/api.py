@@ -184,12 +184,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
 
 
 def _times(t_span, t_eval):
-    try:
-        t0, tf = (float(x) for x in t_span)
-    except (TypeError, ValueError):
-        raise ValueError(f"t_span: expected two numbers (t0, tf), got {t_span!r}") from None
-    if not (math.isfinite(t0) and math.isfinite(tf)):
-        raise ValueError(f"t_span: expected finite times, got {t_span!r}")
+    t0, tf = checks.time_span(t_span)
     if t_eval is None:
         return t0, tf, np.array([tf])
     times = checks.real_array(t_eval, "t_eval")

@@ -84,7 +84,7 @@ def _has_unit(value):
     return False
 
 
-def params(value, n_objects):
+def params(value, n_objects, stacklevel=5):
     """``(1, P)`` shared or ``(N, P)`` per-object params rows (at least one column).
 
     Quantities are refused: a params row is plain numbers in the units the
@@ -99,13 +99,20 @@ def params(value, n_objects):
                         f"them use (km, s, kg for the built-ins), got a Quantity"
                         f"{f' in {unit}' if unit is not None else ''}: convert it first, "
                         "e.g. area_to_mass.to_value(u.km**2 / u.kg)")
-    return params_shape(real_array(value, "params"), n_objects, np.zeros)
+    return params_shape(real_array(value, "params"), n_objects, np.zeros, stacklevel)
 
 
-def params_shape(array, n_objects, zeros):
+def params_shape(array, n_objects, zeros, stacklevel=5):
     """Params rows of any array kind (numpy, JAX) as ``(1 or N, P >= 1)``;
     ``zeros`` makes that kind's zero array."""
     if array.ndim == 1:
+        if n_objects > 1 and array.shape[0] == n_objects:
+            # scipy users pass one number per object this way; here it is one shared
+            # row of N numbers, every object reading the same p
+            warnings.warn(f"params: shape ({n_objects},) with {n_objects} objects is one row "
+                          f"shared by all objects (each reads p[0] to p[{n_objects - 1}]); "
+                          f"for one value per object pass shape ({n_objects}, 1), e.g. "
+                          "params[:, None]", UserWarning, stacklevel=stacklevel)
         array = array[None, :]
     if array.ndim != 2 or array.shape[0] not in (1, n_objects):
         raise ValueError(f"params: expected shape (P,) or ({n_objects}, P), "
@@ -167,11 +174,49 @@ def params_width(value_width, functions, position, offset=0):
                              f"{needed}")
 
 
-def integer(value, name, minimum):
+#: Largest count the kernels take (their integer rows are int64).
+MAX_INT = int(np.iinfo(np.int64).max)
+
+
+def integer(value, name, minimum, maximum=MAX_INT):
+    """A count from ``minimum`` to ``maximum`` (the kernel's rows hold int64:
+    2**70 used to fail there with an OverflowError naming nothing)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+            or not minimum <= value <= maximum:
+        raise ValueError(f"{name}: expected an integer from {minimum} to {maximum}, "
+                         f"got {value!r}")
     return int(value)
+
+
+def time_span(t_span):
+    """``(t0, tf)`` as two finite floats.
+
+    Text is refused: scipy reads ``"10"`` character by character, as
+    ``(1, 0)``, and integrates backward. Non-finite times are refused where
+    scipy never returns. ``t0 == tf`` is allowed, as in scipy (the initial
+    state is the answer).
+    """
+    if isinstance(t_span, (str, bytes)):
+        raise ArgumentTypeError(f"t_span: expected two real numbers (t0, tf), got text "
+                                f"{t_span!r}")
+    try:
+        items = list(t_span)
+    except TypeError:
+        raise ValueError(f"t_span: expected two real numbers (t0, tf), got "
+                         f"{type(t_span).__name__} {t_span!r}") from None
+    if len(items) != 2:
+        raise ValueError(f"t_span: expected two real numbers (t0, tf), got {len(items)} "
+                         f"values: {t_span!r}")
+    times = []
+    for item in items:
+        array = real_array(item, "t_span", "two real numbers (t0, tf)")
+        if array.ndim != 0:
+            raise ValueError(f"t_span: expected two real numbers (t0, tf), got an element of "
+                             f"shape {array.shape}: {t_span!r}")
+        times.append(float(array))
+    if not all(np.isfinite(times)):
+        raise ValueError(f"t_span: expected finite times, got {t_span!r}")
+    return times[0], times[1]
 
 
 def event_list(events, kind):
