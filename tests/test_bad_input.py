@@ -233,3 +233,23 @@ def test_params_of_one_value_per_object_as_a_flat_array_warn():
                 solve_ivp(lotka, (0.0, 1.0), y0, params=np.ones(shape), max_steps=0)
         with pytest.raises(ValueError, match="max_steps"):  # one object: nothing to confuse
             solve_ivp(lotka, (0.0, 1.0), y0[:1], params=[1.0], max_steps=0)
+
+
+@hjit
+def oscillator(t, y, p):
+    return (y[1], -y[0])
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45"])
+def test_zero_tolerances_with_a_component_at_zero_integrate_on_every_target(method):
+    """rtol = atol = 0 and y0[1] = 0 (with y1' = -1): scipy raises rtol to 100 eps with a
+    warning and then never returns (0/0 in its error scale). DOP853 stopped at step 0
+    (status -1, its squared error norm overflowed) and the CUDA simulator raised
+    ZeroDivisionError in the first step size, losing the batch."""
+    with pytest.warns(UserWarning, match=r"rtol below 100 \* eps"):
+        res = solve_ivp(oscillator, (0.0, 1.0), [[1.0, 0.0], [1.0, 0.5]], method=method,
+                        rtol=0.0, atol=0.0)
+    assert res.status.tolist() == [0, 0]
+    np.testing.assert_allclose(res.y[0, :, -1], [math.cos(1.0), -math.sin(1.0)], rtol=1e-12)
+    exact = [math.cos(1.0) + 0.5 * math.sin(1.0), -math.sin(1.0) + 0.5 * math.cos(1.0)]
+    np.testing.assert_allclose(res.y[1, :, -1], exact, rtol=1e-12)
