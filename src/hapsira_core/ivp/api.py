@@ -10,7 +10,7 @@ from ..errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
 from ..kernel import Columns
-from . import build, checks, methods
+from . import build, checks
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
 __all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
@@ -210,6 +210,12 @@ def _diagnose(fun, events, y0, params, t0):
         check_returns(event.g, sample, is_real, "a float (the event function's value)")
 
 
+def diagnosis(fun, events):
+    """``diagnose(y0, params, t0)`` of `Problem` for ``solve_ivp``'s functions, on every
+    front: names ``fun`` when what it returns does not fit the state."""
+    return functools.partial(_diagnose, fun, events)
+
+
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
@@ -255,24 +261,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         return solve_chunked(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                              events=events, max_steps=max_steps,
                              max_event_records=max_event_records)
-    solver = methods.get(method)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
     t0, tf, times = _times(t_span, t_eval)
-    rtol = checks.relative_tolerance(rtol, n)
-    atol = checks.tolerance(atol, "atol", n)
     params_given = params
     params = checks.params(params, n_objects)
-    events = checks.event_list(events, Event)
-    max_steps = checks.integer(max_steps, "max_steps", 1)
-    records = checks.integer(max_event_records, "max_event_records", 0)
-    if not callable(fun):
-        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
-    checks.params_width(checks.columns_given(params_given),
-                        [fun] + [e.g for e in events], position=2)
-    raw = integrate(solver.name, fun, y0, t0, tf, times, rtol, atol, params, events,
+    method, rtol, atol, events, max_steps, records = checks.solver_options(
+        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
+    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [fun] + [e.g for e in events],
-                    functools.partial(_diagnose, fun, events))
+                    diagnosis(fun, events))
     return IVPResult(times, raw, single)
 
 

@@ -108,16 +108,23 @@ def run(kernel, arrays, user_functions, diagnose=None):
     try:
         kernel(*arrays)
     except Exception as exc:
-        if diagnose is not None:
-            try:
-                diagnose()
-            except CallbackCompileError as error:
-                raise error from exc
-        if not type(exc).__module__.startswith("numba"):
-            raise
-        error = user_function_error(exc, user_functions)
-        if error is exc:
-            raise
+        explain(exc, user_functions, diagnose)
+        raise
+
+
+def explain(exc, user_functions, diagnose=None):
+    """Raise the clearer error for ``exc``, a kernel's failure, where there is one
+    (what a user function returns, a compile error in it); return otherwise (the
+    caller re-raises ``exc``). Shared by the numpy, JAX and Dask fronts."""
+    if diagnose is not None:
+        try:
+            diagnose()
+        except CallbackCompileError as error:
+            raise error from exc
+    if not type(exc).__module__.startswith("numba"):
+        return
+    error = user_function_error(exc, user_functions)
+    if error is not exc:
         raise error from exc
 
 

@@ -150,11 +150,15 @@ def columns_read(function, position):
 
 
 def columns_given(value):
-    """Columns of the params rows the user gave (0 for none); call after `params()`."""
+    """Columns of the params rows the user gave (0 for none); call after `params()`.
+
+    Read from the shape alone where the value has one (JAX tracers, Dask arrays)."""
     if value is None:
         return 0
-    shape = np.shape(np.asarray(value, dtype=np.float64))
-    return shape[-1] if shape else 1
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        shape = np.shape(np.asarray(value, dtype=np.float64))
+    return shape[-1] if len(shape) else 1
 
 
 def params_width(value_width, functions, position, offset=0):
@@ -235,3 +239,26 @@ def event_list(events, kind):
             raise ValueError(f"events[{index}]: expected an {kind.__module__}.{kind.__name__}, "
                              f"got {type(event).__name__}")
     return events
+
+
+def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
+                   max_event_records, params_given, stacklevel=4):
+    """What every front of ``solve_ivp`` (numpy, JAX, Dask) checks the same way, once.
+
+    Call after the states (``n`` components) and the params rows are checked;
+    ``params_given``: the params as the user gave them (their width is checked
+    against what ``fun`` and the events read). Returns ``(method name, rtol,
+    atol, events, max_steps, records)``, with the numpy front's messages on
+    every front.
+    """
+    from . import methods
+    solver = methods.get(method)
+    rtol = relative_tolerance(rtol, n, stacklevel)
+    atol = tolerance(atol, "atol", n)
+    events = event_list(events, event_kind)
+    max_steps = integer(max_steps, "max_steps", 1)
+    records = integer(max_event_records, "max_event_records", 0)
+    if not callable(fun):
+        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
+    return solver.name, rtol, atol, events, max_steps, records
