@@ -253,3 +253,30 @@ def test_zero_tolerances_with_a_component_at_zero_integrate_on_every_target(meth
     np.testing.assert_allclose(res.y[0, :, -1], [math.cos(1.0), -math.sin(1.0)], rtol=1e-12)
     exact = [math.cos(1.0) + 0.5 * math.sin(1.0), -math.sin(1.0) + 0.5 * math.cos(1.0)]
     np.testing.assert_allclose(res.y[1, :, -1], exact, rtol=1e-12)
+
+
+@hjit
+def decay_at_computed_index(t, y, p):
+    return (-p[int(p[0])] * y[0],)
+
+
+def test_a_params_read_past_the_row_at_a_computed_index_is_an_error_on_every_target():
+    """p[int(p[0])] past a 1-column row: the width check sees constant subscripts only;
+    it returned status 0 and garbage (different on cpu and parallel), the simulator an
+    IndexError of its own. The last of three objects: numba's parallel gufunc dropped
+    exceptions raised outside a thread's first object."""
+    from hapsira_core.ivp.checks import ParamsIndexError
+    with pytest.raises(ParamsIndexError, match=r"params: a read past the end of a params row, "
+                                               r"at an index computed at run time .* in "
+                                               r"'decay_at_computed_index'"):
+        solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((3, 1)),
+                  params=[[0.0], [0.0], [5.0]])
+    # in range, the numbers of scipy
+    res = solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((2, 1)),
+                    params=[[1.0, 2.0], [1.0, 3.0]], rtol=1e-10, atol=1e-12)
+    assert res.status.tolist() == [0, 0]
+    for i, rate in enumerate([2.0, 3.0]):
+        want = scipy_solve_ivp(lambda t, y: -rate * y, (0.0, 1.0), [1.0], method="DOP853",
+                               rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(res.y[i, 0, -1], want.y[0, -1], rtol=1e-12)
+        assert res.nsteps[i] == len(want.t) - 1

@@ -476,7 +476,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
             else (None, shared)
     # the numpy front's checks, its messages
-    method, rtol, atol, events, max_steps, records = checks.solver_options(
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, api.Event, max_steps, max_event_records, params,
         stacklevel=5)
     blob = pack(fun=fun, events=events, method=method, t0=t0, tf=tf, t_eval=times,

@@ -221,7 +221,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     params_given = params
     params = params_rows(params, n_objects)
     # the numpy front's checks (its messages), on the concrete options
-    method, rtol, atol, events, max_steps, records = checks.solver_options(
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, _option(rtol, "rtol"), _option(atol, "atol"), events, Event, max_steps,
         max_event_records, params_given)
     problem = Problem(method, fun, n, events, times, max_steps, records, records,

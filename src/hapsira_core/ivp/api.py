@@ -13,6 +13,9 @@ from ..kernel import Columns
 from . import build, checks
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 
+#: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
+ABORTED = np.iinfo(np.int64).min
+
 __all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
 
 
@@ -164,8 +167,16 @@ class Problem:
         if self.diagnose is not None and on_host and len(y0):
             def diagnose():
                 self.diagnose(np.asarray(y0[:1]), params, t0)
+        # Every path of the loop writes a status: one left at ABORTED means the object's
+        # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
+        # gufunc dropped the exception, as it does outside a thread's first object.
+        outputs["info"][:, INFO.status] = ABORTED
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
                   self.user_functions, diagnose)
+        aborted = outputs["info"][:, INFO.status] == ABORTED
+        if aborted.any():
+            build.explain(IndexError(f"{int(aborted.sum())} objects' kernels raised"),
+                          self.user_functions)
         return self.trim(outputs)
 
 
@@ -266,7 +277,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _times(t_span, t_eval)
     params_given = params
     params = checks.params(params, n_objects)
-    method, rtol, atol, events, max_steps, records = checks.solver_options(
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [fun] + [e.g for e in events],

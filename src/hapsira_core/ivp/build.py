@@ -121,6 +121,17 @@ def explain(exc, user_functions, diagnose=None):
             diagnose()
         except CallbackCompileError as error:
             raise error from exc
+    if isinstance(exc, IndexError):
+        # a params row read past its end at an index computed at run time: the
+        # bounds checks of `checks.bounds_checked` on cpu and parallel, numpy's on
+        # the CUDA simulator; told the same way on each
+        from .checks import ParamsIndexError
+        names = ", ".join(repr(getattr(getattr(f, "py_func", f), "__qualname__", f))
+                          for f in user_functions if f is not None)
+        raise ParamsIndexError(
+            f"params: a read past the end of a params row, at an index computed at run "
+            f"time (such as p[int(p[0])]), in {names}; no result is returned. Give the "
+            "rows enough columns for every index the functions compute") from exc
     if not type(exc).__module__.startswith("numba"):
         return
     error = user_function_error(exc, user_functions)
