@@ -175,8 +175,9 @@ class Problem:
                   self.user_functions, diagnose)
         aborted = outputs["info"][:, INFO.status] == ABORTED
         if aborted.any():
-            build.explain(IndexError(f"{int(aborted.sum())} objects' kernels raised"),
-                          self.user_functions)
+            build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
+                                     "objects stopped by a bounds check)"), self.user_functions)
+            raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return self.trim(outputs)
 
 

@@ -121,7 +121,7 @@ def explain(exc, user_functions, diagnose=None):
             diagnose()
         except CallbackCompileError as error:
             raise error from exc
-    if isinstance(exc, IndexError):
+    if isinstance(exc, IndexError) and "out of bounds" in str(exc):
         # a params row read past its end at an index computed at run time: the
         # bounds checks of `checks.bounds_checked` on cpu and parallel, numpy's on
         # the CUDA simulator; told the same way on each
