@@ -107,3 +107,16 @@ def test_the_width_error_names_the_users_function():
     assert "user function 'two_of_three'" in message
     assert "returns a tuple of 2" in message and "expected a tuple of 3 floats" in message
     assert isinstance(Event(lotka), Event)
+
+
+@hjit
+def decay_at_computed_index(t, y, p):
+    return (-p[int(p[0])] * y[0],)
+
+
+@pytest.mark.skipif(settings.TARGET != "cpu", reason="the JAX front reports it on cpu only "
+                    "(numba's prange drops the exception on parallel; a GPU does not check)")
+def test_jax_front_reports_a_params_read_past_the_row():
+    with pytest.raises(Exception, match=r"params: a read past the end of a params row"):
+        jax_front(decay_at_computed_index, (0.0, 1.0), np.ones((3, 1)),
+                  params=np.array([[0.0], [0.0], [5.0]]))
