@@ -56,7 +56,7 @@ def test_functions_reading_past_the_params_row_are_refused_up_front():
     with pytest.raises(ValueError, match=r"reads p\[5\], but the params rows have 0 columns"):
         cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth)
     with pytest.raises(ValueError, match=r"g_reads_third .* reads p\[2\]"):
-        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[Event(g_reads_third)])
+        cowell(K_EARTH, R0, V0, TOFS, params=[[1.0, 2.0]], events=[Event(g_reads_third)])
     # wide enough: it runs, and p[5] is the user's sixth number (GM is not in the way)
     res = cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[0, 0, 0, 0, 0, 1.0])
     plain = cowell(K_EARTH, R0, V0, TOFS)
@@ -83,7 +83,7 @@ def test_eclipse_events_need_their_whole_ephemeris_table():
     umbra = UmbraEvent(R_EARTH, 695700.0, offset=2)
     with pytest.raises(ValueError, match=r"params: UmbraEvent.* reads the Sun's ephemeris table "
                                          r"at column 2"):
-        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[umbra])
+        cowell(K_EARTH, R0, V0, TOFS, params=[[1.0, 2.0]], events=[umbra])
     with pytest.raises(ValueError, match=r"needs \d+ columns for its ephemeris table"):
         cowell(K_EARTH, R0, V0, TOFS, params=np.concatenate([[1.0, 2.0], table[:-6]]),
                events=[umbra])
