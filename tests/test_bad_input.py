@@ -56,7 +56,7 @@ def test_functions_reading_past_the_params_row_are_refused_up_front():
     with pytest.raises(ValueError, match=r"reads p\[5\], but the params rows have 0 columns"):
         cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth)
     with pytest.raises(ValueError, match=r"g_reads_third .* reads p\[2\]"):
-        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[Event(g_reads_third)])
+        cowell(K_EARTH, R0, V0, TOFS, params=[[1.0, 2.0]], events=[Event(g_reads_third)])
     # wide enough: it runs, and p[5] is the user's sixth number (GM is not in the way)
     res = cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[0, 0, 0, 0, 0, 1.0])
     plain = cowell(K_EARTH, R0, V0, TOFS)
@@ -83,7 +83,7 @@ def test_eclipse_events_need_their_whole_ephemeris_table():
     umbra = UmbraEvent(R_EARTH, 695700.0, offset=2)
     with pytest.raises(ValueError, match=r"params: UmbraEvent.* reads the Sun's ephemeris table "
                                          r"at column 2"):
-        cowell(K_EARTH, R0, V0, TOFS, params=[1.0, 2.0], events=[umbra])
+        cowell(K_EARTH, R0, V0, TOFS, params=[[1.0, 2.0]], events=[umbra])
     with pytest.raises(ValueError, match=r"needs \d+ columns for its ephemeris table"):
         cowell(K_EARTH, R0, V0, TOFS, params=np.concatenate([[1.0, 2.0], table[:-6]]),
                events=[umbra])
@@ -185,3 +185,98 @@ def test_solve_ivp_events_of_the_wrong_kind_name_themselves():
     with pytest.raises(ValueError, match=r"events\[0\]: expected an hapsira_core.ivp.api.Event"):
         solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1, 1, 1, 1], events=[LithobrakeEvent(1.0)])
     assert isinstance(IVPEvent(lotka), IVPEvent)
+
+
+@pytest.mark.parametrize("t_span, match", [
+    ("10", r"t_span: expected two real numbers \(t0, tf\), got text '10'"),
+    (b"10", r"t_span: expected two real numbers \(t0, tf\), got text b'10'"),
+    ((0.0,), r"t_span: expected two real numbers \(t0, tf\), got 1 values"),
+    ((0.0, 1.0, 2.0), r"t_span: expected two real numbers \(t0, tf\), got 3 values"),
+    (("0", "1"), r"t_span: expected two real numbers \(t0, tf\), got text"),
+    ((0.0, 1j), r"t_span: expected two real numbers \(t0, tf\), got complex"),
+    ((0.0, [1.0, 2.0]), r"t_span: expected two real numbers \(t0, tf\), got an element"),
+    ((0.0, math.nan), r"t_span: expected finite times, got \(0.0, nan\)"),
+    ((0.0, math.inf), r"t_span: expected finite times"),
+    (5.0, r"t_span: expected two real numbers \(t0, tf\), got float 5.0"),
+])
+def test_t_span_must_be_two_real_numbers(t_span, match):
+    """scipy reads "10" as (1, 0) and integrates backward; it never returns for NaN or inf."""
+    with pytest.raises(ValueError, match=match):
+        solve_ivp(lotka, t_span, [1.0, 2.0], params=[1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("max_steps", [2 ** 70, 2 ** 63, 0, -1, 1.5, True])
+def test_max_steps_out_of_range_names_the_argument_and_the_range(max_steps):
+    with pytest.raises(ValueError, match=rf"max_steps: expected an integer from 1 to "
+                                         rf"{2 ** 63 - 1}, got {max_steps!r}"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 2.0], params=[1, 1, 1, 1], max_steps=max_steps)
+    with pytest.raises(ValueError, match=r"max_steps: expected an integer from 1 to"):
+        cowell(K_EARTH, R0, V0, TOFS, max_steps=max_steps)
+
+
+def test_params_of_one_value_per_object_as_a_flat_array_warn():
+    """(N,) is one shared row of N numbers, not one number per object as a scipy user
+    would read it: a warning says how to pass per-object values."""
+    y0 = np.ones((4, 2))
+    with pytest.warns(UserWarning, match=r"params: shape \(4,\) with 4 objects is one row "
+                                         r"shared by all objects .* pass shape \(4, 1\)"), \
+            pytest.raises(ValueError, match="max_steps"):  # stop before compiling
+        solve_ivp(lotka, (0.0, 1.0), y0, params=[1.0, 2.0, 3.0, 4.0], max_steps=0)
+    with pytest.warns(UserWarning, match=r"params: shape \(2,\) with 2 objects"), \
+            pytest.raises(ValueError, match=r"reads p\[5\]"):  # stop before compiling
+        cowell(K_EARTH, R0, V0, TOFS, f=reads_sixth, params=[1.0, 2.0])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for shape in [(4, 1), (1, 4), (3,)]:  # per object, shared, shared of another length
+            with pytest.raises(ValueError, match="max_steps"):
+                solve_ivp(lotka, (0.0, 1.0), y0, params=np.ones(shape), max_steps=0)
+        with pytest.raises(ValueError, match="max_steps"):  # one object: nothing to confuse
+            solve_ivp(lotka, (0.0, 1.0), y0[:1], params=[1.0], max_steps=0)
+
+
+@hjit
+def oscillator(t, y, p):
+    return (y[1], -y[0])
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45"])
+def test_zero_tolerances_with_a_component_at_zero_integrate_on_every_target(method):
+    """rtol = atol = 0 and y0[1] = 0 (with y1' = -1): scipy raises rtol to 100 eps with a
+    warning and then never returns (0/0 in its error scale). DOP853 stopped at step 0
+    (status -1, its squared error norm overflowed) and the CUDA simulator raised
+    ZeroDivisionError in the first step size, losing the batch."""
+    with pytest.warns(UserWarning, match=r"rtol below 100 \* eps"):
+        res = solve_ivp(oscillator, (0.0, 1.0), [[1.0, 0.0], [1.0, 0.5]], method=method,
+                        rtol=0.0, atol=0.0)
+    assert res.status.tolist() == [0, 0]
+    np.testing.assert_allclose(res.y[0, :, -1], [math.cos(1.0), -math.sin(1.0)], rtol=1e-12)
+    exact = [math.cos(1.0) + 0.5 * math.sin(1.0), -math.sin(1.0) + 0.5 * math.cos(1.0)]
+    np.testing.assert_allclose(res.y[1, :, -1], exact, rtol=1e-12)
+
+
+@hjit
+def decay_at_computed_index(t, y, p):
+    return (-p[int(p[0])] * y[0],)
+
+
+def test_a_params_read_past_the_row_at_a_computed_index_is_an_error_on_every_target():
+    """p[int(p[0])] past a 1-column row: the width check sees constant subscripts only;
+    it returned status 0 and garbage (different on cpu and parallel), the simulator an
+    IndexError of its own. The last of three objects: numba's parallel gufunc dropped
+    exceptions raised outside a thread's first object."""
+    from hapsira_core.ivp.checks import ParamsIndexError
+    with pytest.raises(ParamsIndexError, match=r"params: a read past the end of a params row, "
+                                               r"at an index computed at run time .* in "
+                                               r"'decay_at_computed_index'"):
+        solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((3, 1)),
+                  params=[[0.0], [0.0], [5.0]])
+    # in range, the numbers of scipy
+    res = solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((2, 1)),
+                    params=[[1.0, 2.0], [1.0, 3.0]], rtol=1e-10, atol=1e-12)
+    assert res.status.tolist() == [0, 0]
+    for i, rate in enumerate([2.0, 3.0]):
+        want = scipy_solve_ivp(lambda t, y: -rate * y, (0.0, 1.0), [1.0], method="DOP853",
+                               rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(res.y[i, 0, -1], want.y[0, -1], rtol=1e-12)
+        assert res.nsteps[i] == len(want.t) - 1

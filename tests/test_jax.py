@@ -221,7 +221,7 @@ def test_cowell_bad_inputs_name_the_argument():
         hj.cowell(-1.0, R0, V0, TOFS)
     with pytest.raises(TypeError, match="rtol: expected concrete numbers"):
         jax.jit(lambda rtol: hj.cowell(K_EARTH, R0, V0, TOFS, rtol=rtol))(1e-9)
-    with pytest.raises(ValueError, match="max_steps: expected an integer >= 1"):
+    with pytest.raises(ValueError, match="max_steps: expected an integer from 1 to"):
         hj.cowell(K_EARTH, R0, V0, TOFS, max_steps=0)
     with pytest.raises(TypeError, match="v0: expected real numbers, got complex"):
         hj.cowell(K_EARTH, R0, jnp.asarray(V0) * 1j, TOFS)
@@ -384,7 +384,7 @@ def test_solve_ivp_bad_inputs_name_the_argument():
         jax.jit(lambda y: hcj.solve_ivp(lotka, SPAN, y))(Y0[None])
     with pytest.raises(ValueError, match="t_eval: expected times within t_span"):
         hcj.solve_ivp(lotka, SPAN, Y0, t_eval=jnp.asarray(T_EVAL) + 1.0)
-    with pytest.raises(ValueError, match="t_span: expected two numbers"):
+    with pytest.raises(ValueError, match="t_span: expected two real numbers"):
         hcj.solve_ivp(lotka, (0.0, 1.0, 2.0), Y0)
     with pytest.raises(ValueError, match="t_span: expected finite times"):
         jax.jit(lambda t: hcj.solve_ivp(lotka, (0.0, np.inf), Y0, t_eval=t))(T_EVAL)

@@ -36,9 +36,9 @@ T = np.array([60.0, 120.0])
     (dict(atol=np.ones(3)), r"atol: expected a scalar or 6 values"),
     (dict(params=np.ones((3, 2))), "params: expected shape"),
     (dict(events=[lambda t: t]), r"events\[0\]: expected an hapsira_cowell.events.Event"),
-    (dict(max_steps=0), "max_steps: expected an integer >= 1"),
+    (dict(max_steps=0), "max_steps: expected an integer from 1 to"),
     (dict(max_steps=1.5), "max_steps: expected an integer"),
-    (dict(max_event_records=-1), "max_event_records: expected an integer >= 0"),
+    (dict(max_event_records=-1), "max_event_records: expected an integer from 0 to"),
     (dict(f=3.0), "f: expected an hjit function"),
 ])
 def test_bad_argument_raises_naming_it(kwargs, match):

@@ -126,6 +126,13 @@ def _options(f, events, max_steps, max_event_records):
     return f, events, max_steps, records
 
 
+def _bounds_checked(f, events):
+    """``f`` and the events' ``g`` bounds-checked where they index ``p`` at run time
+    (`hapsira_core.ivp.checks.bounds_checked`); after the width checks, which
+    name the user's functions."""
+    return checks.bounds_checked(f, 4), checks.bounds_checked_events(events, 4)
+
+
 def _params(params, n, f, events):
     """The user's params rows, checked against what ``f`` and the events read."""
     rows = checks.params(params, n)
@@ -208,6 +215,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     atol = checks.tolerance(atol, "atol", 6)
     f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
     params = _params(params, n, f, events)
+    f, events = _bounds_checked(f, events)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
     y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)

@@ -445,7 +445,8 @@ def _solve_block(blob, y0, params=None):
     events = spec["events"]
     raw = api.integrate(spec["method"], spec["fun"], y0, spec["t0"], spec["tf"], spec["t_eval"],
                         spec["rtol"], spec["atol"], params, events, spec["max_steps"],
-                        spec["records"], spec["records"], [spec["fun"]] + [e.g for e in events])
+                        spec["records"], spec["records"], [spec["fun"]] + [e.g for e in events],
+                        api.diagnosis(spec["fun"], events))
     return tuple(raw[name] for name in _RAW)
 
 
@@ -458,31 +459,27 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Returns a `DaskIVPResult`.
     """
     _require_dask()
-    from ..ivp import api, checks, methods
+    from ..ivp import api, checks
     from ..ivp.layout import INFO
     from ..ivp.state import MAX_N
 
-    solver = methods.get(method)
     if is_dask_array(y0):
         y0, single = dask_rows(y0, "y0", max_width=MAX_N)
     else:
         y0, single = checks.states(y0)
     n_objects, n = y0.shape
     t0, tf, times = api._times(t_span, t_eval)
-    rtol = checks.relative_tolerance(rtol, n, stacklevel=4)
-    atol = checks.tolerance(atol, "atol", n)
     if is_dask_array(params):
         shared, per_object = dask_params(params, n_objects)
     else:
-        shared = checks.params(params, n_objects)
+        shared = checks.params(params, n_objects, stacklevel=6)
         shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
             else (None, shared)
-    events = checks.event_list(events, api.Event)
-    max_steps = checks.integer(max_steps, "max_steps", 1)
-    records = checks.integer(max_event_records, "max_event_records", 0)
-    if not callable(fun):
-        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
-    blob = pack(fun=fun, events=events, method=solver.name, t0=t0, tf=tf, t_eval=times,
+    # the numpy front's checks, its messages
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
+        fun, n, method, rtol, atol, events, api.Event, max_steps, max_event_records, params,
+        stacklevel=5)
+    blob = pack(fun=fun, events=events, method=method, t0=t0, tf=tf, t_eval=times,
                 rtol=rtol, atol=atol, params=shared, max_steps=max_steps, records=records)
     arrays = object_arrays([y0] if per_object is None else [y0, per_object])
     n_ev = len(events)

@@ -10,8 +10,11 @@ from ..kernels.errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
 from ..kernels.kernel import Columns
-from . import build, checks, methods
+from . import build, checks
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
+
+#: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
+ABORTED = np.iinfo(np.int64).min
 
 __all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
 
@@ -164,8 +167,17 @@ class Problem:
         if self.diagnose is not None and on_host and len(y0):
             def diagnose():
                 self.diagnose(np.asarray(y0[:1]), params, t0)
+        # Every path of the loop writes a status: one left at ABORTED means the object's
+        # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
+        # gufunc dropped the exception, as it does outside a thread's first object.
+        outputs["info"][:, INFO.status] = ABORTED
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
                   self.user_functions, diagnose)
+        aborted = outputs["info"][:, INFO.status] == ABORTED
+        if aborted.any():
+            build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
+                                     "objects stopped by a bounds check)"), self.user_functions)
+            raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return self.trim(outputs)
 
 
@@ -184,12 +196,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
 
 
 def _times(t_span, t_eval):
-    try:
-        t0, tf = (float(x) for x in t_span)
-    except (TypeError, ValueError):
-        raise ValueError(f"t_span: expected two numbers (t0, tf), got {t_span!r}") from None
-    if not (math.isfinite(t0) and math.isfinite(tf)):
-        raise ValueError(f"t_span: expected finite times, got {t_span!r}")
+    t0, tf = checks.time_span(t_span)
     if t_eval is None:
         return t0, tf, np.array([tf])
     times = checks.real_array(t_eval, "t_eval")
@@ -213,6 +220,12 @@ def _diagnose(fun, events, y0, params, t0):
                   f"a tuple of {n} floats, one per state component")
     for event in events:
         check_returns(event.g, sample, is_real, "a float (the event function's value)")
+
+
+def diagnosis(fun, events):
+    """``diagnose(y0, params, t0)`` of `Problem` for ``solve_ivp``'s functions, on every
+    front: names ``fun`` when what it returns does not fit the state."""
+    return functools.partial(_diagnose, fun, events)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -260,24 +273,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         return solve_chunked(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                              events=events, max_steps=max_steps,
                              max_event_records=max_event_records)
-    solver = methods.get(method)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
     t0, tf, times = _times(t_span, t_eval)
-    rtol = checks.relative_tolerance(rtol, n)
-    atol = checks.tolerance(atol, "atol", n)
     params_given = params
     params = checks.params(params, n_objects)
-    events = checks.event_list(events, Event)
-    max_steps = checks.integer(max_steps, "max_steps", 1)
-    records = checks.integer(max_event_records, "max_event_records", 0)
-    if not callable(fun):
-        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
-    checks.params_width(checks.columns_given(params_given),
-                        [fun] + [e.g for e in events], position=2)
-    raw = integrate(solver.name, fun, y0, t0, tf, times, rtol, atol, params, events,
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
+        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
+    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [fun] + [e.g for e in events],
-                    functools.partial(_diagnose, fun, events))
+                    diagnosis(fun, events))
     return IVPResult(times, raw, single)
 
 

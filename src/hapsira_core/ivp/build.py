@@ -108,16 +108,34 @@ def run(kernel, arrays, user_functions, diagnose=None):
     try:
         kernel(*arrays)
     except Exception as exc:
-        if diagnose is not None:
-            try:
-                diagnose()
-            except CallbackCompileError as error:
-                raise error from exc
-        if not type(exc).__module__.startswith("numba"):
-            raise
-        error = user_function_error(exc, user_functions)
-        if error is exc:
-            raise
+        explain(exc, user_functions, diagnose)
+        raise
+
+
+def explain(exc, user_functions, diagnose=None):
+    """Raise the clearer error for ``exc``, a kernel's failure, where there is one
+    (what a user function returns, a compile error in it); return otherwise (the
+    caller re-raises ``exc``). Shared by the numpy, JAX and Dask fronts."""
+    if diagnose is not None:
+        try:
+            diagnose()
+        except CallbackCompileError as error:
+            raise error from exc
+    if isinstance(exc, IndexError) and "out of bounds" in str(exc):
+        # a params row read past its end at an index computed at run time: the
+        # bounds checks of `checks.bounds_checked` on cpu and parallel, numpy's on
+        # the CUDA simulator; told the same way on each
+        from .checks import ParamsIndexError
+        names = ", ".join(repr(getattr(getattr(f, "py_func", f), "__qualname__", f))
+                          for f in user_functions if f is not None)
+        raise ParamsIndexError(
+            f"params: a read past the end of a params row, at an index computed at run "
+            f"time (such as p[int(p[0])]), in {names}; no result is returned. Give the "
+            "rows enough columns for every index the functions compute") from exc
+    if not type(exc).__module__.startswith("numba"):
+        return
+    error = user_function_error(exc, user_functions)
+    if error is not exc:
         raise error from exc
 
 

@@ -68,6 +68,12 @@ def make_initial_step(ops, error_estimator_order, fun):
         else:
             h0 = 0.01 * d0 / d1
         h0 = min(h0, interval)
+        if not h0 > 0.0:
+            # d1 = inf: a component with a zero error scale (atol = 0 where y is 0) and a
+            # non-zero derivative. Compiled code went on to 0/0 and ended at 0 below; the
+            # CUDA simulator (plain Python floats) raised ZeroDivisionError there and lost
+            # the whole batch. 0 either way: `step` raises it to its minimum.
+            return 0.0
         y1 = axpy(h0 * direction, f0, y0)
         f1 = fun(t0 + h0 * direction, y1, p)
         d2 = math.sqrt(weighted_sum_squares(sub(f1, f0), weight)) / sqrt_n / h0

@@ -73,7 +73,13 @@ def xla_handler(xla, parallel):
     wrong_buffer = ffi._Message(
         f"hapsira: the {xla.what} got buffers whose dtypes, ranks or shapes do not "
         "agree with its declared arguments", ffi._ERROR_INTERNAL)
-    xla._messages += [wrong_frame, wrong_buffer]
+    # numba cannot raise out of a cfunc: an exception in the loop (a bounds check
+    # of `checks.bounds_checked`) was printed and the outputs left as garbage
+    raised = ffi._Message(
+        f"hapsira: the {xla.what} raised inside the kernel: params: a read past the "
+        "end of a params row, at an index computed at run time (bounds check); no "
+        "result is returned", ffi._ERROR_INTERNAL)
+    xla._messages += [wrong_frame, wrong_buffer, raised]
     lines = ["def handler(frame_pointer):",
              "    frame = _address(frame_pointer)",
              "    extension = _i64(frame + F_EXTENSION)",
@@ -107,14 +113,20 @@ def xla_handler(xla, parallel):
     if checks:
         lines += [f"    if {' or '.join(checks)}:",
                   "        return _error(frame, WRONG_BUFFER)"]
-    call = [f"        loop({', '.join(names)})"]
+    call = ["        failed = False",
+            "        try:",
+            f"            loop({', '.join(names)})",
+            "        except Exception:",
+            "            failed = True"]
     if parallel:
         call = ["        while not _try_lock(LOCK):",
                 "            _yield_thread()"] + call + ["        _unlock(LOCK)"]
+    call += ["        if failed:",
+             "            return _error(frame, RAISED)"]
     lines += [f"    if a{xla.n_inputs}.shape[0] > 0:"] + call + ["    return _pointer(0)"]
     namespace = ffi._frame_namespace()
     namespace.update(loop=loop, WRONG_FRAME=wrong_frame.address,
-                     WRONG_BUFFER=wrong_buffer.address,
+                     WRONG_BUFFER=wrong_buffer.address, RAISED=raised.address,
                      POINTERS=xla.pointers.ctypes.data,
                      LOCK=_PARALLEL_LOCK.ctypes.data, _try_lock=ffi._try_lock,
                      _unlock=ffi._unlock, _yield_thread=ffi._yield_thread)

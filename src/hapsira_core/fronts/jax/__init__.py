@@ -17,8 +17,8 @@ from .xla import DerivativeError, xla_kernel
 import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
-from ...ivp import Event, Problem, checks, methods  # noqa: E402
-from ...ivp.api import _times  # noqa: E402
+from ...ivp import Event, Problem, build, checks  # noqa: E402
+from ...ivp.api import _times, diagnosis  # noqa: E402
 from ...ivp.layout import INFO, config_row  # noqa: E402
 
 __all__ = ["solve_ivp", "IVPResult", "DerivativeError", "run"]
@@ -76,6 +76,12 @@ def static(value, name):
     return array
 
 
+def _option(value, name):
+    """A concrete option as given (the numpy call's messages show it so); a JAX
+    array read back, refused when traced."""
+    return static(value, name) if is_jax(value) else value
+
+
 def real(value, name, what="real numbers"):
     """``value`` as a float64 JAX array, with the numpy front's dtype rules.
 
@@ -117,21 +123,24 @@ def _states(y0):
 
 def _span(t_span, t_eval):
     """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does."""
+    if isinstance(t_span, (str, bytes)):
+        checks.time_span(t_span)  # refused with the numpy call's message
     try:
         t0, tf = t_span
     except (TypeError, ValueError):
-        raise ValueError(f"t_span: expected two numbers (t0, tf), got {t_span!r}") from None
+        checks.time_span(t_span)  # the numpy call's message where it has one
+        raise ValueError(f"t_span: expected two real numbers (t0, tf), got {t_span!r}") from None
     values = [concrete(t0), concrete(tf)]
     times = None if t_eval is None else concrete(t_eval)
     if all(v is not None for v in values) and (t_eval is None or times is not None):
-        t0, tf, times = _times((values[0], values[1]), times)
+        t0, tf, times = _times(t_span, times)  # as given: the numpy call's message
         return t0, tf, jnp.asarray(times)
     if all(v is not None for v in values):
         _times((values[0], values[1]), None)  # the span itself, as the numpy call
     # something is traced: only shapes can be checked, values are the caller's to keep valid
     t0, tf = real(t0, "t_span"), real(tf, "t_span")
     if t0.ndim or tf.ndim:
-        raise ValueError(f"t_span: expected two numbers (t0, tf), got shapes {t0.shape} "
+        raise ValueError(f"t_span: expected two real numbers (t0, tf), got shapes {t0.shape} "
                          f"and {tf.shape}")
     if t_eval is None:
         return t0, tf, tf[None]
@@ -162,11 +171,29 @@ def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"
         conf = jnp.asarray(conf).at[layout.t0].set(t0).at[layout.tf].set(tf)
     n_objects = y0.shape[0]
     shapes = problem.output_shapes(n_objects)
-    kernel = xla_kernel(problem.kernel, what)
-    # the argument order of Problem.run: y0, t_eval, params, then the shared rows
-    outputs = kernel(y0, t_eval, params, conf, *rows, n=n_objects,
-                     sizes=kernel.output_sizes(shapes.values()))
+    try:
+        kernel = xla_kernel(problem.kernel, what)
+        # the argument order of Problem.run: y0, t_eval, params, then the shared rows
+        outputs = kernel(y0, t_eval, params, conf, *rows, n=n_objects,
+                         sizes=kernel.output_sizes(shapes.values()))
+    except Exception as error:  # told as the numpy front tells it (`build.explain`)
+        build.explain(error, problem.user_functions, _diagnosis(problem, y0, params, known[0]))
+        raise
     return problem.trim(dict(zip(shapes, outputs)))
+
+
+def _diagnosis(problem, y0, params, t0):
+    """The problem's ``diagnose()`` on the first object, or None; traced values
+    are replaced by zeros of their shape (what a function returns is what is
+    checked, rarely its numbers)."""
+    if problem.diagnose is None or not y0.shape[0]:
+        return None
+    first_y = concrete(y0[:1])
+    first_p = concrete(params[:1])
+    y = np.zeros((1, y0.shape[1])) if first_y is None else first_y
+    p = np.zeros((1, params.shape[1])) if first_p is None else first_p
+    t = 0.0 if t0 is None else float(t0)
+    return lambda: problem.diagnose(y, p, t)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -188,20 +215,17 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         A named tuple of JAX arrays.
     """
     require_x64("hapsira_core.jax.solve_ivp")
-    solver = methods.get(method)
     y0, single = _states(y0)
     n_objects, n = y0.shape
     t0, tf, times = _span(t_span, t_eval)
-    rtol = checks.relative_tolerance(static(rtol, "rtol"), n)
-    atol = checks.tolerance(static(atol, "atol"), "atol", n)
+    params_given = params
     params = params_rows(params, n_objects)
-    events = checks.event_list(events, Event)
-    max_steps = checks.integer(max_steps, "max_steps", 1)
-    records = checks.integer(max_event_records, "max_event_records", 0)
-    if not callable(fun):
-        raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
-    problem = Problem(solver.name, fun, n, events, times, max_steps, records, records,
-                      [fun] + [e.g for e in events])
+    # the numpy front's checks (its messages), on the concrete options
+    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
+        fun, n, method, _option(rtol, "rtol"), _option(atol, "atol"), events, Event, max_steps,
+        max_event_records, params_given)
+    problem = Problem(method, fun, n, events, times, max_steps, records, records,
+                      [fun] + [e.g for e in events], diagnosis(fun, events))
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
 
     info = raw["info"]

@@ -96,6 +96,17 @@ def build(tableau, ops, keep, fun):
         e3 = weighted_sum_squares(err3, w)
         if e5 == 0.0 and e3 == 0.0:
             return 0.0
+        if e5 == math.inf or e3 == math.inf:
+            # The squares overflowed: a tiny error scale (the floor, where atol = 0 and
+            # y = 0) and a tiny step, whose product is a fine norm. The same norm with
+            # |h| moved into the weights (it is homogeneous of degree 1 in them);
+            # taken only here, so that other steps keep scipy's rounding. Without it
+            # rtol = atol = 0 with a component at 0 failed at step 0 (status -1),
+            # where RK45 and RK23 integrate.
+            w = scale(abs(h), w)
+            e5 = weighted_sum_squares(err5, w)
+            e3 = weighted_sum_squares(err3, w)
+            return e5 / math.sqrt((e5 + 0.01 * e3) * n)
         return abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * n)
 
     if keep:
