@@ -13,7 +13,8 @@ da = pytest.importorskip("dask.array")
 
 import hapsira_core.jax as hcj  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from hapsira_core import settings, xla  # noqa: E402
+from hapsira_core import settings  # noqa: E402
+from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.dask import solve_ivp as dask_solve_ivp  # noqa: E402
 from hapsira_core.ivp import Event, solve_ivp  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402

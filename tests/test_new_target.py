@@ -21,6 +21,7 @@ TARGET = textwrap.dedent('''
                                             is_device_array, rsqrt)
 
     NAME = "serial"
+    BOUNDS_CHECKS = True
     XLA_PLATFORM = "cpu"
     XLA_SIMULATED = False
     xla_handler = cpu.xla_handler

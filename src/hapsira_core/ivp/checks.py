@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ..cache import factory
+from ..kernels.cache import factory
 from .state import MAX_N
 
 EPS = np.finfo(np.float64).eps
@@ -364,8 +364,8 @@ def bounds_checked(function, position):
     without the checks, 496 and 508 ms with them, no difference above the
     machine's noise (docs/api.md, "Params reads are checked").
     """
-    from ..jit import TARGET
-    if TARGET == "cuda" or not computed_subscripts(function, position):
+    from ..targets import active
+    if not active.BOUNDS_CHECKS or not computed_subscripts(function, position):
         return function
     return bounds_checked_twin(function)
 

@@ -9,6 +9,9 @@ from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa
                     rsqrt)
 
 NAME = "cpu"
+#: numba compiles bounds checks into functions that ask for them (params read at
+#: a computed index: `hapsira_core.ivp.checks.bounds_checked`).
+BOUNDS_CHECKS = True
 XLA_PLATFORM = "cpu"
 XLA_SIMULATED = False
 

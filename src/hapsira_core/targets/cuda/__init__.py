@@ -21,6 +21,9 @@ NAME = "cuda"
 #: stage states do not fit in a thread's registers, and only steps that hold
 #: an output time or an event pay for it.
 KEEP_STAGES = False
+#: numba-cuda rejects ``boundscheck``: reads are not checked on a GPU (the simulator
+#: checks every index through numpy anyway).
+BOUNDS_CHECKS = False
 #: The simulator has no XLA platform: its kernels cannot run inside JAX,
 #: except on JAX's CPU platform as a testing aid (`XlaKernel`'s ``simulator_on_cpu``).
 
