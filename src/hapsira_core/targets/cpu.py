@@ -16,7 +16,7 @@ XLA_SIMULATED = False
 
 
 def xla_handler(xla):
-    return _host.xla_handler(xla, parallel=False)
+    return _host.xla_handler(xla, xla.kernel, parallel=False)
 
 
 def xla_mismatch(what):

@@ -17,7 +17,7 @@ XLA_SIMULATED = False
 
 
 def xla_handler(xla):
-    return _host.xla_handler(xla, parallel=True)
+    return _host.xla_handler(xla, _host.PrangeLoop(xla.kernel), parallel=True)
 
 
 def xla_mismatch(what):
