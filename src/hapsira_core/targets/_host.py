@@ -105,7 +105,7 @@ def xla_handler(xla, loop, parallel):
     source = _handler_source(xla, parallel)
     key = fingerprint(source, xla.what, overload.fndesc.mangled_name, loop.CODE_OPTIONS,
                       cache.library_fingerprint())
-    xla._handlers.append(loop)  # its compiled code must outlive the handler
+    xla._loop = loop  # its compiled code must outlive the handler
     if key in _HANDLERS:  # another XlaKernel of the same kernel and name in this process
         table, messages, handler = _HANDLERS[key]
         xla.pointers = table[_POINTERS:]
