@@ -93,10 +93,12 @@ def xla_handler(xla, loop, parallel):
     ``xla.pointers``) it reads from a table found by a symbol name
     (``llvmlite.binding.add_symbol``), never from a constant frozen in.
 
-    Measured on the shared 2-core machine (load 5 to 7 from other test
-    suites), a new process with a warm cache, first ``jax.jit`` cowell call
-    (2 objects, 2 output times): 66 to 82 s before (the loop and the handler
-    compiled in every process), see docs/jax.md for after.
+    Measured on the shared 2-core machine (other test suites running), a new
+    process with a warm cache, first ``jax.jit`` cowell call (2 objects, 2
+    output times, cpu): 66 to 82 s before (the loop and the handler compiled
+    in every process; load average 5 to 7), 2.3 to 2.5 s after (load 14.5 to
+    15; the numpy call 1.8 to 2.6 s then; 1.7 to 2.3 s of it loading the
+    kernel, 0.04 s the handler). Details in docs/jax.md ("Start-up").
     """
     compiled = loop.compile()
     signature = loop._signature()
