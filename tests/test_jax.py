@@ -26,6 +26,7 @@ from astropy import units as u  # noqa: E402
 import hapsira_core.jax as hcj  # noqa: E402
 import hapsira_cowell.jax as hj  # noqa: E402
 from hapsira_core import ivp, settings
+import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_kernel)
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
@@ -48,7 +49,7 @@ def _simulated_kernel(kernel, what):
 @pytest.fixture(autouse=True)
 def _launcher_under_simulator(monkeypatch):
     if SIM:
-        monkeypatch.setattr(hcj, "xla_kernel", _simulated_kernel)
+        monkeypatch.setattr(front, "xla_kernel", _simulated_kernel)
 
 
 def xla_of(problem):
@@ -422,7 +423,7 @@ def test_derivatives_raise_a_clear_error():
 
 def test_platform_not_matching_the_target_is_a_clear_error(monkeypatch):
     if SIM:
-        monkeypatch.setattr(hcj, "xla_kernel", xla.xla_kernel)  # the real registration
+        monkeypatch.setattr(front, "xla_kernel", xla.xla_kernel)  # the real registration
         with pytest.raises(jax.errors.JaxRuntimeError,
                            match="HAPSIRA_TARGET=cuda under the CUDA simulator"):
             jax_cowell(R0, V0)
