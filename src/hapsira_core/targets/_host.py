@@ -96,9 +96,10 @@ def xla_handler(xla, loop, parallel):
     Measured on the shared 2-core machine (other test suites running), a new
     process with a warm cache, first ``jax.jit`` cowell call (2 objects, 2
     output times, cpu): 66 to 82 s before (the loop and the handler compiled
-    in every process; load average 5 to 7), 2.3 to 2.5 s after (load 14.5 to
-    15; the numpy call 1.8 to 2.6 s then; 1.7 to 2.3 s of it loading the
-    kernel, 0.04 s the handler). Details in docs/jax.md ("Start-up").
+    in every process; load average 5 to 7), 2.4 to 2.9 s after (load 7 to
+    7.4; the numpy call 1.1 to 1.8 s then; 1.7 to 2.3 s of it loading the
+    kernel, 0.04 s the handler, 0.7 to 0.9 s JAX's own compile). Details in
+    docs/jax.md ("Start-up").
     """
     compiled = loop.compile()
     signature = loop._signature()
