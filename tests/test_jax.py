@@ -9,6 +9,7 @@ launcher (the GPU path's frame decoding and launch) on XLA's CPU buffers
 instead (``XlaKernel(..., simulator_on_cpu=True)``).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from astropy import units as u  # noqa: E402
 import hapsira_core.jax as hcj  # noqa: E402
 import hapsira_cowell.jax as hj  # noqa: E402
 from hapsira_core import ivp, settings
+import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_kernel)
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
@@ -47,7 +49,7 @@ def _simulated_kernel(kernel, what):
 @pytest.fixture(autouse=True)
 def _launcher_under_simulator(monkeypatch):
     if SIM:
-        monkeypatch.setattr(hcj, "xla_kernel", _simulated_kernel)
+        monkeypatch.setattr(front, "xla_kernel", _simulated_kernel)
 
 
 def xla_of(problem):
@@ -421,7 +423,7 @@ def test_derivatives_raise_a_clear_error():
 
 def test_platform_not_matching_the_target_is_a_clear_error(monkeypatch):
     if SIM:
-        monkeypatch.setattr(hcj, "xla_kernel", xla.xla_kernel)  # the real registration
+        monkeypatch.setattr(front, "xla_kernel", xla.xla_kernel)  # the real registration
         with pytest.raises(jax.errors.JaxRuntimeError,
                            match="HAPSIRA_TARGET=cuda under the CUDA simulator"):
             jax_cowell(R0, V0)
@@ -503,3 +505,60 @@ def test_32_bit_jax_is_refused_with_the_fix():
         "        print('refused:', error)\n", JAX_ENABLE_X64="0")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("jax.config.update('jax_enable_x64', True)") == 2, done.stdout
+
+
+WARM_JAX = """
+import json
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+from numba.core import event
+from hapsira_cowell import cowell
+from hapsira_cowell.cowell import _options, _problem
+from hapsira_cowell.jax import cowell as jax_cowell
+
+compiled = []
+
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        compiled.append(str(ev.data.get("dispatcher")))
+
+
+r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
+v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
+tofs = np.array([600.0, 1800.0])
+f, events, max_steps, records = _options(None, (), 100_000, 64)
+kernel = _problem(f, events, tofs, max_steps, records).kernel  # the kernel cowell runs
+on_disk = kernel.on_disk()
+with event.install_listener("numba:compile", Compiles()):
+    res = jax.jit(lambda r, v: jax_cowell(398600.4418, r, v, tofs))(r0, v0)
+    rr = np.asarray(res.rr)
+hits = getattr(kernel._compiled, "stats", None)
+print(json.dumps({"on_disk": on_disk, "compiled": compiled, "rr": rr.tolist(),
+                  "numpy": np.asarray(cowell(398600.4418, r0, v0, tofs).rr).tolist(),
+                  "hits": None if hits is None else sum(hits.cache_hits.values())}))
+"""
+
+
+@pytest.mark.skipif(settings.TARGET == "cuda", reason="the host targets' XLA handler; the "
+                    "simulator caches nothing, and a GPU's run of this is not checked here")
+def test_a_warm_process_compiles_nothing_for_its_first_jax_call(tmp_path):
+    # The second process loads the numpy front's kernel (parallel: its prange loop)
+    # and the XLA handler from the disk cache: numba compiles nothing at all.
+    def run():
+        done = _python(WARM_JAX, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path))
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert not cold["on_disk"] and cold["compiled"]
+    assert warm["on_disk"] and warm["compiled"] == []
+    if settings.TARGET == "cpu":  # the numpy front's own kernel, a hit of numba's cache
+        assert warm["hits"] == 1
+    assert warm["rr"] == cold["rr"] == warm["numpy"]
+    entries = sorted(p.name for p in tmp_path.glob("hapsira_kernel_*.py"))
+    assert [e.split("_")[2] for e in entries].count("xla") == 1, entries

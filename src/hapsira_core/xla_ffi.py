@@ -301,24 +301,6 @@ def _frame_namespace():
 
 _HANDLER_SIGNATURE = types.voidptr(types.voidptr)
 
-_REFUSAL_SOURCE = """
-def handler(frame_pointer):
-    frame = _address(frame_pointer)
-    extension = _i64(frame + F_EXTENSION)
-    if extension != 0 and _i32(extension + E_TYPE) == EXTENSION_METADATA:
-        return _metadata(frame, extension, VERSION_ERROR)
-    return _error(frame, MESSAGE)
-"""
-
-
-def _refusal_handler(message):
-    """A handler that answers the metadata query and otherwise returns ``message``."""
-    namespace = _frame_namespace()
-    namespace["MESSAGE"] = message.address
-    exec(compile(_REFUSAL_SOURCE, "<hapsira xla refusal handler>", "exec"), namespace)
-    return numba.cfunc(_HANDLER_SIGNATURE)(namespace["handler"])
-
-
 # --------------------------------------------------------------------------
 # The same ABI for handlers written in Python (ctypes callbacks).
 # --------------------------------------------------------------------------
@@ -352,3 +334,27 @@ def _host_view(data, shape, dtype):
     raw = (_c.c_char * (count * dtype.itemsize)).from_address(data)
     return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
+
+def _refusal_handler(message):
+    """A handler that answers the metadata query and otherwise returns ``message``.
+
+    A ctypes callback, not a cfunc: it runs once when the target is registered
+    and then only to report an error, and a cfunc took seconds of numba in
+    every process (its helpers compiled on a warm cache). ``.address``: what
+    ``jax.ffi.pycapsule`` takes.
+    """
+    def refuse(frame_pointer):
+        frame = frame_pointer.contents
+        api = _Api.from_address(frame.api)
+        try:
+            if frame.extension_start:
+                base = _ExtensionBase.from_address(frame.extension_start)
+                if base.type == _EXTENSION_METADATA:
+                    return _answer_metadata(api, frame.extension_start)
+        except BaseException as exc:  # an exception must not cross into XLA
+            return _python_error(api, f"hapsira: {type(exc).__name__}: {exc}")
+        return _ERROR_CREATE_TYPE(api.Error_Create)(_c.byref(message.args))
+
+    callback = _HANDLER_TYPE(refuse)
+    callback.address = _c.cast(callback, _c.c_void_p).value
+    return callback

@@ -2,11 +2,15 @@
 by symbol, and XLA handlers that are numba ``cfunc``s."""
 
 import math
+import sys
+import warnings
 
 import numba
 import numpy as np
 
 from .. import settings, xla_ffi as ffi
+from ..kernels import cache, kernel
+from ..kernels.fingerprint import fingerprint
 from ._foreign import declare_host as declare_foreign  # noqa: F401
 
 #: On the host the dense output reuses the step's stages: an output time costs
@@ -62,10 +66,116 @@ def xla_mismatch(name, what):
 #: concurrent parallel regions (omp and tbb would oversubscribe the cores).
 _PARALLEL_LOCK = np.zeros(1, dtype=np.int64)
 
+# The handler's table of what differs from process to process (a cached
+# handler must not hold an address): slots, in int64s, from the table's start.
+_WRONG_FRAME, _WRONG_BUFFER, _RAISED, _VERSION, _LOCK, _POINTERS = range(6)
+#: handler key -> (table, messages, cfunc): one per kernel and process
+_HANDLERS = {}
+#: handler key -> the globals its generated module takes (see `handler_globals`)
+_GLOBALS = {}
 
-def xla_handler(xla, parallel):
-    """A cfunc that wraps XLA's buffers as arrays and runs the per-object loop."""
-    loop = xla_loop(xla, parallel)
+
+def xla_handler(xla, loop, parallel):
+    """A cfunc that wraps XLA's buffers as arrays and runs ``loop`` on them.
+
+    ``loop``: an `ObjectKernel` taking the XLA kernel's arguments (the numpy
+    front's own kernel on cpu, a prange loop on parallel), compiled or loaded
+    from the on-disk cache. The cfunc calls the loop's compiled code by symbol
+    (`_native_call`) instead of linking it in, so that nothing of the loop is
+    compiled again here.
+
+    The cfunc itself (reading the call frame, checking and wrapping the
+    buffers: about 20 s of numba on a loaded 2-core machine, most of a warm
+    process's first JAX call before this was cached) is a generated module
+    under ``HAPSIRA_CACHE_DIR``, cached by numba like the kernels, where the
+    loop is. What it needs that differs from process to process (the
+    addresses of the error messages, of the parallel lock, of
+    ``xla.pointers``) it reads from a table found by a symbol name
+    (``llvmlite.binding.add_symbol``), never from a constant frozen in.
+
+    Measured on the shared 2-core machine (other test suites running), a new
+    process with a warm cache, first ``jax.jit`` cowell call (2 objects, 2
+    output times, cpu): 66 to 82 s before (the loop and the handler compiled
+    in every process; load average 5 to 7), 2.4 to 2.9 s after (load 7 to
+    7.4; the numpy call 1.1 to 1.8 s then; 1.7 to 2.3 s of it loading the
+    kernel, 0.04 s the handler, 0.7 to 0.9 s JAX's own compile). Details in
+    docs/jax.md ("Start-up").
+    """
+    compiled = loop.compile()
+    signature = loop._signature()
+    compiled.compile(signature)  # loaded already: returns at once
+    overload = compiled.overloads[tuple(signature)]
+    source = _handler_source(xla, parallel)
+    key = fingerprint(source, xla.what, overload.fndesc.mangled_name, loop.code_options(),
+                      cache.library_fingerprint())
+    xla._loop = loop  # its compiled code must outlive the handler
+    if key in _HANDLERS:  # another XlaKernel of the same kernel and name in this process
+        table, messages, handler = _HANDLERS[key]
+        xla.pointers = table[_POINTERS:]
+        return handler
+    messages = _messages(xla)
+    table = np.zeros(_POINTERS + len(xla.args), dtype=np.int64)
+    table[:_POINTERS] = [m.address for m in messages] + [_PARALLEL_LOCK.ctypes.data]
+    symbol = f"hapsira_xla_table_{key}"
+    import llvmlite.binding as llvm
+    llvm.add_symbol(symbol, table.ctypes.data)
+    namespace = ffi._frame_namespace()
+    del namespace["VERSION_ERROR"]  # an address: read from the table instead
+    namespace.update(run_loop=_native_call(overload), _table=_symbol_address(symbol),
+                     _try_lock=ffi._try_lock, _unlock=ffi._unlock,
+                     _yield_thread=ffi._yield_thread)
+    _GLOBALS[key] = namespace
+    handler = _handler_cfunc(key, source, cached=settings.CACHE and loop.recipe is not None)
+    xla.pointers = table[_POINTERS:]
+    _HANDLERS[key] = (table, messages, handler)
+    return handler
+
+
+def handler_globals(key):
+    """The globals of the generated handler module ``key`` (its helpers, the loop's
+    call and its table's symbol), registered by `xla_handler` before it loads the
+    module; empty where it did not (numba importing an old module by name)."""
+    return _GLOBALS.get(key, {})
+
+
+_HANDLER_PRELUDE = """from hapsira_core.targets._host import handler_globals
+
+globals().update(handler_globals({key!r}))
+
+
+"""
+
+
+def _handler_cfunc(key, source, cached):
+    """The compiled handler: from (or into) the disk cache, or made in memory.
+
+    A cache entry numba cannot load is removed and built again once, with a
+    warning, as for the kernels (`hapsira_core.kernels.kernel.ObjectKernel._build`).
+    """
+    for attempt in range(2):
+        if cached:
+            function = cache.load_module(f"xla_{key}", _HANDLER_PRELUDE.format(key=key)
+                                         + source).handler
+        else:
+            namespace = dict(_GLOBALS[key])
+            exec(compile(source, f"<hapsira xla handler {key}>", "exec"), namespace)
+            function = namespace["handler"]
+        try:
+            return numba.cfunc(ffi._HANDLER_SIGNATURE, error_model="numpy",
+                               cache=cached)(function)
+        except Exception as error:
+            if not cached or attempt or not cache.is_corruption(error):
+                raise
+            name = f"hapsira_kernel_xla_{key}"
+            warnings.warn(f"hapsira cache: the entry {name} could not be loaded "
+                          f"({type(error).__name__}: {error}); rebuilding it",
+                          cache.CacheWarning, stacklevel=4)
+            cache.remove(name)
+            sys.modules.pop(name, None)
+
+
+def _messages(xla):
+    """The handler's errors, in the order of the table's first slots."""
     wrong_frame = ffi._Message(
         f"hapsira: the {xla.what} was called with a call frame it does not expect "
         f"(expected the execute stage, {xla.n_inputs} arguments and "
@@ -73,36 +183,43 @@ def xla_handler(xla, parallel):
     wrong_buffer = ffi._Message(
         f"hapsira: the {xla.what} got buffers whose dtypes, ranks or shapes do not "
         "agree with its declared arguments", ffi._ERROR_INTERNAL)
-    # numba cannot raise out of a cfunc: an exception in the loop (a bounds check
-    # of `checks.bounds_checked`) was printed and the outputs left as garbage
     raised = ffi._Message(
         f"hapsira: the {xla.what} raised inside the kernel: params: a read past the "
-        "end of a params row, at an index computed at run time (bounds check); no "
-        "result is returned", ffi._ERROR_INTERNAL)
-    xla._messages += [wrong_frame, wrong_buffer, raised]
+        "end of a params row, at an index computed at run time (bounds check), or "
+        "HAPSIRA_DEBUG's bounds checks; no result is returned (call it from numpy "
+        "to see which function)", ffi._ERROR_INTERNAL)
+    return [wrong_frame, wrong_buffer, raised, ffi._VERSION_MESSAGE]
+
+
+def _handler_source(xla, parallel):
+    """The handler's Python source: the same for every process (no addresses)."""
+    def slot(index):
+        return f"_i64(table + {8 * index})"
+
     lines = ["def handler(frame_pointer):",
+             "    table = _table()",
              "    frame = _address(frame_pointer)",
              "    extension = _i64(frame + F_EXTENSION)",
              "    if extension != 0 and _i32(extension + E_TYPE) == EXTENSION_METADATA:",
-             "        return _metadata(frame, extension, VERSION_ERROR)",
+             f"        return _metadata(frame, extension, {slot(_VERSION)})",
              "    if (_i32(frame + F_STAGE) != STAGE_EXECUTE",
              f"            or _i64(frame + F_NARGS) != {xla.n_inputs}",
              f"            or _i64(frame + F_NRETS) != {len(xla.outputs)}):",
-             "        return _error(frame, WRONG_FRAME)",
+             f"        return _error(frame, {slot(_WRONG_FRAME)})",
              "    arguments = _i64(frame + F_ARGS)",
              "    results = _i64(frame + F_RETS)"]
     names = []
     for index, arg in enumerate(xla.args):
-        table, slot = ("results", index - xla.n_inputs) if arg.output \
+        table, slot_index = ("results", index - xla.n_inputs) if arg.output \
             else ("arguments", index)
         rank = len(arg.core) + (1 if arg.per_object else 0)
         code = ffi._DTYPE_CODES[arg.dtype]
         name = f"a{index}"
         shape = ", ".join(f"_dim(b, {axis})" for axis in range(rank)) + ","
-        lines += [f"    b = _i64({table} + {8 * slot})",
+        lines += [f"    b = _i64({table} + {8 * slot_index})",
                   f"    if _i32(b + B_DTYPE) != {code} or _i64(b + B_RANK) != {rank}:",
-                  "        return _error(frame, WRONG_BUFFER)",
-                  f"    _set_i64(POINTERS + {8 * index}, _i64(b + B_DATA))",
+                  f"        return _error(frame, {slot(_WRONG_BUFFER)})",
+                  f"    _set_i64(table + {8 * (_POINTERS + index)}, _i64(b + B_DATA))",
                   f"    {name} = numba.carray(_pointer(_i64(b + B_DATA)), ({shape}), "
                   f"np.{arg.dtype.name})"]
         names.append(name)
@@ -112,51 +229,103 @@ def xla_handler(xla, parallel):
               for i in n_or_one]
     if checks:
         lines += [f"    if {' or '.join(checks)}:",
-                  "        return _error(frame, WRONG_BUFFER)"]
-    call = ["        failed = False",
-            "        try:",
-            f"            loop({', '.join(names)})",
-            "        except Exception:",
-            "            failed = True"]
+                  f"        return _error(frame, {slot(_WRONG_BUFFER)})"]
+    call = [f"        ok = run_loop(({', '.join(names)},))"]
     if parallel:
-        call = ["        while not _try_lock(LOCK):",
-                "            _yield_thread()"] + call + ["        _unlock(LOCK)"]
-    call += ["        if failed:",
-             "            return _error(frame, RAISED)"]
+        call = [f"        lock = {slot(_LOCK)}",
+                "        while not _try_lock(lock):",
+                "            _yield_thread()"] + call + ["        _unlock(lock)"]
+    call += ["        if not ok:", f"            return _error(frame, {slot(_RAISED)})"]
     lines += [f"    if a{xla.n_inputs}.shape[0] > 0:"] + call + ["    return _pointer(0)"]
-    namespace = ffi._frame_namespace()
-    namespace.update(loop=loop, WRONG_FRAME=wrong_frame.address,
-                     WRONG_BUFFER=wrong_buffer.address, RAISED=raised.address,
-                     POINTERS=xla.pointers.ctypes.data,
-                     LOCK=_PARALLEL_LOCK.ctypes.data, _try_lock=ffi._try_lock,
-                     _unlock=ffi._unlock, _yield_thread=ffi._yield_thread)
-    exec(compile("\n".join(lines), f"<hapsira xla handler {xla.name}>", "exec"), namespace)
-    return numba.cfunc(ffi._HANDLER_SIGNATURE, error_model="numpy")(namespace["handler"])
+    return "\n".join(lines) + "\n"
 
 
-def xla_loop(xla, parallel):
-    """``for i in prange(n): body(rows of i)``, compiled for cpu or parallel.
+def _symbol_address(symbol):
+    """An intrinsic ``() -> int64``: the address that the JIT gives the symbol
+    ``symbol`` (set per process with ``llvmlite.binding.add_symbol``)."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def address(typingctx):
+        def codegen(context, builder, signature, args):
+            module = builder.module
+            try:
+                variable = module.get_global(symbol)
+            except KeyError:
+                variable = ir.GlobalVariable(module, ir.IntType(8), symbol)
+                variable.linkage = "external"
+            return builder.ptrtoint(variable, ir.IntType(64))
+        return types.int64(), codegen
+
+    return address
+
+
+def _native_call(overload):
+    """An intrinsic ``call((a0, a1, ...)) -> bool`` that runs a compiled overload
+    (a ``CompileResult`` of a dispatcher) and says whether it returned without
+    raising.
+
+    A numba function calling a dispatcher links a copy of the callee's LLVM
+    module into its own and optimises and generates machine code for all of
+    it again: for a solver kernel that is most of its compile time. This call
+    declares the callee's symbol instead; the JIT resolves it to the code
+    already loaded (the caller keeps the callee loaded, and loads it first).
+    """
+    from numba.core import errors, types
+    from numba.core.cgutils import unpack_tuple
+    from numba.extending import intrinsic
+
+    expected = types.Tuple(overload.signature.args)
+
+    @intrinsic
+    def call(typingctx, arrays):
+        if arrays != expected:
+            raise errors.TypingError(f"expected {expected}, got {arrays}")
+
+        def codegen(context, builder, signature, args):
+            values = unpack_tuple(builder, args[0], len(expected))
+            status, _ = context.call_internal_no_propagate(
+                builder, overload.fndesc, overload.signature, values)
+            return builder.not_(status.is_error)
+        return types.boolean(arrays), codegen
+
+    return call
+
+
+class PrangeLoop(kernel.ObjectKernel):
+    """``for i in prange(n): body(rows of i)``: an `ObjectKernel`'s body on all cores,
+    as one njit function that a cfunc can call (the parallel target's own kernel
+    is a gufunc, which cannot be called from compiled code).
 
     The same per-object body as the numpy call, so the same numbers; a
-    per-object input with one row is shared by every object.
+    per-object input with one row is shared by every object. Cached on disk
+    as an entry of its own, next to the kernel it is made from.
     """
-    rows = []
-    for arg in xla.args:
-        if not arg.per_object:
-            rows.append(arg.name)
-        elif arg.output:
-            rows.append(f"{arg.name}[i]")
-        else:
-            rows.append(f"{arg.name}[i if {arg.name}.shape[0] != 1 else 0]")
-    first_out = xla.outputs[0].name
-    # prange's index is unsigned; as int64 it unifies with the 0 of a
-    # shared row (uint64 with int64 would give a float index).
-    source = (f"def loop({', '.join(a.name for a in xla.args)}):\n"
-              f"    for j in prange({first_out}.shape[0]):\n"
-              f"        i = np.int64(j)\n"
-              f"        body({', '.join(rows)})\n")
-    namespace = {"body": xla.kernel.body, "prange": numba.prange, "np": np}
-    exec(compile(source, f"<hapsira xla loop {xla.name}>", "exec"), namespace)
-    return numba.njit(error_model="numpy", parallel=parallel)(
-        namespace["loop"])
 
+    TARGET = "parallel"
+
+    def __init__(self, kernel):
+        self.code_options = kernel.code_options
+        recipe = None
+        if kernel.recipe is not None:
+            key, prelude = kernel.recipe
+            recipe = (fingerprint("prange loop", key), prelude)
+        super().__init__(kernel.body, kernel.args, recipe)
+
+    def _source(self):
+        names = ", ".join(a.name for a in self.args)
+        rows = ", ".join(self._row(a) for a in self.args)
+        first_out = self.args[self.n_inputs].name
+        # prange's index is unsigned; as int64 it unifies with the 0 of a
+        # shared row (uint64 with int64 would give a float index).
+        return (f"import numba as _numba\n"
+                f"import numpy as _np\n\n\n"
+                f"def kernel({names}):\n"
+                f"    for j in _numba.prange({first_out}.shape[0]):\n"
+                f"        i = _np.int64(j)\n"
+                f"        body({rows})\n")
+
+    def _compile(self, function, cached):
+        return numba.njit(error_model="numpy", parallel=True, cache=cached)(function)

@@ -22,7 +22,7 @@ def code_options():
 
 
 def xla_handler(xla):
-    return _host.xla_handler(xla, parallel=False)
+    return _host.xla_handler(xla, xla.kernel, parallel=False)
 
 
 def xla_mismatch(what):

@@ -22,8 +22,16 @@ def code_options():
     return (NAME, settings.DEBUG)
 
 
+#: kernel id -> (kernel, its PrangeLoop): one loop per kernel and process, so that
+#: a second XlaKernel of a kernel does not load the loop's code a second time
+_LOOPS = {}
+
+
 def xla_handler(xla):
-    return _host.xla_handler(xla, parallel=True)
+    entry = _LOOPS.get(id(xla.kernel))
+    if entry is None or entry[0] is not xla.kernel:
+        entry = _LOOPS[id(xla.kernel)] = (xla.kernel, _host.PrangeLoop(xla.kernel))
+    return _host.xla_handler(xla, entry[1], parallel=True)
 
 
 def xla_mismatch(what):
