@@ -18,6 +18,11 @@ def modules():
     return sorted(p for p in SRC.rglob("*.py") if ".egg-info" not in str(p))
 
 
+def _is_module(name):
+    path = SRC.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
 def imported_names(path):
     """Every module name an ``import`` or ``from ... import`` of ``path`` names,
     made absolute (``from ..ivp import api`` in hapsira_core/fronts/x.py gives
@@ -37,7 +42,12 @@ def imported_names(path):
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
-            names.add(module)
+            # ``from package import module`` names the module's file, not the package's
+            # (as Python resolves it, and as a reader follows it)
+            modules_named = [alias.name for alias in node.names
+                             if _is_module(f"{module}.{alias.name}")]
+            if len(modules_named) < len(node.names):
+                names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
 

@@ -412,13 +412,15 @@ def test_version_and_the_package_imports_no_solver():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, HAPSIRA_TARGET="bogus"))
     assert done.returncode == 0 and done.stdout == "False\n", done.stderr
-    # ... and `from hapsira_cowell import cowell` is the function, however imported first
-    probe = ("import hapsira_cowell.cowell as m, sys; from hapsira_cowell import cowell; "
-             "print(callable(cowell), cowell is sys.modules['hapsira_cowell.cowell'].cowell)")
+    # ... and `from hapsira_cowell import cowell` is the routing function, however imported
+    # first (numpy to the propagator, Dask arrays to the Dask front)
+    probe = ("import hapsira_cowell.propagator as m, sys; from hapsira_cowell import cowell; "
+             "import hapsira_cowell.api as api; "
+             "print(callable(cowell), cowell is api.cowell, cowell.__wrapped__ is m.cowell)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120)
-    assert done.stdout == "True True\n", done.stderr
-    assert callable(cowell) and cowell.__module__ == "hapsira_cowell.cowell"
+    assert done.stdout == "True True True\n", done.stderr
+    assert callable(cowell) and cowell.__module__ == "hapsira_cowell.propagator"
 
 
 def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):

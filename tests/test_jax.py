@@ -30,7 +30,7 @@ import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_ke
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.cowell import _problem as cowell_problem  # noqa: E402
+from hapsira_cowell.propagator import _problem as cowell_problem  # noqa: E402
 from hapsira_cowell.events import AltitudeCrossEvent, NodeCrossEvent  # noqa: E402
 from hapsira_cowell.perturbations import J2_perturbation, two_body  # noqa: E402
 from reference import K_EARTH, R_EARTH, coe_to_rv, varied_orbits  # noqa: E402
@@ -480,7 +480,7 @@ def test_packages_import_without_jax():
         "import sys\n"
         "sys.modules['jax'] = None  # as if JAX were not installed\n"
         "import hapsira_core, hapsira_core.jit, hapsira_core.ivp, hapsira_cowell\n"
-        "import hapsira_cowell.cowell\n"
+        "import hapsira_cowell.propagator\n"
         "for name in ('hapsira_cowell.jax', 'hapsira_core.jax'):\n"
         "    try:\n"
         "        __import__(name)\n"
@@ -514,7 +514,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from numba.core import event
 from hapsira_cowell import cowell
-from hapsira_cowell.cowell import _options, _problem
+from hapsira_cowell.propagator import _options, _problem
 from hapsira_cowell.jax import cowell as jax_cowell
 
 compiled = []

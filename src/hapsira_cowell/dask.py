@@ -15,8 +15,8 @@ from astropy import units as u
 from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
-from .cowell import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
-from .cowell import cowell as cowell_numpy
+from .propagator import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
+from .propagator import cowell as cowell_numpy
 from .units import to_value
 
 __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_client",

@@ -20,10 +20,10 @@ from hapsira_core.ivp import checks  # noqa: E402
 from hapsira_core.ivp.layout import INFO  # noqa: E402
 
 # the numpy call's checks and its Problem (``from . import cowell`` would give the function)
-from .cowell import _gm as _numpy_gm  # noqa: E402
-from .cowell import _options, _problem, _states  # noqa: E402
-from .cowell import _state as _numpy_state  # noqa: E402
-from .cowell import _tofs as _numpy_tofs  # noqa: E402
+from .propagator import _gm as _numpy_gm  # noqa: E402
+from .propagator import _options, _problem, _states  # noqa: E402
+from .propagator import _state as _numpy_state  # noqa: E402
+from .propagator import _tofs as _numpy_tofs  # noqa: E402
 from .units import is_quantity  # noqa: E402
 
 __all__ = ["cowell", "CowellResult", "DerivativeError"]

@@ -63,7 +63,7 @@ def _read(orbit, index):
 def _advance(k, r0, v0, offsets, f, params, rtol, atol):
     """States after ``offsets[i]`` seconds (one sign), objects sorted by offset, in chunks
     whose output table (objects x distinct offsets) stays bounded."""
-    from .cowell import cowell
+    from .api import cowell
 
     order = np.argsort(np.abs(offsets), kind="stable")
     # distinct[i]: how many distinct offsets the sorted list has up to i
@@ -173,7 +173,7 @@ def propagate_orbits(orbits, tofs, epoch=None, **cowell_kwargs):
     ``cowell(k, r0, v0, tofs, **cowell_kwargs)`` runs from there. ``tofs``
     count from ``epoch``: the states of ``result`` are at ``epoch + tofs``.
     """
-    from .cowell import cowell
+    from .api import cowell
 
     sync = {name: cowell_kwargs[name] for name in ("f", "params", "rtol", "atol")
             if name in cowell_kwargs}

@@ -1,6 +1,26 @@
-"""Where the arrays live: one module per kind of input (numpy, JAX, Dask).
+"""Where the arrays live: one module or package per kind of input.
 
-Each front converts its inputs, calls the shared checks and the one core
-(`hapsira_core.ivp`), and presents the result. No front imports another; the
-choice between them is made here, by the type of the inputs.
+Each front converts its inputs, calls the shared checks (`hapsira_core.ivp.checks`)
+and the one core (`hapsira_core.ivp.api.integrate`), and presents its result:
+
+* numpy arrays: `hapsira_core.ivp.api.solve_ivp`, the core's own front;
+* Dask arrays: `.dask`, chunk by chunk on a cluster (a view of the same result);
+* JAX arrays inside ``jax.jit``: `.jax` (``hapsira_core.jax.solve_ivp``).
+
+No front imports another; the choice between numpy and Dask is made here, by
+the type of the inputs, for the public ``hapsira_core.ivp.solve_ivp``.
 """
+
+
+def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
+              params=None, events=(), max_steps=100_000, max_event_records=64):
+    # Dask arrays (chunked along the object axis) go to the Dask front, which
+    # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md.
+    # (`hapsira_core.ivp` gives this function the numpy front's docstring.)
+    from ..ivp import api
+    from .dask import any_dask
+    front = api.solve_ivp
+    if any_dask(y0, params):
+        from .dask import solve_ivp as front
+    return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params, events=events,
+                 max_steps=max_steps, max_event_records=max_event_records)

@@ -263,16 +263,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Returns
     -------
     IVPResult
-        A ``hapsira_core.dask.DaskIVPResult`` (same fields, Dask arrays) when
-        ``y0`` or ``params`` is a Dask array chunked along the object axis:
-        each chunk is solved by a Dask worker (docs/dask.md).
+        (This is the numpy front; the public ``hapsira_core.ivp.solve_ivp``
+        routes Dask arrays to the Dask front first: `hapsira_core.fronts`.)
     """
-    from ..fronts.dask import any_dask
-    if any_dask(y0, params):
-        from ..fronts.dask import solve_ivp as solve_chunked
-        return solve_chunked(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
-                             events=events, max_steps=max_steps,
-                             max_event_records=max_event_records)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
     t0, tf, times = _times(t_span, t_eval)

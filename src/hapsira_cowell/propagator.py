@@ -11,7 +11,6 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core import ivp
-from hapsira_core.fronts.dask import any_dask
 from hapsira_core.kernels.errors import check_returns, is_real, is_state
 from hapsira_core.ivp import checks
 from hapsira_core.jit import is_device_array
@@ -198,14 +197,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     -------
     CowellResult
         Quantities (km, km/s, s) if any of ``r0``, ``v0``, ``tofs`` was one.
-        A `hapsira_cowell.dask.DaskCowellResult` (Dask arrays, km, km/s, s)
-        when ``r0``, ``v0`` or ``params`` is a Dask array chunked along the
-        object axis: each chunk is propagated by a Dask worker (docs/dask.md).
+        (This is the numpy front; the public ``hapsira_cowell.cowell``
+        (`hapsira_cowell.api`) sends Dask arrays to `hapsira_cowell.dask` first,
+        which returns a `hapsira_cowell.dask.DaskCowellResult`.)
     """
-    if any_dask(r0, v0, params):
-        from .dask import cowell as cowell_chunked
-        return cowell_chunked(k, r0, v0, tofs, rtol, atol, f=f, params=params, events=events,
-                              max_steps=max_steps, max_event_records=max_event_records)
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
     k = _gm(k)
     r0, v0, single = _states(r0, v0)
