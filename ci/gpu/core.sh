@@ -105,7 +105,7 @@ PY
         # its own process from the start rather than queued behind another file
         echo "== tests: in the background ($TEST_CPUS)"
         # (TESTS and TEST_K, a -k expression, select a part: then one -n 8 run)
-        LONG=tests/test_disk_cache.py
+        LONG=tests/core/kernels/test_disk_cache.py
         if [ -n "${TESTS:-}" ]; then SELECT=(-n 8 ${TEST_K:+-k "$TEST_K"} $TESTS); else
             SELECT=(-n 7 --ignore=$LONG tests); fi
         (HAPSIRA_TARGET=cuda HAPSIRA_CACHE=0 timeout "$(left)" $TEST_CPUS python3 -m pytest -q \

@@ -470,7 +470,8 @@ def test_buffers_of_other_shapes_are_refused_not_overrun():
 def _python(code, **env):
     environment = dict(os.environ, **env)
     environment["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(__file__)] + environment.get("PYTHONPATH", "").split(os.pathsep))
+        [os.path.dirname(os.path.dirname(os.path.dirname(__file__)))]  # tests/: reference.py
+        + environment.get("PYTHONPATH", "").split(os.pathsep))
     return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True,
                           text=True, timeout=300)
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
+SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 CORE = SRC / "hapsira_core"
 TARGETS = CORE / "targets"
 FRONTS = CORE / "fronts"

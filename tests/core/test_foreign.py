@@ -24,7 +24,7 @@ from hapsira_core.foreign import CompilerNotFoundError, ForeignCompileError, dec
 from hapsira_core.jit import Arg, ObjectKernel, hjit
 from hapsira_cowell import cowell
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 REAL_GPU = settings.TARGET == "cuda" and not settings.cuda_simulator_enabled()
 
 
