@@ -100,7 +100,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     """
     from hapsira_core.jit import TARGET
 
-    from ..cowell import cowell
+    from ..api import cowell
     from ..events import AltitudeCrossEvent
 
     n = len(catalog)
@@ -170,7 +170,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
 
 def summary_lines(run, catalog, tof, wall_seconds):
     """The end-of-run summary: objects, outcomes by status, re-entries, timings."""
-    from ..cowell import STATUS_MESSAGES
+    from ..propagator import STATUS_MESSAGES
 
     n = len(run.status)
     lines = [f"objects: {n} ({catalog.kind}, frame {catalog.frame}"

@@ -76,4 +76,4 @@ def test_a_user_function_that_does_not_compile_is_named_first(simulated):
     message = str(info.value)
     assert message.startswith("user function '") and "broken_rhs' (" in message.splitlines()[0]
     assert 'a = rr[0] + "not a number"' in message.splitlines()[0]
-    assert "test_validation.py:" in message.splitlines()[0]
+    assert "test_checks.py:" in message.splitlines()[0]

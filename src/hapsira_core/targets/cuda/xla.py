@@ -16,7 +16,13 @@ from .surface import SIMULATOR
 
 
 def xla_handler(xla):
-    """A ctypes callback that launches the cuda kernel on XLA's stream."""
+    """A ctypes callback that launches the cuda kernel on XLA's stream.
+
+    The kernel is compiled (or loaded) here, so that a function that does not
+    compile raises in Python, as on the host targets, instead of inside XLA's
+    callback when the program runs (seen on an H100: the JAX front's error
+    for a ``y0`` wider than ``fun`` returns came only when a result was read)."""
+    xla.kernel.compile()
     launcher = _CudaLauncher(xla)
     callback = ffi._HANDLER_TYPE(launcher)
     callback.address = ctypes.cast(callback, ctypes.c_void_p).value
