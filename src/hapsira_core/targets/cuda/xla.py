@@ -22,7 +22,9 @@ def xla_handler(xla):
     compile raises in Python, as on the host targets, instead of inside XLA's
     callback when the program runs (seen on an H100: the JAX front's error
     for a ``y0`` wider than ``fun`` returns came only when a result was read)."""
-    xla.kernel.compile()
+    compiled = xla.kernel.compile()
+    if not SIMULATOR:  # numba-cuda compiles at the first launch otherwise
+        compiled.compile(xla.kernel._signature())
     launcher = _CudaLauncher(xla)
     callback = ffi._HANDLER_TYPE(launcher)
     callback.address = ctypes.cast(callback, ctypes.c_void_p).value
