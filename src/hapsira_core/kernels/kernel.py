@@ -115,6 +115,14 @@ class ObjectKernel:
             return f"{arg.name}[{index}]"
         return f"{arg.name}[{index} if {arg.name}.shape[0] != 1 else 0]"
 
+    def _call_parts(self):
+        """``(parameters, rows, first output)`` for a kernel's source: the arguments'
+        names, ``body``'s arguments for object ``i`` (`_row`), and the output whose
+        first axis is the number of objects."""
+        return (", ".join(a.name for a in self.args),
+                ", ".join(self._row(a) for a in self.args),
+                self.args[self.n_inputs].name)
+
     def _source(self):
         """The kernel's Python source: defines ``kernel`` calling ``body``."""
         raise NotImplementedError

@@ -315,9 +315,7 @@ class PrangeLoop(kernel.ObjectKernel):
         super().__init__(kernel.body, kernel.args, recipe)
 
     def _source(self):
-        names = ", ".join(a.name for a in self.args)
-        rows = ", ".join(self._row(a) for a in self.args)
-        first_out = self.args[self.n_inputs].name
+        names, rows, first_out = self._call_parts()
         # prange's index is unsigned; as int64 it unifies with the 0 of a
         # shared row (uint64 with int64 would give a float index).
         return (f"import numba as _numba\n"

@@ -40,9 +40,7 @@ class ObjectKernel(kernel.ObjectKernel):
     code_options = staticmethod(code_options)
 
     def _source(self):
-        names = ", ".join(a.name for a in self.args)
-        rows = ", ".join(self._row(a) for a in self.args)
-        first_out = self.args[self.n_inputs].name
+        names, rows, first_out = self._call_parts()
         return (f"def kernel({names}):\n"
                 f"    for i in range({first_out}.shape[0]):\n"
                 f"        body({rows})\n")

@@ -42,9 +42,7 @@ TARGET = textwrap.dedent('''
         code_options = staticmethod(code_options)
 
         def _source(self):
-            names = ", ".join(a.name for a in self.args)
-            rows = ", ".join(self._row(a) for a in self.args)
-            first_out = self.args[self.n_inputs].name
+            names, rows, first_out = self._call_parts()
             return (f"def kernel({names}):\\n"
                     f"    for j in range({first_out}.shape[0]):\\n"
                     f"        i = {first_out}.shape[0] - 1 - j\\n"

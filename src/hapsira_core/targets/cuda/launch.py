@@ -18,9 +18,7 @@ class ObjectKernel(kernel.ObjectKernel):
     JOINS_COLUMNS = True  # on the GPU, a chunk at a time (`_to_device`)
 
     def _kernel_source(self):
-        names = ", ".join(a.name for a in self.args)
-        rows = ", ".join(self._row(a) for a in self.args)
-        first_out = self.args[self.n_inputs].name
+        names, rows, first_out = self._call_parts()
         return (f"def kernel({names}):\n"
                 f"    i = cuda.grid(1)\n"
                 f"    if i < {first_out}.shape[0]:\n"
