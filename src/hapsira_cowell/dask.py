@@ -15,7 +15,7 @@ from astropy import units as u
 from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
-from .propagator import CowellResult, STATUS_MESSAGES, _gm, _options, _tofs
+from .propagator import CowellResult, STATUS_MESSAGES, _gm, _tofs, call_options
 from .propagator import cowell as cowell_numpy
 from .units import to_value
 
@@ -39,17 +39,19 @@ def propagate_chunk(blob, r0, v0, params=None):
 
 
 def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-              max_steps=100_000, max_event_records=64):
+              max_steps=100_000, max_event_records=64, params_given=None):
     """The checked call (all but the per-object arrays) as one blob for the workers.
 
-    ``params``: the shared row, or None when each chunk brings its own rows.
-    Returns ``(blob, tofs, events, max_event_records)`` as checked.
+    ``params``: the shared row, or None when each chunk brings its own rows;
+    ``params_given``: what the user gave (its width is checked here, before
+    any chunk runs; default ``params``). Returns ``(blob, tofs, events,
+    max_event_records)`` as checked.
     """
     k = _gm(k)
     tofs = _tofs(tofs)
-    rtol = checks.relative_tolerance(rtol, 6, stacklevel=5)
-    atol = checks.tolerance(atol, "atol", 6)
-    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
+    rtol, atol, f, events, max_steps, records = call_options(
+        rtol, atol, f, events, max_steps, max_event_records,
+        params if params_given is None else params_given, stacklevel=6)
     blob = core.pack(f=f, events=events, k=float(k), tofs=tofs, rtol=rtol, atol=atol,
                      params=params, max_steps=max_steps, records=records)
     return blob, tofs, events, records
@@ -88,7 +90,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
             else (None, shared)
     blob, tofs, events, records = pack_call(k, tofs, rtol, atol, f=f, params=shared,
                                             events=events, max_steps=max_steps,
-                                            max_event_records=max_event_records)
+                                            max_event_records=max_event_records,
+                                            params_given=params)
     arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object]))
     m = tofs.size
     outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),

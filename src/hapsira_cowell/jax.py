@@ -11,17 +11,18 @@ platform; see ``docs/jax.md``.
 from typing import NamedTuple
 
 # first: without JAX it raises an ImportError that names the extra to install
-from hapsira_core.fronts.jax import (DerivativeError, concrete, is_jax, params_rows, real,
-                              require_x64, run, static)
+from hapsira_core.fronts.jax import (DerivativeError, concrete, is_jax, option, params_rows,
+                                     real, require_x64, run)
 
 import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 from hapsira_core.ivp import checks  # noqa: E402
 from hapsira_core.ivp.layout import INFO  # noqa: E402
 
 # the numpy call's checks and its Problem (``from . import cowell`` would give the function)
 from .propagator import _gm as _numpy_gm  # noqa: E402
-from .propagator import _options, _problem, _states  # noqa: E402
+from .propagator import _problem, _states, bounds_checked, call_options  # noqa: E402
 from .propagator import _state as _numpy_state  # noqa: E402
 from .propagator import _tofs as _numpy_tofs  # noqa: E402
 from .units import is_quantity  # noqa: E402
@@ -115,12 +116,17 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     r0, v0, single = _states(r0, v0, state=_state)
     n = r0.shape[0]
     tofs = _tofs(tofs)
-    rtol = checks.relative_tolerance(static(rtol, "rtol"), 6)
-    atol = checks.tolerance(static(atol, "atol"), "atol", 6)
-    params = params_rows(params, n)
+    rows = params_rows(params, n)
+    rtol, atol, f, events, max_steps, records = call_options(
+        option(rtol, "rtol"), option(atol, "atol"), f, events, max_steps, max_event_records,
+        params, stacklevel=4)
+    concrete_rows = concrete(rows)
+    if concrete_rows is not None:
+        for event in events:
+            event.check_params(np.asarray(concrete_rows)[:, :checks.columns_given(params)])
+    f, events = bounds_checked(f, events)
     # GM first in every row, as the numpy call: a traced or vmapped k is data
-    params = jnp.concatenate((jnp.broadcast_to(k, (params.shape[0], 1)), params), axis=1)
-    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
+    params = jnp.concatenate((jnp.broadcast_to(k, (rows.shape[0], 1)), rows), axis=1)
     y0 = jnp.concatenate((r0, v0), axis=1)
 
     problem = _problem(f, events, tofs, max_steps, records)

@@ -114,32 +114,35 @@ def _gm(k):
     return k
 
 
-def _options(f, events, max_steps, max_event_records):
-    """``(f, events, max_steps, records)`` checked: what fixes the compiled kernel."""
+def call_options(rtol, atol, f, events, max_steps, max_event_records, params_given,
+                 stacklevel=5):
+    """What every front of ``cowell`` (numpy, JAX, Dask) checks the same way, once.
+
+    Call after the states, ``tofs`` and the params rows are checked;
+    ``params_given``: the params as the user gave them (a numpy, JAX or Dask
+    array, or None), whose width is checked against what ``f`` and the events
+    read. Returns ``(rtol, atol, f, events, max_steps, records)`` with the
+    numpy front's messages on every front; ``f`` and the events come back as
+    given (each front that compiles applies `bounds_checked`).
+    """
+    rtol = checks.relative_tolerance(rtol, 6, stacklevel)
+    atol = checks.tolerance(atol, "atol", 6)
     max_steps = checks.integer(max_steps, "max_steps", 1)
     records = checks.integer(max_event_records, "max_event_records", 0)
     events = checks.event_list(events, Event)
     f = two_body if f is None else f
     if not callable(f):
         raise ValueError(f"f: expected an hjit function, got {type(f).__name__}")
-    return f, events, max_steps, records
+    checks.params_width(checks.columns_given(params_given), [f] + [e.g for e in events],
+                        position=4)
+    return rtol, atol, f, events, max_steps, records
 
 
-def _bounds_checked(f, events):
+def bounds_checked(f, events):
     """``f`` and the events' ``g`` bounds-checked where they index ``p`` at run time
     (`hapsira_core.ivp.checks.bounds_checked`); after the width checks, which
     name the user's functions."""
     return checks.bounds_checked(f, 4), checks.bounds_checked_events(events, 4)
-
-
-def _params(params, n, f, events):
-    """The user's params rows, checked against what ``f`` and the events read."""
-    rows = checks.params(params, n)
-    width = checks.columns_given(params)
-    checks.params_width(width, [f] + [e.g for e in events], position=4)
-    for event in events:
-        event.check_params(rows[:, :width])
-    return rows
 
 
 def _diagnose(f, events, y0, params, t0):
@@ -206,11 +209,13 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     r0, v0, single = _states(r0, v0)
     n = r0.shape[0]
     tofs = _tofs(tofs)
-    rtol = checks.relative_tolerance(rtol, 6)
-    atol = checks.tolerance(atol, "atol", 6)
-    f, events, max_steps, records = _options(f, events, max_steps, max_event_records)
-    params = _params(params, n, f, events)
-    f, events = _bounds_checked(f, events)
+    rows = checks.params(params, n)
+    rtol, atol, f, events, max_steps, records = call_options(
+        rtol, atol, f, events, max_steps, max_event_records, params)
+    for event in events:
+        event.check_params(rows[:, :checks.columns_given(params)])
+    params = rows
+    f, events = bounds_checked(f, events)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
     y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)

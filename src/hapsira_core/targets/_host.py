@@ -318,12 +318,22 @@ class PrangeLoop(kernel.ObjectKernel):
         names, rows, first_out = self._call_parts()
         # prange's index is unsigned; as int64 it unifies with the 0 of a
         # shared row (uint64 with int64 would give a float index).
+        # An object whose body raised (a bounds check) is never marked done:
+        # numba's prange drops an exception raised outside a thread's first
+        # object, and this loop raises it again after the parallel region,
+        # where the handler sees it (without it the JAX front on parallel
+        # returned garbage statuses for a params read past the row).
         return (f"import numba as _numba\n"
                 f"import numpy as _np\n\n\n"
                 f"def kernel({names}):\n"
+                f"    done = _np.zeros({first_out}.shape[0], _np.bool_)\n"
                 f"    for j in _numba.prange({first_out}.shape[0]):\n"
                 f"        i = _np.int64(j)\n"
-                f"        body({rows})\n")
+                f"        body({rows})\n"
+                f"        done[i] = True\n"
+                f"    for i in range({first_out}.shape[0]):\n"
+                f"        if not done[i]:\n"
+                f"            raise IndexError('index is out of bounds')\n")
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", parallel=True, cache=cached)(function)

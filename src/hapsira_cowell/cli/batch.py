@@ -133,7 +133,8 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
         where = TARGET
     else:
         from .. import dask as on_cluster
-        blob = on_cluster.pack_call(K_EARTH, tofs, rtol, atol, f=f, events=events)[0]
+        blob = on_cluster.pack_call(K_EARTH, tofs, rtol, atol, f=f, events=events,
+                                    params_given=params)[0]
         print(f"{PROG}: compiling kernels on the Dask workers ({model}; once per worker "
               "process, unless cached)...", file=sys.stderr, flush=True)
         if n:

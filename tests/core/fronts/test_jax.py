@@ -515,7 +515,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from numba.core import event
 from hapsira_cowell import cowell
-from hapsira_cowell.propagator import _options, _problem
+from hapsira_cowell.propagator import _problem, call_options
 from hapsira_cowell.jax import cowell as jax_cowell
 
 compiled = []
@@ -532,7 +532,7 @@ class Compiles(event.Listener):
 r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
 v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
 tofs = np.array([600.0, 1800.0])
-f, events, max_steps, records = _options(None, (), 100_000, 64)
+_, _, f, events, max_steps, records = call_options(1e-11, 1e-12, None, (), 100_000, 64, None)
 kernel = _problem(f, events, tofs, max_steps, records).kernel  # the kernel cowell runs
 on_disk = kernel.on_disk()
 with event.install_listener("numba:compile", Compiles()):

@@ -76,7 +76,7 @@ def static(value, name):
     return array
 
 
-def _option(value, name):
+def option(value, name):
     """A concrete option as given (the numpy call's messages show it so); a JAX
     array read back, refused when traced."""
     return static(value, name) if is_jax(value) else value
@@ -222,7 +222,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     params = params_rows(params, n_objects)
     # the numpy front's checks (its messages), on the concrete options
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
-        fun, n, method, _option(rtol, "rtol"), _option(atol, "atol"), events, Event, max_steps,
+        fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
         max_event_records, params_given)
     problem = Problem(method, fun, n, events, times, max_steps, records, records,
                       [fun] + [e.g for e in events], diagnosis(fun, events))
