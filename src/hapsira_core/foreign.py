@@ -63,7 +63,8 @@ import types as pytypes
 from .ctools.prototype import PTR
 from .ctools.sources import (  # noqa: F401  (public names)
     CompilerNotFoundError, ForeignCompileError, _Declaration, _record)
-from .ctools.toolchain import DEFAULT_FLAGS, compile_count, folder_of_libraries  # noqa: F401
+from .ctools.toolchain import (DEFAULT_FLAGS, compile_count,  # noqa: F401
+                               folder_of_libraries, use_private_folder)
 
 __all__ = ["declare", "ForeignCompileError", "CompilerNotFoundError", "compile_count",
            "DEFAULT_FLAGS"]
@@ -181,13 +182,22 @@ def _hjit_function(pyfunc, callees):
 
 
 def _folder():
+    """The folder of libraries and generated modules: under ``HAPSIRA_CACHE_DIR``,
+    or, where that cannot be written, one of this process (after the cache's one
+    `CacheWarning`; before, every declaration raised from ``os.makedirs``)."""
+    from .kernels import cache
+    if not cache.usable():
+        folder = use_private_folder()
+        if __path__ != [folder]:
+            __path__[:] = [folder]
+        return folder
     return folder_of_libraries()
 
 
 #: The generated modules are submodules of this one, found in the cache folder:
 #: any process can import them by name (numba does, to rebuild a cached caller
 #: that refers to one), and importing one declares its function.
-__path__ = [_folder()]
+__path__ = [folder_of_libraries()]
 
 
 def _module(decl):
@@ -257,6 +267,7 @@ def declare(prototype, source=None, *, language=None, flags=(), device_code=None
         A malformed prototype, an unsupported C type, bad arguments.
     """
     record = _record(prototype, source, language, flags, device_code, device_abi)
+    _folder()  # first: where the library goes (a folder of this process if the cache's is unusable)
     callees = _callees(record).load()  # compile or load now, so that errors come from here
     function = _module(callees.decl)._hapsira_function
     function.symbol, function.library = callees.decl.symbol, callees.library

@@ -312,6 +312,15 @@ _ORDINAL_GET_TYPE = _c.CFUNCTYPE(_c.c_void_p, _c.POINTER(_DeviceOrdinalGetArgs))
 _DTYPES = {code: dtype for dtype, code in _DTYPE_CODES.items()}
 
 
+def raised_text(what):
+    """What a handler says when the kernel raised (a bounds check): the same words
+    from the host handlers and the simulator's launcher."""
+    return (f"hapsira: the {what} raised inside the kernel: params: a read past the "
+            "end of a params row, at an index computed at run time (bounds check), or "
+            "HAPSIRA_DEBUG's bounds checks; no result is returned (call it from numpy "
+            "to see which function)")
+
+
 def _python_error(api, text, code=_ERROR_INTERNAL):
     args = _ErrorCreateArgs(_struct_size(_ErrorCreateArgs, "errc"), None, text.encode(), code)
     return _ERROR_CREATE_TYPE(api.Error_Create)(_c.byref(args))

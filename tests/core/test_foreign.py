@@ -299,3 +299,28 @@ def test_fingerprint_follows_the_source(tmp_path):
     assert again is first and len(first.fingerprint) == 64
     assert other.fingerprint != first.fingerprint and other.symbol != first.symbol
     assert first.prototype == "double twice(double x)"
+
+
+def test_an_unusable_cache_folder_still_runs_declared_c(tmp_path):
+    """HAPSIRA_CACHE_DIR naming a regular file: the library is built in a folder of
+    the process, with the cache's one CacheWarning (before, the declaration raised
+    from os.makedirs: the kernels' fallback did not cover declared C)."""
+    source = tmp_path / "scaled.c"
+    source.write_text("HAPSIRA_FUNC double scaled(double x, const double *p)\n"
+                      "{\n    return p[0] * x + p[1];\n}\n")
+    script = tmp_path / "caller.py"
+    script.write_text("import warnings\nwarnings.simplefilter('always')\n" + CALLER)
+    not_a_folder = tmp_path / "a_file"
+    not_a_folder.write_text("")
+    env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(not_a_folder))
+    done = subprocess.run([sys.executable, str(script), str(source)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["out"] == [5.0, -14.5]
+    warned = [line for line in done.stderr.splitlines() if "CacheWarning" in line]
+    assert len(warned) == 1 and "HAPSIRA_CACHE_DIR" in warned[0], done.stderr
+    assert str(not_a_folder) in warned[0]
+    assert not_a_folder.read_text() == ""
+    if result["library"] is not None:  # a host library: in a folder the process removed
+        assert not os.path.exists(result["library"])

@@ -35,9 +35,28 @@ def compile_count():
     return _compiles
 
 
+#: A folder of this process alone, once `use_private_folder` was called: where
+#: libraries go when ``HAPSIRA_CACHE_DIR`` cannot be written.
+_private_folder = None
+
+
 def folder_of_libraries():
     """Where compiled libraries and generated declaration modules live."""
+    if _private_folder is not None:
+        return _private_folder
     return os.path.join(settings.CACHE_DIR, "foreign")
+
+
+def use_private_folder():
+    """From now on, build libraries in a temporary folder of this process (removed
+    at its exit): ``HAPSIRA_CACHE_DIR`` cannot be used (`hapsira_core.kernels.cache.usable`
+    said so, with its one warning). Returns the folder."""
+    global _private_folder
+    if _private_folder is None:
+        import atexit
+        _private_folder = tempfile.mkdtemp(prefix="hapsira-foreign-")
+        atexit.register(shutil.rmtree, _private_folder, ignore_errors=True)
+    return _private_folder
 
 
 _versions = {}

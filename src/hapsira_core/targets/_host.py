@@ -183,11 +183,7 @@ def _messages(xla):
     wrong_buffer = ffi._Message(
         f"hapsira: the {xla.what} got buffers whose dtypes, ranks or shapes do not "
         "agree with its declared arguments", ffi._ERROR_INTERNAL)
-    raised = ffi._Message(
-        f"hapsira: the {xla.what} raised inside the kernel: params: a read past the "
-        "end of a params row, at an index computed at run time (bounds check), or "
-        "HAPSIRA_DEBUG's bounds checks; no result is returned (call it from numpy "
-        "to see which function)", ffi._ERROR_INTERNAL)
+    raised = ffi._Message(ffi.raised_text(xla.what), ffi._ERROR_INTERNAL)
     return [wrong_frame, wrong_buffer, raised, ffi._VERSION_MESSAGE]
 
 

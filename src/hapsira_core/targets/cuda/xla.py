@@ -48,6 +48,8 @@ class _CudaLauncher:
                 if base.type == ffi._EXTENSION_METADATA:
                     return ffi._answer_metadata(api, frame.extension_start)
             return self.launch(frame, api)
+        except IndexError as exc:  # the simulator checks every index
+            return ffi._python_error(api, ffi.raised_text(self.xla.what) + f" ({exc})")
         except BaseException as exc:  # an exception must not cross into XLA
             return ffi._python_error(api, f"hapsira: launching the {self.xla.what} failed: "
                                       f"{type(exc).__name__}: {exc}")
