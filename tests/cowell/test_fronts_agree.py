@@ -120,7 +120,7 @@ def test_a_params_read_past_the_row_at_a_computed_index_is_an_error(front):
     """The last of three objects names a column past its row (p[7] of 2 columns)."""
     if not SIM and settings.TARGET == "cuda":
         pytest.skip("a GPU cannot raise: the read gives NaN and the object fails "
-                    "(tests/core/targets/cuda/test_guarded_reads.py)")
+                    "(tests/core/kernels/test_guard.py)")
     params = np.array([[1.0, 0.0], [1.0, 1e-9], [7.0, 0.0]])
     with pytest.raises(Exception, match=r"params: a read past the end of a params row"):
         FRONTS[front](R0, V0, TOFS, f=drag_at_computed_column, params=params)

@@ -5,10 +5,12 @@ returns the value in the form the kernel takes (float64, C-ordered, no
 stride-0 views, which made the cuda kernel 8x slower on an H100).
 """
 
+import math
 import warnings
 
 import numpy as np
 
+from ..jit import hjit
 from ..kernels.cache import factory
 from .state import MAX_N
 
@@ -353,7 +355,8 @@ def bounds_checked(function, position):
     function; without the check it read neighbouring memory and returned
     garbage with status 0 (different garbage on cpu and parallel). The CUDA
     simulator checks every index anyway (numpy) and raises the same error; on
-    a GPU reads are not checked. Only the user's function is re-compiled:
+    a GPU (``GUARDED_READS``) such reads give NaN instead (`guarded_reads_twin`),
+    so the object fails alone. Only the user's function is re-compiled:
     helpers it passes ``p`` to keep their own compilation, and a computed
     index inside one of them is checked only if it was compiled with
     ``boundscheck=True`` (or ``HAPSIRA_DEBUG``).
@@ -365,17 +368,47 @@ def bounds_checked(function, position):
     machine's noise (docs/api.md, "Params reads are checked").
     """
     from ..targets import active
-    if not active.BOUNDS_CHECKS or not computed_subscripts(function, position):
+    if not computed_subscripts(function, position):
         return function
-    return bounds_checked_twin(function)
+    if active.BOUNDS_CHECKS:
+        return bounds_checked_twin(function)
+    if getattr(active, "GUARDED_READS", False):
+        return guarded_reads_twin(function, position)
+    return function
 
 
 @factory
 def bounds_checked_twin(function):
     """``function`` compiled again with ``boundscheck=True`` (once per function; a
     factory, so that Dask workers and the disk cache can make it again)."""
-    from ..jit import hjit
     return hjit(boundscheck=True)(getattr(function, "py_func", function))
+
+
+@hjit
+def read_or_nan(row, index):
+    """``row[index]`` (negative counts from the end), or NaN past either end."""
+    n = row.shape[0]
+    i = index + n if index < 0 else index
+    if i < 0 or i >= n:
+        return math.nan
+    return row[i]
+
+
+@factory
+def guarded_reads_twin(function, position):
+    """``function`` made again with its computed reads of argument ``position``
+    guarded (`hapsira_core.kernels.guard`): for targets that cannot raise in a
+    kernel, which set ``GUARDED_READS`` (a GPU). A function whose source
+    cannot be read is returned as it is, with a warning."""
+    from ..kernels import guard
+    py = getattr(function, "py_func", function)
+    try:
+        twin = guard.guarded_function(py, position, read_or_nan)
+    except guard.SourceUnavailable as error:
+        warnings.warn(f"params reads of {py.__qualname__} are not guarded on this target: "
+                      f"{error}", stacklevel=6)
+        return function
+    return hjit(twin)
 
 
 def bounds_checked_events(events, position):

@@ -14,6 +14,9 @@ it needs. A target provides
 ``code_options()``       the settings that change its generated code (a tuple
                          of values, part of every kernel's cache key)
 ``BOUNDS_CHECKS``        whether ``hjit(boundscheck=True)`` checks indices
+``GUARDED_READS``        (optional) where it does not: whether params reads
+                         at a computed index are rewritten to give NaN past
+                         the row (`hapsira_core.kernels.guard`)
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
 ``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target
 ``XLA_PLATFORM``         the XLA platform its kernels run on inside JAX

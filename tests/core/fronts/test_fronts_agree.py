@@ -122,7 +122,7 @@ def test_jax_front_reports_a_params_read_past_the_row():
     dropped that exception and the JAX front returned garbage statuses."""
     if not SIM and settings.TARGET == "cuda":
         pytest.skip("a GPU cannot raise: the read gives NaN and the object fails "
-                    "(tests/core/targets/cuda/test_guarded_reads.py)")
+                    "(tests/core/kernels/test_guard.py)")
     with pytest.raises(Exception, match=r"params: a read past the end of a params row"):
         jax_front(decay_at_computed_index, (0.0, 1.0), np.ones((3, 1)),
                   params=np.array([[0.0], [0.0], [5.0]]))

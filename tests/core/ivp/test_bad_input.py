@@ -273,7 +273,7 @@ def test_a_params_read_past_the_row_at_a_computed_index_is_an_error_on_every_tar
                                                    r"in 'decay_at_computed_index'"):
             solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((3, 1)),
                       params=[[0.0], [0.0], [5.0]])
-    # (a real GPU does not check reads: numba-cuda has no bounds checks; docs/api.md)
+    # (a real GPU cannot raise: the read gives NaN there, tests/core/kernels/test_guard.py)
     # in range, the numbers of scipy
     res = solve_ivp(decay_at_computed_index, (0.0, 1.0), np.ones((2, 1)),
                     params=[[1.0, 2.0], [1.0, 3.0]], rtol=1e-10, atol=1e-12)

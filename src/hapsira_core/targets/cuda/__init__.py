@@ -21,9 +21,12 @@ NAME = "cuda"
 #: stage states do not fit in a thread's registers, and only steps that hold
 #: an output time or an event pay for it.
 KEEP_STAGES = False
-#: numba-cuda rejects ``boundscheck``: reads are not checked on a GPU (the simulator
-#: checks every index through numpy anyway).
+#: numba-cuda rejects ``boundscheck``. On a GPU, params reads at a computed index
+#: are guarded instead (NaN past the row: the object fails alone,
+#: `hapsira_core.kernels.guard`); the simulator checks every index through numpy
+#: and raises, as the host targets do.
 BOUNDS_CHECKS = False
+GUARDED_READS = not SIMULATOR
 #: The simulator has no XLA platform: its kernels cannot run inside JAX,
 #: except on JAX's CPU platform as a testing aid (`XlaKernel`'s ``simulator_on_cpu``).
 

@@ -1,0 +1,99 @@
+"""Params reads at a computed index, guarded where a target cannot raise (a GPU).
+
+The rewrite is checked on its source, in plain Python, and compiled on the
+active target; the last test runs the public call on every target: a named
+error on the host and the simulator, the failing object alone on a GPU.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp as scipy_solve_ivp
+
+from hapsira_core import settings
+from hapsira_core.ivp import solve_ivp
+from hapsira_core.ivp.checks import ParamsIndexError, guarded_reads_twin, read_or_nan
+from hapsira_core.jit import hjit
+from hapsira_core.kernels import guard
+from hapsira_core.targets import active
+
+SCALE = 2.0
+
+
+def decay_at_computed_index(t, y, p):
+    k = int(p[0])
+    rate = p[k] * SCALE + p[-1] * 0.0
+    return (-rate * y[0] + 0.0 * p[1:][0],)
+
+
+decay = hjit(decay_at_computed_index)
+
+
+def test_only_computed_reads_of_the_row_are_rewritten():
+    source, guarded = guard.guarded_source(decay_at_computed_index, 2)
+    assert guarded == 2  # p[k], p[-1]: computed or not, an index that is not a plain int
+    assert f"{guard.READ}(p, k)" in source and f"{guard.READ}(p, -1)" in source
+    # constant subscripts and slices are left to the width check
+    assert "int(p[0])" in source and "p[1:][0]" in source
+    assert guard.guarded_source(decay_at_computed_index, 1)[1] == 0  # y is not guarded
+
+
+def test_the_plain_python_twin_reads_nan_past_either_end():
+    def read(row, i):
+        j = i + len(row) if i < 0 else i
+        return row[j] if 0 <= j < len(row) else math.nan
+
+    twin = guard.guarded_function(decay_at_computed_index, 2, read)
+    y = (3.0,)
+    in_range = np.array([1.0, 0.5, 7.0])
+    assert twin(0.0, y, in_range) == decay_at_computed_index(0.0, y, in_range)
+    assert math.isnan(twin(0.0, y, np.array([5.0, 0.5]))[0])
+    assert math.isnan(twin(0.0, y, np.array([-9.0, 0.5]))[0])
+    with pytest.raises(IndexError):
+        decay_at_computed_index(0.0, y, np.array([5.0, 0.5]))
+
+
+def test_a_function_without_source_is_refused_by_name():
+    namespace = {}
+    exec("def made(t, y, p):\n    return (p[int(p[0])],)\n", namespace)
+    with pytest.raises(guard.SourceUnavailable, match="made"):
+        guard.guarded_source(namespace["made"], 2)
+
+
+def test_the_compiled_twin_fails_only_the_object_that_reads_past(simulated):
+    """On the active target's compiler (the GPU's on a GPU): the third object's row
+    names column 5 of 2; the others are the unguarded function's numbers, bit for bit."""
+    twin = guarded_reads_twin(decay, 2)
+    y0 = np.array([[1.0], [2.0], [3.0]])
+    params = np.array([[1.0, 0.5], [1.0, 1.5], [5.0, 0.5]])
+    got = solve_ivp(twin, (0.0, 1.0), y0, params=params, rtol=1e-10, atol=1e-12)
+    assert got.status.tolist() == [0, 0, -3]
+    assert np.all(np.isnan(got.y[2]))
+    want = solve_ivp(decay, (0.0, 1.0), y0[:2], params=params[:2], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(got.y[:2], want.y)
+    np.testing.assert_array_equal(got.nsteps[:2], want.nsteps)
+    assert read_or_nan is not None
+
+
+def test_a_read_past_the_row_never_goes_unnoticed_on_any_target():
+    """The public call: raises ParamsIndexError where the target can check (cpu,
+    parallel, the simulator); on a GPU the object stops alone with NaN rows."""
+    y0 = np.array([[1.0], [2.0], [3.0]])
+    params = np.array([[1.0, 0.5], [1.0, 1.5], [5.0, 0.5]])
+    if getattr(active, "GUARDED_READS", False):
+        res = solve_ivp(decay, (0.0, 1.0), y0, params=params, rtol=1e-10, atol=1e-12)
+        assert res.status.tolist()[2] == -3 and np.all(np.isnan(res.y[2]))
+        assert res.status.tolist()[:2] == [0, 0]
+    else:
+        assert active.BOUNDS_CHECKS or settings.cuda_simulator_enabled()
+        with pytest.raises(ParamsIndexError, match="decay_at_computed_index"):
+            solve_ivp(decay, (0.0, 1.0), y0, params=params, rtol=1e-10, atol=1e-12)
+    # in range: scipy's numbers
+    res = solve_ivp(decay, (0.0, 1.0), y0[:2], params=params[:2], rtol=1e-10, atol=1e-12)
+    for i in range(2):
+        rate = params[i, 1] * SCALE
+        want = scipy_solve_ivp(lambda t, y: -rate * y, (0.0, 1.0), y0[i], method="DOP853",
+                               rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(res.y[i, 0, -1], want.y[0, -1], rtol=1e-12)
+        assert res.nsteps[i] == len(want.t) - 1
