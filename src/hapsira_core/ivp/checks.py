@@ -367,14 +367,31 @@ def bounds_checked(function, position):
     without the checks, 496 and 508 ms with them, no difference above the
     machine's noise (docs/api.md, "Params reads are checked").
     """
+    from ..kernels import guard
     from ..targets import active
-    if not computed_subscripts(function, position):
+    if getattr(function, "hapsira_checked_twin", False) \
+            or not computed_subscripts(function, position):
         return function
     if active.BOUNDS_CHECKS:
-        return bounds_checked_twin(function)
+        return _mark(bounds_checked_twin(function))
     if getattr(active, "GUARDED_READS", False):
-        return guarded_reads_twin(function, position)
+        py = getattr(function, "py_func", function)
+        try:
+            guard.guarded_source(py, position)
+        except guard.SourceUnavailable as error:
+            warnings.warn(f"params reads of {py.__qualname__} are not guarded on this "
+                          f"target: {error}", stacklevel=6)
+            return function
+        return _mark(guarded_reads_twin(function, position))
     return function
+
+
+def _mark(twin):
+    """A twin is checked already: `bounds_checked` of it is itself (its reads
+    would otherwise be found computed again, and a factory must never return
+    its own argument: that recipe would name itself)."""
+    twin.hapsira_checked_twin = True
+    return twin
 
 
 @factory
@@ -398,17 +415,11 @@ def read_or_nan(row, index):
 def guarded_reads_twin(function, position):
     """``function`` made again with its computed reads of argument ``position``
     guarded (`hapsira_core.kernels.guard`): for targets that cannot raise in a
-    kernel, which set ``GUARDED_READS`` (a GPU). A function whose source
-    cannot be read is returned as it is, with a warning."""
+    kernel, which set ``GUARDED_READS`` (a GPU); its source must be readable
+    (`bounds_checked` checks that first)."""
     from ..kernels import guard
     py = getattr(function, "py_func", function)
-    try:
-        twin = guard.guarded_function(py, position, read_or_nan)
-    except guard.SourceUnavailable as error:
-        warnings.warn(f"params reads of {py.__qualname__} are not guarded on this target: "
-                      f"{error}", stacklevel=6)
-        return function
-    return hjit(twin)
+    return hjit(guard.guarded_function(py, position, read_or_nan))
 
 
 def bounds_checked_events(events, position):

@@ -65,6 +65,7 @@ def test_the_compiled_twin_fails_only_the_object_that_reads_past(simulated):
     """On the active target's compiler (the GPU's on a GPU): the third object's row
     names column 5 of 2; the others are the unguarded function's numbers, bit for bit."""
     twin = guarded_reads_twin(decay, 2)
+    twin.hapsira_checked_twin = True  # as `checks.bounds_checked` marks it: not guarded again
     y0 = np.array([[1.0], [2.0], [3.0]])
     params = np.array([[1.0, 0.5], [1.0, 1.5], [5.0, 0.5]])
     got = solve_ivp(twin, (0.0, 1.0), y0, params=params, rtol=1e-10, atol=1e-12)
@@ -74,6 +75,16 @@ def test_the_compiled_twin_fails_only_the_object_that_reads_past(simulated):
     np.testing.assert_array_equal(got.y[:2], want.y)
     np.testing.assert_array_equal(got.nsteps[:2], want.nsteps)
     assert read_or_nan is not None
+
+
+def test_a_twin_is_not_checked_again():
+    """A twin's reads look computed too; checking it again made a factory recipe
+    that named itself (a RecursionError building the kernel on a GPU)."""
+    from hapsira_core.ivp.checks import bounds_checked
+    once = bounds_checked(decay, 2)
+    assert bounds_checked(once, 2) is once
+    assert (once is decay) == (not active.BOUNDS_CHECKS
+                               and not getattr(active, "GUARDED_READS", False))
 
 
 def test_a_read_past_the_row_never_goes_unnoticed_on_any_target():
