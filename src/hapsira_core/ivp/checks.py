@@ -356,10 +356,10 @@ def bounds_checked(function, position):
     garbage with status 0 (different garbage on cpu and parallel). The CUDA
     simulator checks every index anyway (numpy) and raises the same error; on
     a GPU (``GUARDED_READS``) such reads give NaN instead (`guarded_reads_twin`),
-    so the object fails alone. Only the user's function is re-compiled:
-    helpers it passes ``p`` to keep their own compilation, and a computed
-    index inside one of them is checked only if it was compiled with
-    ``boundscheck=True`` (or ``HAPSIRA_DEBUG``).
+    so the object fails alone. Helpers it hands ``p`` to by name
+    (``helper(t, p)``) that read it at a computed index get twins of their own
+    (`checked_helpers`), recursively; ``p`` reaching a helper another way
+    (inside a tuple, through a slice ``p[2:]``) is followed by neither.
 
     Cost, measured on a shared 2-core host (cpu target, 10^4 Lotka-Volterra
     objects reading ``p[int(p[4])]`` at each evaluation, DOP853, rtol = atol =
@@ -373,7 +373,7 @@ def bounds_checked(function, position):
             or not computed_subscripts(function, position):
         return function
     if active.BOUNDS_CHECKS:
-        return _mark(bounds_checked_twin(function))
+        return _mark(bounds_checked_twin(function, position))
     if getattr(active, "GUARDED_READS", False):
         py = getattr(function, "py_func", function)
         try:
@@ -394,11 +394,60 @@ def _mark(twin):
     return twin
 
 
+def checked_helpers(py, position):
+    """``{name: twin}``: the functions that ``py`` hands its argument at
+    ``position`` to (``helper(t, p)``, by a global or closure name) and that
+    read it at a computed index, each through `bounds_checked` at the position
+    it receives it. A helper's own compilation has no bounds checks: without
+    its twin a read past the row there went unnoticed."""
+    code = py.__code__
+    name = code.co_varnames[position]
+    instructions = _instructions(code)
+    helpers = {}
+    for k, a in enumerate(instructions):
+        if not (a.opname.startswith("LOAD_FAST") and a.argval == name):
+            continue
+        call = _passed_to(instructions, k)
+        if call is None or call[0] in helpers:
+            continue
+        callee = _resolve(py, call[0])
+        if callable(callee) and computed_subscripts(callee, call[1]):
+            twin = bounds_checked(callee, call[1])
+            if twin is not callee:
+                helpers[call[0]] = twin
+    return helpers
+
+
+def _with_names(py, values):
+    """``py`` with some of its global or closure names bound to other objects."""
+    import types
+    if not values:
+        return py
+    code = py.__code__
+    namespace = dict(py.__globals__)
+    cells = list(py.__closure__ or ())
+    for name, value in values.items():
+        if name in code.co_freevars:
+            cells[code.co_freevars.index(name)] = types.CellType(value)
+        else:
+            namespace[name] = value
+    twin = types.FunctionType(code, namespace, py.__name__, py.__defaults__,
+                              tuple(cells) if cells else None)
+    twin.__kwdefaults__ = py.__kwdefaults__
+    twin.__qualname__, twin.__module__ = py.__qualname__, py.__module__
+    return twin
+
+
 @factory
-def bounds_checked_twin(function):
-    """``function`` compiled again with ``boundscheck=True`` (once per function; a
-    factory, so that Dask workers and the disk cache can make it again)."""
-    return hjit(boundscheck=True)(getattr(function, "py_func", function))
+def bounds_checked_twin(function, position=None):
+    """``function`` compiled again with ``boundscheck=True``, calling the checked
+    twins of the helpers it hands its params row (argument ``position``) to
+    (`checked_helpers`); once per function, and a factory, so that Dask
+    workers and the disk cache can make it again."""
+    py = getattr(function, "py_func", function)
+    if position is not None:
+        py = _with_names(py, checked_helpers(py, position))
+    return hjit(boundscheck=True)(py)
 
 
 @hjit
@@ -419,7 +468,8 @@ def guarded_reads_twin(function, position):
     (`bounds_checked` checks that first)."""
     from ..kernels import guard
     py = getattr(function, "py_func", function)
-    return hjit(guard.guarded_function(py, position, read_or_nan))
+    return hjit(guard.guarded_function(py, position, read_or_nan,
+                                       names=checked_helpers(py, position)))
 
 
 def bounds_checked_events(events, position):

@@ -9,8 +9,9 @@ The host targets compile a twin with numba's bounds checks instead
 (`hapsira_core.ivp.checks.bounds_checked`), which raises a named error.
 
 The twin is made from the function's source (``inspect.getsource``), with the
-function's globals and the values of its closure cells. Only the function
-itself is rewritten: helpers it passes ``p`` to read unguarded.
+function's globals and the values of its closure cells; helpers it hands
+``p`` to that read it at a computed index are replaced by their own guarded
+twins (`hapsira_core.ivp.checks.checked_helpers`).
 """
 
 import ast
@@ -63,14 +64,17 @@ def guarded_source(py_func, position):
     return ast.unparse(tree) + "\n", guard.guarded
 
 
-def guarded_function(py_func, position, read):
+def guarded_function(py_func, position, read, names=None):
     """The plain Python twin of ``py_func`` whose computed reads of argument
-    ``position`` call ``read(row, index)``; compile it like the original."""
+    ``position`` call ``read(row, index)``; compile it like the original.
+    ``names``: global or closure names bound to other objects in the twin
+    (the guarded twins of helpers it hands the row to)."""
     source, _ = guarded_source(py_func, position)
     namespace = dict(py_func.__globals__)
     code = py_func.__code__
     for name, cell in zip(code.co_freevars, py_func.__closure__ or ()):
         namespace[name] = cell.cell_contents
+    namespace.update(names or {})
     namespace[READ] = read
     exec(compile(source, f"<guarded reads of {py_func.__qualname__}>", "exec"), namespace)
     twin = namespace[py_func.__name__]

@@ -108,3 +108,33 @@ def test_a_read_past_the_row_never_goes_unnoticed_on_any_target():
                                rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(res.y[i, 0, -1], want.y[0, -1], rtol=1e-12)
         assert res.nsteps[i] == len(want.t) - 1
+
+
+@hjit
+def rate_at(p, column):
+    return p[int(p[column])]
+
+
+@hjit
+def decay_through_a_helper(t, y, p):
+    return (-rate_at(p, 0) * y[0],)
+
+
+def test_a_read_past_the_row_inside_a_helper_is_caught_too():
+    """The helper receives p by name and reads it at a computed index; its own
+    compilation had no checks (status 0 and garbage on cpu and parallel)."""
+    y0 = np.array([[1.0], [2.0], [3.0]])
+    params = np.array([[1.0, 0.5], [1.0, 1.5], [5.0, 0.5]])
+    if getattr(active, "GUARDED_READS", False):
+        res = solve_ivp(decay_through_a_helper, (0.0, 1.0), y0, params=params)
+        assert res.status.tolist()[:2] == [0, 0] and res.status[2] == -3
+        assert np.all(np.isnan(res.y[2]))
+    else:
+        with pytest.raises(ParamsIndexError, match="decay_through_a_helper"):
+            solve_ivp(decay_through_a_helper, (0.0, 1.0), y0, params=params)
+    res = solve_ivp(decay_through_a_helper, (0.0, 1.0), y0[:2], params=params[:2],
+                    rtol=1e-10, atol=1e-12)
+    want = solve_ivp(decay, (0.0, 1.0), y0[:2], params=params[:2] * [1.0, 1.0 / SCALE],
+                     rtol=1e-10, atol=1e-12)
+    assert res.status.tolist() == [0, 0]
+    np.testing.assert_allclose(res.y, want.y, rtol=1e-13)
