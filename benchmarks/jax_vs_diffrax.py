@@ -1,4 +1,5 @@
-"""hapsira_cowell.jax.cowell inside one jax.jit program against diffrax in the same program, on the CPU or one GPU.
+"""hapsira_cowell.propagation.jax.cowell inside one jax.jit program against diffrax in the same
+program, on the CPU or one GPU.
 
     python benchmarks/jax_vs_diffrax.py [--platform cpu] [--n 100 1000] [--repeat 3]
     python benchmarks/jax_vs_diffrax.py --platform cuda [--n 100000 1000000] [--diffrax-n 100000]
@@ -68,7 +69,7 @@ if peer == "diffrax":
         return jax.vmap(solve)(jnp.concatenate([r0, v0], axis=1))
 else:
     from hapsira_cowell import cowell
-    from hapsira_cowell.jax import cowell as jax_cowell
+    from hapsira_cowell.propagation.jax import cowell as jax_cowell
 
     def propagate(r0, v0):
         res = jax_cowell(workload.K, r0, v0, tofs, workload.RTOL, workload.ATOL,

@@ -33,7 +33,7 @@ def kernel_ptx(f, cc):
     from numba import cuda
 
     from hapsira_core.ivp import build
-    from hapsira_cowell.orbit_form import orbit_rhs
+    from hapsira_cowell.propagation.forms import orbit_rhs
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), ())  # what cowell(f=f) runs
     pyfunc = kernel._kernel_function()[0]
     types = []

@@ -34,7 +34,7 @@ import workloads as workload  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_cowell.events import AltitudeCrossEvent  # noqa: E402
-from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_rhs  # noqa: E402
 
 TOFS = np.array([workload.DAY / 2, workload.DAY])
 SEED = 2

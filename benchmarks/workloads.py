@@ -23,7 +23,7 @@ from hapsira_core.jit import hjit
 from hapsira_cowell.constants import J2_EARTH as J2
 from hapsira_cowell.constants import K_EARTH as K
 from hapsira_cowell.constants import R_EARTH as R
-from hapsira_cowell.elements import from_classical
+from hapsira_cowell.inputs.elements import from_classical
 from hapsira_cowell.perturbations import J2_perturbation, two_body
 
 DAY = 86400.0

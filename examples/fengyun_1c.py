@@ -17,7 +17,7 @@ import numpy as np
 from hapsira_core.jit import hjit
 from hapsira_cowell import STATUS_MESSAGES, cowell
 from hapsira_cowell.events import AltitudeCrossEvent
-from hapsira_cowell.tle import from_tle
+from hapsira_cowell.inputs.tle import from_tle
 from hapsira_cowell.perturbations import J2_perturbation, atmospheric_drag_us76, two_body
 
 K = 398600.4418

@@ -20,7 +20,7 @@ import workloads as workload  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_core.ivp.build import KERNELS as _KERNELS  # noqa: E402
 from hapsira_cowell.events import AltitudeCrossEvent  # noqa: E402
-from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_rhs  # noqa: E402
 
 
 def main():

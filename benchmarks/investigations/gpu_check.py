@@ -26,7 +26,7 @@ import harness  # noqa: E402
 import workloads as workload  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_core.ivp import build  # noqa: E402
-from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_rhs  # noqa: E402
 
 HOST_SCRIPT = """
 import sys, time, numpy as np

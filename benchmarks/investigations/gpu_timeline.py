@@ -36,7 +36,7 @@ import workloads as workload  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 from hapsira_core.ivp import build  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.orbit_form import orbit_rhs  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_rhs  # noqa: E402
 
 SPENT = collections.Counter()
 

@@ -1,4 +1,10 @@
-"""hapsira-cowell: Cowell's method (DOP853) for one orbit or a million, on cpu or GPU."""
+"""hapsira-cowell: Cowell's method (DOP853) for one orbit or a million, on cpu or GPU.
+
+The folders say what is where, imports running downward: ``constants``, ``units``;
+``models/`` (forces, ephemeris, events); ``propagation/`` (the orbit adapter, the
+numpy, JAX and Dask fronts and the router the public `cowell` is, Orbit objects);
+``inputs/`` (elements, TLE) and ``outputs/`` (OEM files); ``cli/`` above all of them.
+"""
 
 # The solver is imported on first use, not here: importing it imports
 # hapsira_core, which fixes the compilation target and validates
@@ -10,10 +16,11 @@ __version__ = "0.1.0"
 
 # public name -> submodule that defines it
 _LAZY = {
-    "cowell": "api", "CowellResult": "propagator", "STATUS_MESSAGES": "propagator",
-    "from_classical": "elements", "from_equinoctial": "elements",
-    "states_from_orbits": "orbits", "propagate_orbits": "orbits",
-    "from_tle": "tle", "write_oem": "oem", "read_oem": "oem",
+    "cowell": "propagation.api", "CowellResult": "propagation.propagator",
+    "STATUS_MESSAGES": "propagation.propagator",
+    "states_from_orbits": "propagation.orbits", "propagate_orbits": "propagation.orbits",
+    "from_classical": "inputs.elements", "from_equinoctial": "inputs.elements",
+    "from_tle": "inputs.tle", "write_oem": "outputs.oem", "read_oem": "outputs.oem",
 }
 __all__ = sorted(_LAZY) + ["__version__"]
 

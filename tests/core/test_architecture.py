@@ -158,3 +158,51 @@ def test_floors_import_only_downward(floor, above):
                  if name == floor or name.startswith(floor + ".")
                  for other in imports if other.startswith(above)]
     assert offenders == []
+
+
+# hapsira_cowell's parts, each with the parts it may import (besides itself): the folders
+# import in one direction, constants and units at the bottom, the command line at the top;
+# models, inputs and outputs never import propagation (its fronts, router or adapter), and
+# propagation reads no input or output format. A new module of hapsira_cowell's top level
+# must be placed here.
+_FLOOR = {"constants", "units"}
+COWELL_PARTS = {
+    "constants": set(), "units": set(),
+    "models": _FLOOR,
+    "perturbations": {"models"}, "events": {"models"},  # the documented paths: re-exports
+    "inputs": _FLOOR | {"models"},
+    "outputs": _FLOOR | {"models"},
+    "propagation": _FLOOR | {"models"},
+    "cli": _FLOOR | {"models", "inputs", "outputs", "propagation", "__init__"},
+}
+
+
+def _cowell_part(name):
+    parts = name.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def test_cowell_folders_import_in_one_direction():
+    graph = _graph()
+    offenders = []
+    for name, imports in sorted(graph.items()):
+        if not name.startswith("hapsira_cowell") or name == "hapsira_cowell":
+            continue
+        own = _cowell_part(name)
+        if own not in COWELL_PARTS:
+            offenders.append(f"{name}: not placed in COWELL_PARTS")
+            continue
+        offenders += [f"{name} -> {other}" for other in sorted(imports)
+                      if other.startswith("hapsira_cowell")
+                      and _cowell_part(other) not in COWELL_PARTS[own] | {own}]
+    assert offenders == []
+
+
+def test_cowell_folder_rule_sees_a_wrong_import(monkeypatch):
+    """The rule above is not vacuous: a model importing a front is named."""
+    graph = _graph()
+    graph["hapsira_cowell.models.events"] = graph["hapsira_cowell.models.events"] | {
+        "hapsira_cowell.propagation.propagator"}
+    monkeypatch.setitem(globals(), "_graph", lambda: graph)
+    with pytest.raises(AssertionError, match="models.events -> hapsira_cowell.propagation"):
+        test_cowell_folders_import_in_one_direction()

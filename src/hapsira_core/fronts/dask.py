@@ -17,7 +17,7 @@ How the pieces fit:
 * `blocks` makes the task graph: one task per chunk returns all the
   chunk's outputs at once; each output field is a Dask array picking its
   part, so computing several fields together runs each chunk once.
-* Results (`DaskIVPResult` and ``hapsira_cowell.dask.DaskCowellResult``)
+* Results (`DaskIVPResult` and ``hapsira_cowell.propagation.dask.DaskCowellResult``)
   compute to the numpy results, or stream to Zarr (`DaskResult.to_zarr`)
   chunk by chunk, so that outputs larger than memory never exist in RAM.
 

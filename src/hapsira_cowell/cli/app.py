@@ -22,9 +22,10 @@ PROG = "hapsira-cowell"
 
 
 def _lib(module):
-    """A module of the command line (or, for dask, constants and oem, of the library),
-    imported when first needed: importing the solver fixes the target."""
-    package = "hapsira_cowell" if module in ("dask", "constants", "oem") else "hapsira_cowell.cli"
+    """A module of the command line (or, for constants, outputs.oem and propagation.dask,
+    of the library), imported when first needed: importing the solver fixes the target."""
+    library = ("constants", "outputs.oem", "propagation.dask")
+    package = "hapsira_cowell" if module in library else "hapsira_cowell.cli"
     return importlib.import_module(f"{package}.{module}")
 
 
@@ -143,7 +144,7 @@ def _validate(args):
         args.out, args.format = writers.check_output(args.out, args.format, args.force)
         if args.frame is not None:
             try:
-                _lib("oem").header_value(args.frame, "--frame")
+                _lib("outputs.oem").header_value(args.frame, "--frame")
             except ValueError as error:
                 raise UsageError(str(error)) from None
         writers.check_plot_output(args.plot, "--plot")
@@ -204,9 +205,9 @@ def _check_output_memory(args, n_objects):
 
 
 def _open_client(scheduler):
-    """The Dask client of ``--scheduler`` (`hapsira_cowell.dask.open_client`)."""
+    """The Dask client of ``--scheduler`` (`hapsira_cowell.propagation.dask.open_client`)."""
     try:
-        return _lib("dask").open_client(scheduler)
+        return _lib("propagation.dask").open_client(scheduler)
     except (OSError, ImportError, ValueError) as error:  # no scheduler there, no dask-cuda
         raise _lib("inputs").UsageError(f"--scheduler {scheduler}: {error}") from None
 
@@ -238,7 +239,7 @@ def _propagate_command(args, started):
         raise
     finally:
         if client is not None:
-            _lib("dask").close_client(client)
+            _lib("propagation.dask").close_client(client)
     if args.plot:
         from .plots import altitude_vs_time
         model = " + ".join(args.perturbations) or "two-body"

@@ -5,7 +5,7 @@
 with drag, chunks of ``chunk`` objects so that memory stays bounded whatever
 the catalog's size, a progress bar, and the timings of compilation and
 propagation apart; with a Dask ``client`` the chunks run on the cluster's
-workers (`hapsira_cowell.dask.map_chunks`) and come back here in order.
+workers (`hapsira_cowell.propagation.dask.map_chunks`) and come back here in order.
 `summary_lines` is the end-of-run report.
 """
 
@@ -68,7 +68,7 @@ def _kernel_ready(f, events):
     """Whether cowell's kernel for ``f`` and ``events`` is compiled or cached on disk."""
     from hapsira_core.ivp import build
 
-    from ..orbit_form import orbit_rhs
+    from ..propagation.forms import orbit_rhs
 
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), tuple(e.device_function for e in events))
     return kernel.on_disk()
@@ -91,17 +91,17 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     ``perturbations``: names from `hapsira_cowell.models.PERTURBATIONS`.
     ``area_to_mass`` in m^2/kg (converted to km^2/kg for the solver); the
     catalog's own per-object values win where given. With ``drag``, a
-    terminal `hapsira_cowell.events.AltitudeCrossEvent` stops an object when it
+    terminal `hapsira_cowell.models.events.AltitudeCrossEvent` stops an object when it
     descends through ``reentry_altitude`` (km). ``writer(first, last, res,
     reentry)`` receives each chunk's `CowellResult` and re-entry times (s,
     NaN for none). ``client``: a ``distributed.Client`` whose workers propagate the
-    chunks (each on its own target; see `hapsira_cowell.dask.open_client`).
+    chunks (each on its own target; see `hapsira_cowell.propagation.dask.open_client`).
     Returns a `RunResult`.
     """
     from hapsira_core.jit import TARGET
 
-    from ..api import cowell
-    from ..events import AltitudeCrossEvent
+    from ..propagation.api import cowell
+    from ..models.events import AltitudeCrossEvent
 
     n = len(catalog)
     f = build_rhs(perturbations)
@@ -132,7 +132,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
             rtol=rtol, atol=atol, f=f, events=events))
         where = TARGET
     else:
-        from .. import dask as on_cluster
+        from ..propagation import dask as on_cluster
         blob = on_cluster.pack_call(K_EARTH, tofs, rtol, atol, f=f, events=events,
                                     params_given=params)[0]
         print(f"{PROG}: compiling kernels on the Dask workers ({model}; once per worker "
@@ -171,7 +171,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
 
 def summary_lines(run, catalog, tof, wall_seconds):
     """The end-of-run summary: objects, outcomes by status, re-entries, timings."""
-    from ..propagator import STATUS_MESSAGES
+    from ..propagation.propagator import STATUS_MESSAGES
 
     n = len(run.status)
     lines = [f"objects: {n} ({catalog.kind}, frame {catalog.frame}"

@@ -166,7 +166,7 @@ def _designator(satrec):
 
 
 def _read_tle(path, epoch):
-    from ..tle import from_tle
+    from ..inputs.tle import from_tle
 
     label = os.path.basename(os.fspath(path))
     with warnings.catch_warnings(record=True) as caught:

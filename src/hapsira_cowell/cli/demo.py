@@ -1,7 +1,7 @@
 """The demo's physics: a synthetic LEO debris cloud with a few fragments low enough to re-enter.
 
 ``hapsira-cowell demo`` propagates it for a day with J2 and drag. The cloud is
-made from classical elements (`hapsira_cowell.elements.from_classical`) on
+made from classical elements (`hapsira_cowell.inputs.elements.from_classical`) on
 the active target: call these functions only after choosing the target.
 """
 
@@ -22,7 +22,7 @@ def demo_cloud(n, seed=0, low_fraction=0.04):
     (at least 3) are fragments on near-circular orbits at 120-180 km with A/m
     0.02-0.1 m^2/kg, which re-enter within a day under ``drag``.
     """
-    from ..elements import from_classical
+    from ..inputs.elements import from_classical
 
     rng = np.random.default_rng(seed)
     u = rng.random((n, 7))

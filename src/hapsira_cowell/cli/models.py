@@ -1,7 +1,7 @@
 """Force models chosen by name (``"j2,drag"``): the right-hand sides the command line offers.
 
 `build_rhs` turns a set of names into one `hjit` right-hand side (two-body
-plus the named terms of `hapsira_cowell.perturbations`), compiled once per
+plus the named terms of `hapsira_cowell.models.perturbations`), compiled once per
 set. Nothing of the solver is imported at module level: the names can be
 read and checked before the compilation target is chosen.
 """
@@ -52,7 +52,7 @@ def build_rhs(perturbations):
         return _RHS[key]
     from hapsira_core.jit import remember
     from hapsira_core.jit import hjit
-    from .. import perturbations as pert
+    from ..models import perturbations as pert
 
     terms = {
         "j2": "J2_perturbation(t, rr, vv, k, J2, R)",

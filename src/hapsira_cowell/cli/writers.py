@@ -20,7 +20,7 @@ import zipfile
 
 import numpy as np
 
-from ..oem import OemWriter, _oem
+from ..outputs.oem import OemWriter, _oem
 from .inputs import UsageError
 
 __all__ = ["FORMATS", "NpzWriter", "RowWriter", "ZarrWriter", "open_writer", "output_times",

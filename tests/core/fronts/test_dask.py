@@ -30,9 +30,9 @@ from hapsira_core.ivp import solve_ivp  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
 from hapsira_cowell.constants import K_EARTH, R_EARTH  # noqa: E402
-from hapsira_cowell.elements import from_classical  # noqa: E402
-from hapsira_cowell.events import AltitudeCrossEvent  # noqa: E402
-from hapsira_cowell.perturbations import J2_perturbation, two_body  # noqa: E402
+from hapsira_cowell.inputs.elements import from_classical  # noqa: E402
+from hapsira_cowell.models.events import AltitudeCrossEvent  # noqa: E402
+from hapsira_cowell.models.perturbations import J2_perturbation, two_body  # noqa: E402
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 # the simulator runs kernels as Python threads: few objects there
@@ -379,7 +379,7 @@ def test_cli_zarr_output_here_and_on_the_cluster(client, tmp_path, capsys):
 
 
 def test_cli_local_cluster_is_sized_for_the_target():
-    from hapsira_cowell.dask import close_client, open_client, workers
+    from hapsira_cowell.propagation.dask import close_client, open_client, workers
 
     if (settings.TARGET == "cuda" and not settings.cuda_simulator_enabled()
             and importlib.util.find_spec("dask_cuda") is None):

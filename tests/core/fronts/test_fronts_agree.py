@@ -19,7 +19,7 @@ from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.dask import solve_ivp as dask_solve_ivp  # noqa: E402
 from hapsira_core.ivp import Event, solve_ivp  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
-from hapsira_cowell.events import LithobrakeEvent  # noqa: E402
+from hapsira_cowell.models.events import LithobrakeEvent  # noqa: E402
 
 SIM = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 _SIMULATED = {}

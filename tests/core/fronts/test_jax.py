@@ -1,6 +1,6 @@
 """The JAX fronts inside jax.jit on XLA's buffers: the numpy calls' numbers, bit for bit.
 
-``hapsira_cowell.jax.cowell`` and ``hapsira_core.jax.solve_ivp`` against
+``hapsira_cowell.propagation.jax.cowell`` and ``hapsira_core.jax.solve_ivp`` against
 ``hapsira_cowell.cowell`` and ``hapsira_core.ivp.solve_ivp``. On cpu/parallel
 the kernel runs through the CPU handler (a numba cfunc on XLA's buffers).
 Under the CUDA simulator there is no XLA GPU platform: the plain call must
@@ -24,15 +24,15 @@ import jax.numpy as jnp  # noqa: E402
 from astropy import units as u  # noqa: E402
 
 import hapsira_core.jax as hcj  # noqa: E402
-import hapsira_cowell.jax as hj  # noqa: E402
+import hapsira_cowell.propagation.jax as hj  # noqa: E402
 from hapsira_core import ivp, settings
 import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_kernel)
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.propagator import _problem as cowell_problem  # noqa: E402
-from hapsira_cowell.events import AltitudeCrossEvent, NodeCrossEvent  # noqa: E402
-from hapsira_cowell.perturbations import J2_perturbation, two_body  # noqa: E402
+from hapsira_cowell.propagation.forms import problem as cowell_problem  # noqa: E402
+from hapsira_cowell.models.events import AltitudeCrossEvent, NodeCrossEvent  # noqa: E402
+from hapsira_cowell.models.perturbations import J2_perturbation, two_body  # noqa: E402
 from reference import K_EARTH, R_EARTH, coe_to_rv, varied_orbits  # noqa: E402
 
 SIM = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -481,14 +481,14 @@ def test_packages_import_without_jax():
         "import sys\n"
         "sys.modules['jax'] = None  # as if JAX were not installed\n"
         "import hapsira_core, hapsira_core.jit, hapsira_core.ivp, hapsira_cowell\n"
-        "import hapsira_cowell.propagator\n"
-        "for name in ('hapsira_cowell.jax', 'hapsira_core.jax'):\n"
+        "import hapsira_cowell.propagation.propagator\n"
+        "for name in ('hapsira_cowell.propagation.jax', 'hapsira_core.jax'):\n"
         "    try:\n"
         "        __import__(name)\n"
         "    except ImportError as error:\n"
         "        print(name, 'refused:', error)\n")
     assert done.returncode == 0, done.stderr
-    for name in ("hapsira_cowell.jax", "hapsira_core.jax"):
+    for name in ("hapsira_cowell.propagation.jax", "hapsira_core.jax"):
         assert f"{name} refused: hapsira's JAX layer needs JAX: pip install " \
                "'hapsira-cowell[jax]'" in done.stdout
 
@@ -496,8 +496,8 @@ def test_packages_import_without_jax():
 def test_32_bit_jax_is_refused_with_the_fix():
     # before any kernel is built: no compile in the child process
     done = _python(
-        "import hapsira_cowell.jax as hj, hapsira_core.jax as hcj\n"
-        "from hapsira_cowell.perturbations import two_body\n"
+        "import hapsira_cowell.propagation.jax as hj, hapsira_core.jax as hcj\n"
+        "from hapsira_cowell.models.perturbations import two_body\n"
         "for call in (lambda: hj.cowell(398600.4418, [7000.0, 0, 0], [0, 7.5, 0], [60.0]),\n"
         "             lambda: hcj.solve_ivp(two_body, (0.0, 1.0), [1.0])):\n"
         "    try:\n"
@@ -515,8 +515,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from numba.core import event
 from hapsira_cowell import cowell
-from hapsira_cowell.propagator import _problem, call_options
-from hapsira_cowell.jax import cowell as jax_cowell
+from hapsira_cowell.propagation.forms import call_options, problem
+from hapsira_cowell.propagation.jax import cowell as jax_cowell
 
 compiled = []
 
@@ -533,7 +533,7 @@ r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
 v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
 tofs = np.array([600.0, 1800.0])
 _, _, f, events, max_steps, records = call_options(1e-11, 1e-12, None, (), 100_000, 64, None)
-kernel = _problem(f, events, tofs, max_steps, records).kernel  # the kernel cowell runs
+kernel = problem(f, events, tofs, max_steps, records).kernel  # the kernel cowell runs
 on_disk = kernel.on_disk()
 with event.install_listener("numba:compile", Compiles()):
     res = jax.jit(lambda r, v: jax_cowell(398600.4418, r, v, tofs))(r0, v0)

@@ -13,9 +13,10 @@ from hapsira_core.ivp import Event as IVPEvent
 from hapsira_core.ivp import solve_ivp
 from hapsira_core.jit import hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.ephem import Ephemeris
-from hapsira_cowell.events import Event, LithobrakeEvent, NodeCrossEvent, PenumbraEvent, UmbraEvent
-from hapsira_cowell.perturbations import atmospheric_drag_exponential, two_body
+from hapsira_cowell.models.ephem import Ephemeris
+from hapsira_cowell.models.events import (Event, LithobrakeEvent, NodeCrossEvent, PenumbraEvent,
+                                          UmbraEvent)
+from hapsira_cowell.models.perturbations import atmospheric_drag_exponential, two_body
 
 from reference import K_EARTH, R_EARTH, varied_orbits
 

@@ -5,7 +5,7 @@ import pytest
 from astropy import units as u
 
 from hapsira_cowell import cowell
-from hapsira_cowell.events import AltitudeCrossEvent, Event
+from hapsira_cowell.models.events import AltitudeCrossEvent, Event
 
 K = 398600.4418
 R0 = np.array([[7000.0, 0.0, 0.0], [0.0, 8000.0, 100.0]])
@@ -35,7 +35,7 @@ T = np.array([60.0, 120.0])
     (dict(atol=-1.0), "atol: expected finite non-negative"),
     (dict(atol=np.ones(3)), r"atol: expected a scalar or 6 values"),
     (dict(params=np.ones((3, 2))), "params: expected shape"),
-    (dict(events=[lambda t: t]), r"events\[0\]: expected an hapsira_cowell.events.Event"),
+    (dict(events=[lambda t: t]), r"events\[0\]: expected an hapsira_cowell.models.events.Event"),
     (dict(max_steps=0), "max_steps: expected an integer from 1 to"),
     (dict(max_steps=1.5), "max_steps: expected an integer"),
     (dict(max_event_records=-1), "max_event_records: expected an integer from 0 to"),

@@ -6,7 +6,7 @@ import numpy as np
 
 from hapsira_core.jit import hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.events import AltitudeCrossEvent, Event, NodeCrossEvent
+from hapsira_cowell.models.events import AltitudeCrossEvent, Event, NodeCrossEvent
 from reference import K_EARTH, R_EARTH, Reference, coe_to_rv, relative_error, two_body_rhs
 
 

@@ -243,7 +243,7 @@ TWO_KERNELS = textwrap.dedent("""
     import json, sys
     import numpy as np
     from hapsira_cowell import cowell
-    from hapsira_cowell.perturbations import two_body
+    from hapsira_cowell.models.perturbations import two_body
     from models import x_scaled
 
     r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
@@ -257,7 +257,7 @@ TWO_KERNELS = textwrap.dedent("""
 
 MODELS = textwrap.dedent("""
     from hapsira_core.jit import hjit
-    from hapsira_cowell.perturbations import two_body
+    from hapsira_cowell.models.perturbations import two_body
 
     @hjit
     def x_scaled(t, rr, vv, k, p):

@@ -21,8 +21,8 @@ from hapsira_core.jit import hjit
 from hapsira_cowell import STATUS_MESSAGES, cowell
 from hapsira_cowell.cli import app as cli, inputs, models, writers
 from hapsira_core.kernels.errors import CallbackCompileError, user_function_error
-from hapsira_cowell.events import Event
-from hapsira_cowell.perturbations import two_body
+from hapsira_cowell.models.events import Event
+from hapsira_cowell.models.perturbations import two_body
 
 from reference import DATA_DIR  # ../shared/data beside the repository (or HAPSIRA_TEST_DATA)
 
@@ -86,7 +86,7 @@ def test_propagate_tle_catalog_to_npz(tmp_path):
 
     # the start is every object's SGP4 state at the catalog's latest epoch
     from astropy.time import Time
-    from hapsira_cowell.tle import from_tle
+    from hapsira_cowell.inputs.tle import from_tle
     catalog = from_tle(IRIDIUM)
     r0, v0, ok = catalog.states_at(catalog.epochs.max())
     assert abs((Time(str(data["epoch"]), scale="utc") - catalog.epochs.max()).sec) < 1e-5
@@ -285,7 +285,7 @@ def test_cli_imports_no_solver_at_module_level():
 
 
 def test_built_right_hand_side_matches_perturbations():
-    from hapsira_cowell.perturbations import (J2_EARTH, J2_perturbation,
+    from hapsira_cowell.models.perturbations import (J2_EARTH, J2_perturbation,
                                               atmospheric_drag_exponential)
     f = models.build_rhs(("drag", "j2"))
     assert models.build_rhs(("j2", "drag")) is f  # one function per set: compiled once
@@ -407,20 +407,21 @@ def test_version_and_the_package_imports_no_solver():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"hapsira-cowell {__version__}\n"
     # importing the package (and its command line) leaves the target open ...
-    probe = ("import sys, hapsira_cowell, hapsira_cowell.cli, hapsira_cowell.tle; "
+    probe = ("import sys, hapsira_cowell, hapsira_cowell.cli, hapsira_cowell.inputs.tle; "
              "print('hapsira_core' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, HAPSIRA_TARGET="bogus"))
     assert done.returncode == 0 and done.stdout == "False\n", done.stderr
     # ... and `from hapsira_cowell import cowell` is the routing function, however imported
     # first (numpy to the propagator, Dask arrays to the Dask front)
-    probe = ("import hapsira_cowell.propagator as m, sys; from hapsira_cowell import cowell; "
-             "import hapsira_cowell.api as api; "
+    probe = ("import hapsira_cowell.propagation.propagator as m, sys; "
+             "from hapsira_cowell import cowell; "
+             "import hapsira_cowell.propagation.api as api; "
              "print(callable(cowell), cowell is api.cowell, cowell.__wrapped__ is m.cowell)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout == "True True True\n", done.stderr
-    assert callable(cowell) and cowell.__module__ == "hapsira_cowell.propagator"
+    assert callable(cowell) and cowell.__module__ == "hapsira_cowell.propagation.propagator"
 
 
 def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
@@ -454,8 +455,8 @@ def test_default_catalog_backward_to_oem(tmp_path):
     """No catalog: the embedded Iridium 33 debris, propagated an hour back, as OEM files."""
     from astropy import units as u
     from hapsira_cowell.cli.catalog import DEFAULT_CATALOG
-    from hapsira_cowell.tle import from_tle
-    from hapsira_cowell.oem import read_oem
+    from hapsira_cowell.inputs.tle import from_tle
+    from hapsira_cowell.outputs.oem import read_oem
     from reference import Reference, two_body_rhs
 
     assert DEFAULT_CATALOG.read_text() == IRIDIUM.read_text()  # the shipped file, unchanged

@@ -1,5 +1,5 @@
-"""The public `cowell()`: numpy arrays to `hapsira_cowell.propagator`, Dask arrays to
-`hapsira_cowell.dask` (chunk by chunk on a cluster, docs/dask.md).
+"""The public `cowell()`: numpy arrays to `hapsira_cowell.propagation.propagator`, Dask arrays to
+`hapsira_cowell.propagation.dask` (chunk by chunk on a cluster, docs/dask.md).
 
 The choice of front is made here, above both, so that neither imports the other.
 """

@@ -7,7 +7,7 @@ import numpy as np
 
 from hapsira_core import settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 import fengyun_1c  # noqa: E402
 from reference import DATA_DIR  # noqa: E402
 

@@ -119,7 +119,7 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
     epoch : astropy.time.Time
         The common epoch.
     """
-    from .units import to_value
+    from ..units import to_value
 
     items = [_read(orbit, i) for i, orbit in enumerate(_orbit_list(orbits))]
     if not items:

@@ -254,7 +254,7 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
     from astropy import units as u
     from astropy.time import Time
 
-    from .units import to_value
+    from ..units import to_value
 
     if not isinstance(epoch, Time) or not epoch.isscalar:
         raise TypeError(f"epoch: expected a single astropy Time, got {type(epoch).__name__}")

@@ -13,9 +13,9 @@ from astropy.time import Time
 from hapsira_core import settings
 from hapsira_cowell import cowell
 from hapsira_cowell.cli.catalog import Catalog
-from hapsira_cowell.elements import from_classical
+from hapsira_cowell.inputs.elements import from_classical
 from hapsira_cowell.cli.writers import open_writer
-from hapsira_cowell.oem import OemWriter, read_oem, write_oem
+from hapsira_cowell.outputs.oem import OemWriter, read_oem, write_oem
 from reference import K_EARTH, R_EARTH
 
 oem = pytest.importorskip("oem")  # in the test extra: never skipped in CI

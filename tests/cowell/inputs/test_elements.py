@@ -1,4 +1,4 @@
-"""Elements to states (hapsira_cowell.elements): the hjit conversion on the active target
+"""Elements to states (hapsira_cowell.inputs.elements): the hjit conversion on the active target
 against an independent numpy rotation (tests/reference.py) and against each other."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from astropy import units as u
 
 from hapsira_core import settings
-from hapsira_cowell.elements import from_classical, from_equinoctial
+from hapsira_cowell.inputs.elements import from_classical, from_equinoctial
 from reference import K_EARTH, coe_to_rv
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()

@@ -15,7 +15,7 @@ from astropy import units as u
 
 from hapsira_core.jit import Arg, ObjectKernel, hjit
 
-from .units import to_value
+from ..units import to_value
 
 __all__ = ["coe2rv", "mee2rv", "from_classical", "from_equinoctial"]
 

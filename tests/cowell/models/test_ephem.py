@@ -8,7 +8,7 @@ from astropy.time import Time, TimeDelta
 
 from hapsira_core import settings
 from hapsira_core.jit import Arg, ObjectKernel, hjit
-from hapsira_cowell.ephem import DEFAULT_STEP, HEADER, Ephemeris, position
+from hapsira_cowell.models.ephem import DEFAULT_STEP, HEADER, Ephemeris, position
 
 EPOCH = Time("2025-02-15T12:00:00", scale="tdb")
 

@@ -13,11 +13,11 @@ from astropy.time import Time
 from hapsira_core import settings
 from hapsira_core.jit import Arg, ObjectKernel, hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.atmosphere import density_us76
-from hapsira_cowell.ephem import Ephemeris, position
-from hapsira_cowell.events import AltitudeCrossEvent
-from hapsira_cowell.atmosphere import H_TOP
-from hapsira_cowell.perturbations import (
+from hapsira_cowell.models.atmosphere import density_us76
+from hapsira_cowell.models.ephem import Ephemeris, position
+from hapsira_cowell.models.events import AltitudeCrossEvent
+from hapsira_cowell.models.atmosphere import H_TOP
+from hapsira_cowell.models.perturbations import (
     R_SUN, WDIVC_SUN, J2_perturbation, J3_perturbation, atmospheric_drag_exponential,
     atmospheric_drag_us76, radiation_pressure, shadow_function, third_body, two_body,
 )

@@ -5,7 +5,7 @@ import pytest
 
 from hapsira_core.jit import hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.perturbations import J2_perturbation, two_body
+from hapsira_cowell.models.perturbations import J2_perturbation, two_body
 from reference import J2_EARTH, K_EARTH, R_EARTH, Reference, j2_rhs, relative_error, \
     varied_orbits
 

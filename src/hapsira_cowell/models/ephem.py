@@ -20,7 +20,7 @@ are seconds since ``epoch`` (the t = 0 of the propagation).
 
 Accuracy. The interpolation error against astropy at the default steps is
 below 0.5 m for the Sun (6 h samples) and 2 m for the Moon (1 h samples),
-measured over 30 days (``tests/cowell/test_ephem.py`` asserts 1 m and 5 m). The built-in
+measured over 30 days (``tests/cowell/models/test_ephem.py`` asserts 1 m and 5 m). The built-in
 ephemeris itself is the limit: ERFA ``epv00`` (Earth, hence the Sun: RMS
 3.7 km, max 11 km against JPL DE406 over 1900-2100) and ``moon98`` (Moon:
 RMS 6.1 km, max 32 km against ELP/MPP02 over 1950-2100), per their
@@ -42,7 +42,7 @@ from astropy.time import Time
 
 from hapsira_core.jit import hjit
 
-from .units import to_float
+from ..units import to_float
 
 __all__ = ["Ephemeris", "position", "interpolate", "HEADER"]
 

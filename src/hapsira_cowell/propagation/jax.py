@@ -20,12 +20,12 @@ import numpy as np  # noqa: E402
 from hapsira_core.ivp import checks  # noqa: E402
 from hapsira_core.ivp.layout import INFO  # noqa: E402
 
-# the numpy call's checks and its Problem (``from . import cowell`` would give the function)
-from .propagator import _gm as _numpy_gm  # noqa: E402
-from .propagator import _problem, _states, bounds_checked, call_options  # noqa: E402
-from .propagator import _state as _numpy_state  # noqa: E402
-from .propagator import _tofs as _numpy_tofs  # noqa: E402
-from .units import is_quantity  # noqa: E402
+from ..units import is_quantity  # noqa: E402
+# the numpy front's checks and its Problem: the orbit adapter the fronts share
+from .forms import bounds_checked, call_options, check_states, problem  # noqa: E402
+from .forms import check_gm as _numpy_gm  # noqa: E402
+from .forms import check_state as _numpy_state  # noqa: E402
+from .forms import check_tofs as _numpy_tofs  # noqa: E402
 
 __all__ = ["cowell", "CowellResult", "DerivativeError"]
 
@@ -110,10 +110,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     CowellResult
         A named tuple of JAX arrays.
     """
-    require_x64("hapsira_cowell.jax.cowell")
+    require_x64("hapsira_cowell.propagation.jax.cowell")
     # the order of the numpy call's checks
     k = _gm(k)
-    r0, v0, single = _states(r0, v0, state=_state)
+    r0, v0, single = check_states(r0, v0, state=_state)
     n = r0.shape[0]
     tofs = _tofs(tofs)
     rows = params_rows(params, n)
@@ -129,9 +129,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     params = jnp.concatenate((jnp.broadcast_to(k, (rows.shape[0], 1)), rows), axis=1)
     y0 = jnp.concatenate((r0, v0), axis=1)
 
-    problem = _problem(f, events, tofs, max_steps, records)
-    raw = run(problem, y0, params, 0.0, tofs[-1], rtol, atol,
-              "hapsira_cowell.jax.cowell kernel")
+    orbit_problem = problem(f, events, tofs, max_steps, records)
+    raw = run(orbit_problem, y0, params, 0.0, tofs[-1], rtol, atol,
+              "hapsira_cowell.propagation.jax.cowell kernel")
     y = raw["y"]
     rr, vv = y[:, :, :3], y[:, :, 3:]
     info = raw["info"]

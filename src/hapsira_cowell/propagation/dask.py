@@ -15,9 +15,10 @@ from astropy import units as u
 from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
-from .propagator import CowellResult, STATUS_MESSAGES, _gm, _tofs, call_options
+from ..units import to_value
+from .forms import call_options, check_gm, check_tofs
+from .propagator import CowellResult, STATUS_MESSAGES
 from .propagator import cowell as cowell_numpy
-from .units import to_value
 
 __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_client",
            "close_client", "workers", "warm_up", "map_chunks"]
@@ -47,8 +48,8 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
     any chunk runs; default ``params``). Returns ``(blob, tofs, events,
     max_event_records)`` as checked.
     """
-    k = _gm(k)
-    tofs = _tofs(tofs)
+    k = check_gm(k)
+    tofs = check_tofs(tofs)
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records,
         params if params_given is None else params_given, stacklevel=6)

@@ -9,7 +9,7 @@ from astropy import units as u
 from astropy.time import Time
 from sgp4.api import Satrec
 
-from hapsira_cowell.tle import TLECatalog, TLEWarning, from_tle, tle_checksum
+from hapsira_cowell.inputs.tle import TLECatalog, TLEWarning, from_tle, tle_checksum
 from reference import DATA_DIR as DATA  # ../shared/data beside the repository
 
 COUNTS = {"fengyun-1c": 1918, "cosmos-2251": 641, "iridium-33": 119, "cosmos-1408": 10}

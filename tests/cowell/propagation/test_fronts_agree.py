@@ -1,5 +1,5 @@
 """The same bad arguments give the same error (type and message) on every front of
-``cowell``: numpy, JAX and Dask call one checker (`hapsira_cowell.propagator.call_options`),
+``cowell``: numpy, JAX and Dask call one checker (`hapsira_cowell.propagation.forms.call_options`),
 and a params read past the row at a computed index is caught on each.
 
 Before the shared checker the JAX front returned status 0 (and garbage) for both
@@ -14,8 +14,8 @@ jax = pytest.importorskip("jax")
 da = pytest.importorskip("dask.array")
 
 import hapsira_core.fronts.jax as fronts_jax  # noqa: E402
-import hapsira_cowell.dask as cowell_dask  # noqa: E402
-import hapsira_cowell.jax as cowell_jax  # noqa: E402
+import hapsira_cowell.propagation.dask as cowell_dask  # noqa: E402
+import hapsira_cowell.propagation.jax as cowell_jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 from hapsira_core.fronts.jax import xla  # noqa: E402
@@ -23,7 +23,7 @@ from hapsira_core.ivp import Event as CoreEvent  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_core.targets import active  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.propagator import two_body  # noqa: E402
+from hapsira_cowell.models.perturbations import two_body  # noqa: E402
 
 SIM = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 _SIMULATED = {}

@@ -1,5 +1,5 @@
-"""Orbit objects in (hapsira_cowell.orbits): a duck-typed Orbit made of astropy Quantities and
-Times, at one or at mixed epochs, against scipy; a real hapsira/poliastro Orbit when installed."""
+"""Orbit objects in (hapsira_cowell.propagation.orbits): a duck-typed Orbit made of astropy
+Quantities and Times, at one or at mixed epochs, against scipy; a real hapsira/poliastro Orbit when installed."""
 
 import math
 import warnings
@@ -11,8 +11,8 @@ from astropy.time import Time, TimeDelta
 
 from hapsira_core import settings
 from hapsira_cowell import cowell
-from hapsira_cowell.elements import from_classical
-from hapsira_cowell.orbits import propagate_orbits, states_from_orbits
+from hapsira_cowell.inputs.elements import from_classical
+from hapsira_cowell.propagation.orbits import propagate_orbits, states_from_orbits
 from reference import K_EARTH, Reference, relative_error, two_body_rhs
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()

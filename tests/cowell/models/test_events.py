@@ -16,8 +16,8 @@ from astropy.time import Time
 
 from hapsira_core.jit import hjit
 from hapsira_cowell import cowell
-from hapsira_cowell.ephem import Ephemeris, interpolate
-from hapsira_cowell.events import (
+from hapsira_cowell.models.ephem import Ephemeris, interpolate
+from hapsira_cowell.models.events import (
     AltitudeCrossEvent,
     EclipseEvent,
     Event,

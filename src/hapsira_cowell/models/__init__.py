@@ -1,0 +1,2 @@
+"""Force models and events, ``hjit`` code in the orbit's call form ``(t, rr, vv, k, p)``:
+`perturbations`, `atmosphere`, `ephem` (the Sun's tables), `events`."""

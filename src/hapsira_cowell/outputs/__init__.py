@@ -1,0 +1,1 @@
+"""What results become: CCSDS `oem` files (the command line's other formats: ``cli/writers``)."""

@@ -1,0 +1,143 @@
+"""The orbit adapter the numpy, JAX and Dask fronts share: ``f(t, rr, vv, k, p)`` as the core's
+``fun(t, y, p)``; ``(k, r0, v0, tofs)`` checked and turned into the core's ``Problem``.
+
+The core integrates ``y = (rr, vv)`` with one params row ``p``; ``cowell()``
+puts GM first in that row, so that ``k`` is data like every other number
+(a new GM never recompiles) and the user's row follows it.
+"""
+
+import functools
+
+import numpy as np
+from astropy import units as u
+
+from hapsira_core import ivp
+from hapsira_core.ivp import checks
+from hapsira_core.jit import factory, hjit, is_device_array
+from hapsira_core.kernels.errors import check_returns, is_real, is_state
+
+from ..models.events import Event
+from ..models.perturbations import two_body
+from ..units import to_value
+
+__all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
+           "bounds_checked", "problem"]
+
+
+@factory
+def orbit_rhs(f):
+    """``f(t, rr, vv, k, p) -> (drr, dvv)`` as the core's ``fun(t, y, p)``."""
+    @hjit
+    def fun(t, y, p):
+        drr, dvv = f(t, (y[0], y[1], y[2]), (y[3], y[4], y[5]), p[0], p[1:])
+        return (drr[0], drr[1], drr[2], dvv[0], dvv[1], dvv[2])
+    return fun
+
+
+def check_state(value, name, unit):
+    """One of r0, v0 as a float64 array, (3,) or (N, 3) (device arrays pass through)."""
+    if is_device_array(value):
+        shape = tuple(value.__cuda_array_interface__["shape"])
+        dtype = np.dtype(value.__cuda_array_interface__["typestr"])
+        if len(shape) != 2 or shape[1] != 3 or dtype != np.float64:
+            raise ValueError(f"{name}: expected shape (N, 3) and float64 for a device "
+                             f"array, got {shape} {dtype}")
+        return value
+    array = to_value(value, unit, name)
+    if array.ndim not in (1, 2) or array.shape[-1] != 3:
+        raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
+    if not array.flags.c_contiguous or 0 in array.strides or array.dtype != np.float64:
+        array = array.astype(np.float64, order="C")  # no stride-0 or strided views in kernels
+    return array
+
+
+def check_states(r0, v0, state=check_state):
+    """r0, v0 as (N, 3) km, km/s, and whether one object was given.
+
+    ``state(value, name, unit)`` converts and checks each one (the JAX front
+    passes its own); the two are then checked against each other.
+    """
+    r0, v0 = state(r0, "r0", u.km), state(v0, "v0", u.km / u.s)
+    single = getattr(r0, "ndim", 2) == 1
+    if (getattr(v0, "ndim", 2) == 1) != single:
+        raise ValueError(f"r0, v0: shapes differ ({r0.shape} and {v0.shape})")
+    if single:
+        r0, v0 = r0[None, :], v0[None, :]
+    if r0.shape[0] != v0.shape[0]:
+        raise ValueError(f"r0, v0: number of objects differs ({r0.shape[0]} and {v0.shape[0]})")
+    return r0, v0, single
+
+
+def check_tofs(tofs):
+    array = np.atleast_1d(to_value(tofs, u.s, "tofs"))
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"tofs: expected a non-empty 1-D array of times, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("tofs: expected finite times, got NaN or inf")
+    if np.any(array > 0) and np.any(array < 0):
+        raise ValueError("tofs: expected times all of one sign (negative = backward), got both")
+    if np.any(np.diff(np.abs(array)) < 0):
+        raise ValueError("tofs: expected times sorted away from 0 (increasing, or decreasing "
+                         "when backward)")
+    return np.ascontiguousarray(array)
+
+
+def check_gm(k):
+    """GM as a 0-d float64 array: positive and finite."""
+    k = to_value(k, u.km ** 3 / u.s ** 2, "k")
+    if k.ndim != 0 or not np.isfinite(k) or k <= 0:
+        raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {k!r}")
+    return k
+
+
+def call_options(rtol, atol, f, events, max_steps, max_event_records, params_given,
+                 stacklevel=5):
+    """What every front of ``cowell`` (numpy, JAX, Dask) checks the same way, once.
+
+    Call after the states, ``tofs`` and the params rows are checked;
+    ``params_given``: the params as the user gave them (a numpy, JAX or Dask
+    array, or None), whose width is checked against what ``f`` and the events
+    read. Returns ``(rtol, atol, f, events, max_steps, records)`` with the
+    numpy front's messages on every front; ``f`` and the events come back as
+    given (each front that compiles applies `bounds_checked`).
+    """
+    rtol = checks.relative_tolerance(rtol, 6, stacklevel)
+    atol = checks.tolerance(atol, "atol", 6)
+    max_steps = checks.integer(max_steps, "max_steps", 1)
+    records = checks.integer(max_event_records, "max_event_records", 0)
+    events = checks.event_list(events, Event)
+    f = two_body if f is None else f
+    if not callable(f):
+        raise ValueError(f"f: expected an hjit function, got {type(f).__name__}")
+    checks.params_width(checks.columns_given(params_given), [f] + [e.g for e in events],
+                        position=4)
+    return rtol, atol, f, events, max_steps, records
+
+
+def bounds_checked(f, events):
+    """``f`` and the events' ``g`` bounds-checked where they index ``p`` at run time
+    (`hapsira_core.ivp.checks.bounds_checked`); after the width checks, which
+    name the user's functions."""
+    return checks.bounds_checked(f, 4), checks.bounds_checked_events(events, 4)
+
+
+def _diagnose(f, events, y0, params, t0):
+    """After a failed kernel: do ``f`` and the events' ``g`` return what they should?"""
+    rr, vv = tuple(float(v) for v in y0[0, :3]), tuple(float(v) for v in y0[0, 3:])
+    sample = (t0, rr, vv, float(params[0, 0]), params[0, 1:])
+    check_returns(f, sample, lambda r: isinstance(r, tuple) and len(r) == 2
+                  and all(is_state(part, 3) for part in r),
+                  "(drr, dvv): two tuples of 3 floats")
+    for event in events:
+        check_returns(event.g, sample, is_real, "a float (the event function's value)")
+
+
+def problem(f, events, tofs, max_steps, records):
+    """The core's `Problem` of an orbit propagation.
+
+    DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
+    ``tofs``, no event states kept; shared with the JAX front
+    (`hapsira_cowell.propagation.jax`), which runs it on XLA's buffers.
+    """
+    return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
+                       [f] + [e.g for e in events], functools.partial(_diagnose, f, events))

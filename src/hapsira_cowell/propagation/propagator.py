@@ -1,0 +1,125 @@
+"""``cowell()`` on numpy arrays (the numpy front): DOP853 on the active target, `CowellResult`.
+
+A thin layer on the core's `Problem` through the orbit adapter (`.forms`): the
+state is ``(rr, vv)``, GM travels first in the params row, times of flight
+start at 0, and results come back in orbit units and shapes.
+"""
+
+import numpy as np
+from astropy import units as u
+
+from hapsira_core import ivp
+from hapsira_core.ivp import checks
+from hapsira_core.kernels.kernel import Columns
+
+from ..units import is_quantity
+from .forms import bounds_checked, call_options, check_gm, check_states, check_tofs, problem
+
+__all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
+
+#: What each ``status`` code means.
+STATUS_MESSAGES = {
+    ivp.SUCCESS: "reached the last time of flight",
+    ivp.TERMINATED: "stopped by a terminal event",
+    ivp.STEP_TOO_SMALL: "step size fell below 10 ulp of t (a singularity, e.g. "
+                        "a collision with the attractor's centre)",
+    ivp.MAX_STEPS: "max_steps accepted steps were not enough",
+    ivp.BAD_INITIAL_STATE: "initial state or its derivative is not finite "
+                           "(NaN or inf input, or r = 0)",
+}
+
+
+class CowellResult(ivp.Statuses):
+    """What `cowell()` returns.
+
+    ``rr``, ``vv``: states at ``tofs``, ``(N, M, 3)`` km and km/s (NaN where
+    the object had stopped); ``status``: ``(N,)`` codes, see
+    `STATUS_MESSAGES`; ``t_events``: one ``(N, C)`` array of event times
+    (s, NaN-padded) per event; ``n_events``: ``(N, E)`` occurrence counts;
+    ``nfev``, ``nsteps``: ``(N,)`` work done. For a single object (``r0`` of
+    shape ``(3,)``) the leading N axis is dropped everywhere.
+    """
+
+    MESSAGES = STATUS_MESSAGES
+
+    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps):
+        self.rr = rr
+        self.vv = vv
+        self.status = status
+        self.t_events = t_events
+        self.n_events = n_events
+        self.nfev = nfev
+        self.nsteps = nsteps
+
+
+def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
+           max_steps=100_000, max_event_records=64):
+    """Propagate objects with Cowell's method: DOP853 on ``f`` (default two-body).
+
+    Parameters
+    ----------
+    k : float or Quantity
+        GM of the attractor, km^3/s^2.
+    r0, v0 : array_like or Quantity, (3,) or (N, 3)
+        Initial positions (km) and velocities (km/s) at t = 0. On the cuda
+        target, (N, 3) float64 device arrays are used in place.
+    tofs : array_like, Quantity or TimeDelta, (M,)
+        Times of flight (s) at which states are returned; sorted away from
+        zero and all of one sign (negative: backward propagation).
+    rtol, atol : float or (6,)
+        Relative and absolute tolerances as in ``scipy.integrate.solve_ivp``
+        (rtol below 100 eps is raised to it, with a warning).
+    f : hjit function, optional
+        ``f(t, rr, vv, k, p) -> (drr, dvv)``; default
+        `two_body()`.
+    params : array_like, (P,) or (N, P), optional
+        Numbers handed to ``f`` and events as the row ``p`` (shared or one row
+        per object). Changing them never recompiles.
+    events : sequence of `Event`
+    max_steps : int
+        Accepted steps allowed per object (status -2 when exceeded).
+    max_event_records : int
+        Occurrences of each event whose times are kept (C).
+
+    Returns
+    -------
+    CowellResult
+        Quantities (km, km/s, s) if any of ``r0``, ``v0``, ``tofs`` was one.
+        (This is the numpy front; the public ``hapsira_cowell.cowell``
+        (`hapsira_cowell.propagation.api`) sends Dask arrays to
+        `hapsira_cowell.propagation.dask` first, which returns a
+        `hapsira_cowell.propagation.dask.DaskCowellResult`.)
+    """
+    quantities = any(is_quantity(x) for x in (r0, v0, tofs))
+    k = check_gm(k)
+    r0, v0, single = check_states(r0, v0)
+    n = r0.shape[0]
+    tofs = check_tofs(tofs)
+    rows = checks.params(params, n)
+    rtol, atol, f, events, max_steps, records = call_options(
+        rtol, atol, f, events, max_steps, max_event_records, params)
+    for event in events:
+        event.check_params(rows[:, :checks.columns_given(params)])
+    params = rows
+    f, events = bounds_checked(f, events)
+    # GM first in every row: k is data, never a compile-time constant
+    params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
+    y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
+
+    raw = problem(f, events, tofs, max_steps, records).run(y0, params, 0.0, float(tofs[-1]),
+                                                           rtol, atol)
+    y = raw["y"]
+    rr, vv = y[:, :, :3], y[:, :, 3:]
+    t_events = [raw["t_events"][:, e] for e in range(len(events))]
+    n_events = raw["n_events"]
+    info = raw["info"]
+    status, nfev, nsteps = info[:, 0], info[:, 1], info[:, 2]
+    if quantities:
+        rr = rr << u.km
+        vv = vv << (u.km / u.s)
+        t_events = [t << u.s for t in t_events]
+    if single:
+        rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
+        t_events = [t[0] for t in t_events]
+        n_events = n_events[0]
+    return CowellResult(rr, vv, status, t_events, n_events, nfev, nsteps)

@@ -1,0 +1,30 @@
+"""The package's public names and documented module paths resolve to the modules in its folders."""
+
+import importlib
+
+import pytest
+
+import hapsira_cowell
+
+
+@pytest.mark.parametrize("name", hapsira_cowell.__all__)
+def test_every_public_name_resolves(name):
+    assert getattr(hapsira_cowell, name) is not None
+
+
+@pytest.mark.parametrize("documented, module", [
+    ("hapsira_cowell.perturbations", "hapsira_cowell.models.perturbations"),
+    ("hapsira_cowell.events", "hapsira_cowell.models.events"),
+])
+def test_documented_paths_re_export_the_same_objects(documented, module):
+    documented, module = importlib.import_module(documented), importlib.import_module(module)
+    assert documented.__all__ == module.__all__
+    for name in module.__all__:
+        assert getattr(documented, name) is getattr(module, name), name
+
+
+def test_the_command_line_finds_the_library_modules_it_imports_by_name():
+    from hapsira_cowell.cli import app
+
+    for name in ("constants", "outputs.oem", "propagation.dask"):
+        assert app._lib(name).__name__ == f"hapsira_cowell.{name}"
