@@ -170,6 +170,7 @@ COWELL_PARTS = {
     "constants": set(), "units": set(),
     "models": _FLOOR,
     "perturbations": {"models"}, "events": {"models"},  # the documented paths: re-exports
+    "jax": {"propagation"}, "dask": {"propagation"},  # the fronts' public names: re-exports
     "inputs": _FLOOR | {"models"},
     "outputs": _FLOOR | {"models"},
     "propagation": _FLOOR | {"models"},
