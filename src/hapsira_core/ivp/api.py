@@ -139,7 +139,7 @@ class Problem:
             "y_events": ((n_objects, slots, max(self.y_records, 1), n), np.float64),
             "n_events": ((n_objects, slots), np.int64),
             "scratch": ((n_objects, slots, 2), np.float64),
-            "work": ((n_objects, build.work_rows(self.method, n), n), np.float64),
+            "work": ((n_objects, build.work_rows(self.method, n, self.fun), n), np.float64),
         }
 
     def trim(self, outputs):
@@ -171,12 +171,17 @@ class Problem:
         # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
         # gufunc dropped the exception, as it does outside a thread's first object.
         outputs["info"][:, INFO.status] = ABORTED
+        sample = None
+        if on_host and len(y0):
+            sample = (t0, np.array(np.asarray(y0[:1])[0], dtype=np.float64),
+                      np.array(params[0], dtype=np.float64))
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
-                  self.user_functions, diagnose)
+                  self.user_functions, diagnose, sample)
         aborted = outputs["info"][:, INFO.status] == ABORTED
         if aborted.any():
             build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
-                                     "objects stopped by a bounds check)"), self.user_functions)
+                                     "objects stopped by a bounds check)"), self.user_functions,
+                          sample=sample)
             raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return self.trim(outputs)
 
