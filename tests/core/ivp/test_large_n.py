@@ -302,3 +302,69 @@ def test_events_see_an_array_view_in_the_array_shape(simulated):
     np.testing.assert_allclose(res[0].t_events[0], reference.t_events[0], rtol=1e-11)
     np.testing.assert_allclose(res[0].y_events[0], reference.y_events[0], rtol=1e-10,
                                atol=1e-10)
+
+
+# --- clear errors ---------------------------------------------------------------------------
+
+@hjit
+def writes_past_dydt(t, y, p, dydt):
+    for i in range(y.shape[0] + 1):
+        dydt[i] = -y[i % y.shape[0]]
+
+
+@hjit
+def reads_past_params(t, y, p, dydt):
+    for i in range(y.shape[0]):
+        dydt[i] = -p[int(p[0])] * y[i]
+
+
+def _checks_indices():
+    from hapsira_core import settings
+    from hapsira_core.targets import active
+    # a real GPU checks no index (numba-cuda has no bounds checks; docs/api.md)
+    return active.BOUNDS_CHECKS or settings.cuda_simulator_enabled()
+
+
+def test_a_write_past_dydt_is_named_dydt_not_params():
+    from hapsira_core.ivp.checks import DydtIndexError
+    if not _checks_indices():
+        pytest.skip("a GPU does not check indices")
+    with pytest.raises(DydtIndexError, match=r"dydt: 'writes_past_dydt' indexes dydt past its "
+                                             r"end \(index 3 is out of bounds for axis 0 with "
+                                             r"size 3\); .* n = 3"):
+        solve_ivp(writes_past_dydt, (0.0, 1.0), np.ones((3, 3)))
+
+
+def test_a_params_read_past_the_row_in_the_array_form_is_named_params_not_dydt():
+    from hapsira_core.ivp.checks import DydtIndexError, FunctionIndexError, ParamsIndexError
+    if not _checks_indices():
+        pytest.skip("a GPU does not check indices")
+    with pytest.raises(ParamsIndexError, match=r"params: a read past the end of a params row.*"
+                                               r"'reads_past_params' \(index 5 is out of bounds "
+                                               r"for axis 0 with size 1\)"):
+        solve_ivp(reads_past_params, (0.0, 1.0), np.ones((2, 3)), params=[[5.0], [0.0]])
+    # only the last object's row is bad: not reproduced on the first, both are named
+    with pytest.raises(FunctionIndexError, match=r"a write past dydt .* or a read past a "
+                                                 r"params row") as error:
+        solve_ivp(reads_past_params, (0.0, 1.0), np.ones((3, 3)),
+                  params=[[0.0], [0.0], [5.0]])
+    assert not isinstance(error.value, (DydtIndexError, ParamsIndexError))
+
+
+@hjit
+def two_arguments(t, y):
+    return (y[0],)
+
+
+@hjit
+def array_form_returning_a_tuple(t, y, p, dydt):
+    return (-y[0],)
+
+
+def test_a_fun_of_neither_form_is_refused_naming_fun():
+    with pytest.raises(ValueError, match=r"fun: expected fun\(t, y, p\) .* or fun\(t, y, p, "
+                                         r"dydt\) .* two_arguments takes neither"):
+        solve_ivp(two_arguments, (0.0, 1.0), [1.0])
+    with pytest.raises(ValueError, match=r"fun: array_form_returning_a_tuple takes 4 arguments.* "
+                                         r"returns a value, which would be ignored"):
+        solve_ivp(array_form_returning_a_tuple, (0.0, 1.0), [1.0])
