@@ -278,7 +278,12 @@ def test_array_form_equals_tuple_form_bit_for_bit(method, simulated):
     np.testing.assert_array_equal(a.status, b.status)
     assert (a.status == 1).all()
     np.testing.assert_array_equal(a.nsteps, b.nsteps)
-    np.testing.assert_array_equal(a.nfev, b.nfev)
+    from hapsira_core.targets import active
+    if active.KEEP_STAGES:
+        np.testing.assert_array_equal(a.nfev, b.nfev)
+    else:  # the GPU's tuple shape evaluates a step's stages again for its dense output;
+        # the array shape keeps them in its work rows: fewer evaluations, same numbers
+        assert (b.nfev <= a.nfev).all()
     np.testing.assert_array_equal(a.y, b.y)
     np.testing.assert_array_equal(a.n_events, b.n_events)
     for e in range(2):
@@ -287,21 +292,29 @@ def test_array_form_equals_tuple_form_bit_for_bit(method, simulated):
 
 
 def test_events_see_an_array_view_in_the_array_shape(simulated):
-    """An event of a large state: body 0 of Pleiades crossing x = 0 (scipy's times)."""
+    """Events of a large state: bodies 0 and 6 of Pleiades crossing a line (scipy's times
+    and states; body 6 crosses downward, so the direction filter keeps it)."""
 
     @hjit
-    def x0_crossing(t, y, p):
-        return y[0]
+    def body0_x(t, y, p):
+        return y[0] - 2.7
+
+    @hjit
+    def body6_x(t, y, p):
+        return y[6] - 1.8
 
     tf = 1.0 if simulated else 3.0
     res = solve_ivp(pleiades, (0.0, tf), PLEIADES_Y0, rtol=1e-10, atol=1e-10,
-                    events=Event(x0_crossing))
+                    events=[Event(body0_x), Event(body6_x, direction=-1)])
     reference = scipy_solve_ivp(pleiades_np, (0.0, tf), PLEIADES_Y0, method="DOP853",
-                                rtol=1e-10, atol=1e-10, events=lambda t, y: y[0])
+                                rtol=1e-10, atol=1e-10,
+                                events=[lambda t, y: y[0] - 2.7, lambda t, y: y[6] - 1.8])
     assert res.status == 0
-    np.testing.assert_allclose(res[0].t_events[0], reference.t_events[0], rtol=1e-11)
-    np.testing.assert_allclose(res[0].y_events[0], reference.y_events[0], rtol=1e-10,
-                               atol=1e-10)
+    for e in range(2):
+        assert len(res[0].t_events[e]) >= 1
+        np.testing.assert_allclose(res[0].t_events[e], reference.t_events[e], rtol=1e-11)
+        np.testing.assert_allclose(res[0].y_events[e], reference.y_events[e], rtol=1e-10,
+                                   atol=1e-10)
 
 
 # --- clear errors ---------------------------------------------------------------------------
