@@ -25,9 +25,10 @@ from ..jit import hjit
 from ..kernels.cache import factory
 
 #: Largest n for which a tuple-form ``fun(t, y, p) -> tuple`` is accepted. Measured
-#: (docs/benchmarks.md, "State size"): cold compile of DOP853 with the tuple shape
-#: grows from about 5 s at n = 6 to about 206 s at n = 32; the array shape compiles
-#: in about the same time at any n, and above 16 it is the faster of the two to run.
+#: (docs/benchmarks.md, "State size", 2-core shared machine): cold compile of DOP853
+#: in the tuple shape 6.4 s at n = 6, 12.2 s at 16, 206 s at 32; in the array shape
+#: 6.6 s at n = 6 and 8.0 s at n = 1000. Up to 16 the tuple shape runs within 15% of
+#: the array shape on the host (faster at 6); above it only its compile time grows.
 TUPLE_MAX_N = 16
 
 SHAPES = ("tuple", "array")
