@@ -1,7 +1,7 @@
 """Compile time and time per object-step against the state size n; scipy at the same n.
 
     python benchmarks/state_size.py [--targets cpu,parallel] [--sizes 6,12,28,60,200,1000]
-                                    [--objects 64] [--method DOP853]
+                                    [--objects 64] [--method DOP853] [--forms tuple,array]
 
 The workload is Lorenz-96 (E. N. Lorenz, 1996: ``dx_i/dt = (x_{i+1} - x_{i-2}) x_{i-1}
 - x_i + F``, F = 8, on a ring of n variables), defined for every n >= 4 and chaotic,
@@ -100,6 +100,7 @@ def main():
     parser.add_argument("--sizes", default="6,12,28,60,200,1000")
     parser.add_argument("--objects", type=int, default=64)
     parser.add_argument("--method", default="DOP853")
+    parser.add_argument("--forms", default="tuple,array", help="fun forms to time")
     parser.add_argument("--out", default=f"state_size_{socket.gethostname()}")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(harness.ROOT, "src"))
@@ -116,7 +117,7 @@ def main():
         print(f"scipy        n={n:5d}: {reference['per_object_step_us']:9.2f} us/object-step "
               f"({reference['steps']} steps)", flush=True)
         for target in args.targets.split(","):
-            for form in ("tuple", "array"):
+            for form in args.forms.split(","):
                 if form == "tuple" and n > TUPLE_MAX_N:
                     continue
                 script = CHILD.format(n=n, objects=args.objects, method=args.method, form=form,

@@ -14,7 +14,7 @@ import math
 from ...jit import hjit
 from ..butcher import ButcherTableau, weights
 from ..stages import compile_stages
-from ..state import rhs
+from ..state import returns_a_view, rhs
 from .base import Method
 
 N_STAGES = 12
@@ -157,7 +157,7 @@ def build(tableau, ops, keep, fun, rows):
     def placeholder(y):
         return (y, y, y, y, y, y, y)
 
-    @hjit
+    @hjit(**(returns_a_view() if is_array else {}))
     def evaluate(coeffs, t_old, h, y_old, t, dst):
         """State at ``t`` from the interpolant (scipy's ``Dop853DenseOutput``)."""
         x = (t - t_old) / h

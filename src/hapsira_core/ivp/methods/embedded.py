@@ -12,7 +12,7 @@ import math
 from ...jit import hjit
 from ..butcher import weights
 from ..stages import compile_stages
-from ..state import rhs
+from ..state import returns_a_view, rhs
 from .base import Method
 
 
@@ -81,12 +81,13 @@ def build(tableau, ops, keep, fun, P, rows):
             return y_new, f_new, error_norm(y, y_new, err, h, tol, start, work)
 
     n_q = len(P[0])
+    view_options = returns_a_view() if is_array else {}
     if n_q == 3:
         @hjit
         def placeholder(y):
             return (y, y, y)
 
-        @hjit
+        @hjit(**view_options)
         def evaluate(q, t_old, h, y_old, t, dst):
             x = (t - t_old) / h
             x2 = x * x
@@ -97,7 +98,7 @@ def build(tableau, ops, keep, fun, P, rows):
         def placeholder(y):
             return (y, y, y, y)
 
-        @hjit
+        @hjit(**view_options)
         def evaluate(q, t_old, h, y_old, t, dst):
             x = (t - t_old) / h
             x2 = x * x
