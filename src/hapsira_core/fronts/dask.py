@@ -461,10 +461,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     _require_dask()
     from ..ivp import api, checks
     from ..ivp.layout import INFO
-    from ..ivp.state import MAX_N
-
     if is_dask_array(y0):
-        y0, single = dask_rows(y0, "y0", max_width=MAX_N)
+        y0, single = dask_rows(y0, "y0")
     else:
         y0, single = checks.states(y0)
     n_objects, n = y0.shape

@@ -12,6 +12,7 @@ from ..jit import hjit
 from ..kernels.kernel import Columns
 from . import build, checks
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
+from .state import fun_form
 
 #: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
 ABORTED = np.iinfo(np.int64).min
@@ -89,7 +90,7 @@ class Problem:
 
     The numpy front (`integrate()`), the JAX front and the Dask front
     share it: they differ only in where the arrays live. ``method``: a name
-    in `METHODS`; ``fun``: ``fun(t, y, p)``;
+    in `METHODS`; ``fun``: ``fun(t, y, p)`` or ``fun(t, y, p, dydt)``;
     ``events``: objects with ``device_function``, ``constants``,
     ``direction`` and ``max_occurrences``; ``records``/``y_records``:
     occurrences of each event whose time/state are kept; ``user_functions``:
@@ -139,7 +140,7 @@ class Problem:
             "y_events": ((n_objects, slots, max(self.y_records, 1), n), np.float64),
             "n_events": ((n_objects, slots), np.int64),
             "scratch": ((n_objects, slots, 2), np.float64),
-            "work": ((n_objects, build.work_rows(self.method, n), n), np.float64),
+            "work": ((n_objects, build.work_rows(self.method, n, self.fun), n), np.float64),
         }
 
     def trim(self, outputs):
@@ -171,12 +172,17 @@ class Problem:
         # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
         # gufunc dropped the exception, as it does outside a thread's first object.
         outputs["info"][:, INFO.status] = ABORTED
+        sample = None
+        if on_host and len(y0):
+            sample = (t0, np.array(np.asarray(y0[:1])[0], dtype=np.float64),
+                      np.array(params[0], dtype=np.float64))
         build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
-                  self.user_functions, diagnose)
+                  self.user_functions, diagnose, sample)
         aborted = outputs["info"][:, INFO.status] == ABORTED
         if aborted.any():
             build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
-                                     "objects stopped by a bounds check)"), self.user_functions)
+                                     "objects stopped by a bounds check)"), self.user_functions,
+                          sample=sample)
             raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return self.trim(outputs)
 
@@ -216,8 +222,11 @@ def _diagnose(fun, events, y0, params, t0):
     """After a failed kernel: does each user function return what the loop expects?"""
     n = y0.shape[1]
     sample = (t0, tuple(float(v) for v in y0[0]), params[0])
-    check_returns(fun, sample, lambda r: is_state(r, n),
-                  f"a tuple of {n} floats, one per state component")
+    if fun_form(fun) == "array":  # the events get y as an array too; fun returns nothing
+        sample = (t0, np.array(y0[0], dtype=np.float64), params[0])
+    else:
+        check_returns(fun, sample, lambda r: is_state(r, n),
+                      f"a tuple of {n} floats, one per state component")
     for event in events:
         check_returns(event.g, sample, is_real, "a float (the event function's value)")
 
@@ -235,12 +244,15 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Parameters
     ----------
     fun : hjit function
-        ``fun(t, y, p) -> tuple of n floats``; ``y`` is a tuple of n floats,
-        ``p`` the object's params row.
+        ``fun(t, y, p) -> tuple of n floats`` (``y`` a tuple of n floats; n up
+        to `hapsira_core.ivp.state.TUPLE_MAX_N`) or ``fun(t, y, p, dydt)``,
+        which fills the 1-D array ``dydt`` and returns nothing (``y`` a 1-D
+        array; any n, compiled in the same time whatever n is); ``p`` the
+        object's params row. The form chooses the state's shape (`.state`).
     t_span : (t0, tf)
         Shared by all objects; ``tf < t0`` integrates backward.
     y0 : array_like, (n,) or (N, n)
-        Initial states (n from 1 to 64).
+        Initial states (any n >= 1; above ``TUPLE_MAX_N`` with the array form of ``fun``).
     method : "DOP853", "RK45" or "RK23"
         scipy's explicit methods, with scipy's error estimate, step-size
         control, first step and dense output.
@@ -254,7 +266,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         Numbers handed to ``fun`` and events as ``p`` (shared or one row per
         object); new values never recompile.
     events : Event or sequence of Event
-        Zeros of ``g(t, y, p)``, as scipy's events.
+        Zeros of ``g(t, y, p)``, as scipy's events (``y`` as ``fun`` gets it).
     max_steps : int
         Accepted steps allowed per object (status -2 beyond).
     max_event_records : int

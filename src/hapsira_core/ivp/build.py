@@ -15,6 +15,7 @@ from ..kernels.errors import CallbackCompileError, user_function_error
 from ..targets import active as target
 from . import methods
 from .loop import make_solve
+from .state import fun_form
 
 #: Built kernels of the active target, by ``(method, n, fun, event functions, event states)``.
 KERNELS = {}
@@ -101,37 +102,36 @@ def _recipe(method, n, keep, fun, event_functions, event_states):
     return key, prelude
 
 
-def run(kernel, arrays, user_functions, diagnose=None):
+def run(kernel, arrays, user_functions, diagnose=None, sample=None):
     """Call ``kernel`` on ``arrays``; a compile error in a user function is told
     in the user's terms (`CallbackCompileError`). ``diagnose()``, run first
-    when the kernel fails, may raise a clearer error (what a function returns)."""
+    when the kernel fails, may raise a clearer error (what a function returns).
+    ``sample``: ``(t0, y0 row, params row)`` on which an index error is reproduced
+    in Python to name the array indexed past its end (`explain`)."""
     try:
         kernel(*arrays)
     except Exception as exc:
-        explain(exc, user_functions, diagnose)
+        explain(exc, user_functions, diagnose, sample)
         raise
 
 
-def explain(exc, user_functions, diagnose=None):
+def explain(exc, user_functions, diagnose=None, sample=None):
     """Raise the clearer error for ``exc``, a kernel's failure, where there is one
-    (what a user function returns, a compile error in it); return otherwise (the
-    caller re-raises ``exc``). Shared by the numpy, JAX and Dask fronts."""
+    (what a user function returns, a compile error in it, an index past the end
+    of ``dydt`` or of a params row); return otherwise (the caller re-raises
+    ``exc``). Shared by the numpy, JAX and Dask fronts."""
     if diagnose is not None:
         try:
             diagnose()
         except CallbackCompileError as error:
             raise error from exc
     if isinstance(exc, IndexError) and "out of bounds" in str(exc):
-        # a params row read past its end at an index computed at run time: the
-        # bounds checks of `checks.bounds_checked` on cpu and parallel, numpy's on
-        # the CUDA simulator; told the same way on each
-        from .checks import ParamsIndexError
-        names = ", ".join(repr(getattr(getattr(f, "py_func", f), "__qualname__", f))
-                          for f in user_functions if f is not None)
-        raise ParamsIndexError(
-            f"params: a read past the end of a params row, at an index computed at run "
-            f"time (such as p[int(p[0])]), in {names}; no result is returned. Give the "
-            "rows enough columns for every index the functions compute") from exc
+        # an index past the end of an array at an index computed at run time: a params
+        # row read (such as p[int(p[0])]) or, for the array form fun(t, y, p, dydt), a
+        # write past dydt. The bounds checks of `checks.bounds_checked` on cpu and
+        # parallel, numpy's on the CUDA simulator; told the same way on each
+        from .checks import index_error
+        raise index_error(user_functions, sample) from exc
     if not type(exc).__module__.startswith("numba"):
         return
     error = user_function_error(exc, user_functions)
@@ -139,10 +139,13 @@ def explain(exc, user_functions, diagnose=None):
         raise error from exc
 
 
-def work_rows(method, n):
+def work_rows(method, n, fun=None):
     """Rows of the per-object ``work`` array the active target's loop needs (>= 1):
-    the stages of a step where the dense output reuses them."""
+    the stages of a step where the dense output reuses them; for array-shaped
+    states (``fun(t, y, p, dydt)``, `.state`) every state of the loop too."""
+    rows = methods.get(method).rows
+    if fun is not None and fun_form(fun) == "array":
+        return rows.total
     if not target.KEEP_STAGES:
         return 1
-    tableau = methods.get(method).tableau
-    return max(1, tableau.n_stages + 1)
+    return max(1, methods.get(method).tableau.n_stages + 1)

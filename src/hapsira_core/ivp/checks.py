@@ -12,7 +12,7 @@ import numpy as np
 
 from ..jit import hjit
 from ..kernels.cache import factory
-from .state import MAX_N
+from .state import check_fun_form
 
 EPS = np.finfo(np.float64).eps
 
@@ -48,10 +48,6 @@ def states(y0, name="y0"):
     array = real_array(y0, name)
     if array.ndim not in (1, 2) or array.shape[-1] == 0:
         raise ValueError(f"{name}: expected shape (n,) or (N, n) with n >= 1, got {array.shape}")
-    if array.shape[-1] > MAX_N:
-        raise ValueError(f"{name}: states of {array.shape[-1]} components are not supported "
-                         f"(at most {MAX_N}: the solver is generated as straight-line code "
-                         "per component, and compile time grows too fast beyond that)")
     single = array.ndim == 1
     return (array[None, :] if single else array), single
 
@@ -264,13 +260,124 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     records = integer(max_event_records, "max_event_records", 0)
     if not callable(fun):
         raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
+    array_form = check_fun_form(fun, n) == "array"
     params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
-    fun, events = bounds_checked(fun, 2), bounds_checked_events(events, 2)
+    # the array form writes dydt at indices computed at run time: checked on the host
+    fun = bounds_checked(fun, 2, always=array_form)
+    events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
 
 
-class ParamsIndexError(IndexError, ValueError):
+class FunctionIndexError(IndexError, ValueError):
+    """A user function indexed an array past its end at an index computed at run
+    time (which array: the subclasses, where it could be told)."""
+
+
+class ParamsIndexError(FunctionIndexError):
     """A user function read past the end of its params row with a computed index."""
+
+
+class DydtIndexError(FunctionIndexError):
+    """An array-form ``fun(t, y, p, dydt)`` wrote (or read) past the end of ``dydt``."""
+
+
+class _Reproduced(Exception):
+    def __init__(self, label, detail):
+        super().__init__(label, detail)
+        self.label, self.detail = label, detail
+
+
+class _Labelled(np.ndarray):
+    """A numpy array that says which argument it is when indexed past its end."""
+
+    def _checked(self, method, *args):
+        try:
+            return method(*args)
+        except IndexError as error:
+            raise _Reproduced(getattr(self, "label", "?"), str(error)) from None
+
+    def __getitem__(self, index):
+        return self._checked(super().__getitem__, index)
+
+    def __setitem__(self, index, value):
+        return self._checked(super().__setitem__, index, value)
+
+
+def _labelled(array, label):
+    view = np.array(array, dtype=np.float64).view(_Labelled)
+    view.label = label
+    return view
+
+
+def _positional(function):
+    import inspect
+    try:
+        parameters = inspect.signature(getattr(function, "py_func", function)).parameters
+    except (TypeError, ValueError):
+        return None
+    return len([q for q in parameters.values()
+                if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)])
+
+
+def _name(function):
+    return getattr(getattr(function, "py_func", function), "__qualname__", repr(function))
+
+
+def index_error(user_functions, sample=None):
+    """The error for an index past an array's end in one of ``user_functions``.
+
+    With a ``sample`` ``(t0, y0 row, params row)`` each ``solve_ivp`` function
+    (``fun(t, y, p)``, ``fun(t, y, p, dydt)``, ``g(t, y, p)``) runs once more in
+    Python on it, with ``p`` and ``dydt`` as numpy arrays that name themselves
+    when indexed past their end: a `DydtIndexError` or a `ParamsIndexError`
+    naming the function and numpy's message (index and size). Where nothing
+    reproduces (the bad index is reached later in the run, or the functions are
+    not ``solve_ivp``'s), a `ParamsIndexError` if no function has a ``dydt``, else
+    a `FunctionIndexError` naming both possibilities.
+    """
+    functions = [f for f in user_functions if f is not None]
+    names = ", ".join(repr(_name(f)) for f in functions)
+    counts = [_positional(f) for f in functions]
+    array_form = 4 in counts
+    if sample is not None and all(c in (3, 4) for c in counts):
+        t0, y, p = sample
+        n = len(y)
+        for function, count in zip(functions, counts):
+            py = getattr(function, "py_func", function)
+            state = _labelled(y, "y") if array_form else tuple(float(v) for v in y)
+            arguments = [float(t0), state, _labelled(p, "params")]
+            if count == 4:
+                arguments.append(_labelled(np.zeros(n), "dydt"))
+            try:
+                py(*arguments)
+            except _Reproduced as found:
+                if found.label == "dydt":
+                    return DydtIndexError(
+                        f"dydt: {_name(function)!r} indexes dydt past its end ({found.detail}); "
+                        f"dydt has one element per state component, n = {n} (dydt[0] to "
+                        f"dydt[{n - 1}]); no result is returned")
+                if found.label == "params":
+                    return ParamsIndexError(
+                        f"params: a read past the end of a params row, at an index computed "
+                        f"at run time, in {_name(function)!r} ({found.detail}); the rows have "
+                        f"{len(p)} column{'s' if len(p) != 1 else ''}; no result is returned. "
+                        "Give the rows enough columns for every index the functions compute")
+                if found.label == "y":
+                    return FunctionIndexError(
+                        f"y: {_name(function)} reads y past its end ({found.detail}); the "
+                        f"state has n = {n} components; no result is returned")
+            except Exception:  # noqa: BLE001 - not reproduced in Python; told below
+                pass
+    if array_form:
+        return FunctionIndexError(
+            f"an index past the end of an array, computed at run time, in {names}: a write "
+            "past dydt (n elements, one per state component) or a read past a params row "
+            "(the columns given); not reproduced on the first object's initial state, so "
+            "not told apart; no result is returned")
+    return ParamsIndexError(
+        f"params: a read past the end of a params row, at an index computed at run "
+        f"time (such as p[int(p[0])]), in {names}; no result is returned. Give the "
+        "rows enough columns for every index the functions compute")
 
 
 _SIMPLE_LOADS = ("LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLOSURE")
@@ -345,7 +452,7 @@ def computed_subscripts(function, position, _depth=0):
     return False
 
 
-def bounds_checked(function, position):
+def bounds_checked(function, position, always=False):
     """``function``, or where its params subscripts are not all constants
     (`computed_subscripts`) a twin compiled with numba's bounds checks on the
     host targets (cpu, parallel).
@@ -370,11 +477,11 @@ def bounds_checked(function, position):
     from ..kernels import guard
     from ..targets import active
     if getattr(function, "hapsira_checked_twin", False) \
-            or not computed_subscripts(function, position):
+            or not (always or computed_subscripts(function, position)):
         return function
     if active.BOUNDS_CHECKS:
         return _mark(bounds_checked_twin(function, position))
-    if getattr(active, "GUARDED_READS", False):
+    if getattr(active, "GUARDED_READS", False) and computed_subscripts(function, position):
         py = getattr(function, "py_func", function)
         try:
             guard.guarded_source(py, position)

@@ -42,25 +42,28 @@ def _step_factor(exponent):
     return factor
 
 
-def make_initial_step(ops, error_estimator_order, fun):
-    """``initial_step(t0, y0, f0, t_bound, direction, tol, start, p) -> |h|`` for ``fun``.
+def make_initial_step(ops, rows, error_estimator_order, f):
+    """``initial_step(t0, y0, f0, t_bound, direction, tol, start, p, work) -> |h|`` for
+    ``f(t, y, p, dst)`` (`..state.rhs`).
 
     scipy's ``select_initial_step`` (Hairer II.4, "starting step size");
-    costs one evaluation of ``f``.
+    costs one evaluation of ``f``. ``rows``: where the array shape keeps its
+    states in ``work`` (`..layout.WorkRows`).
     """
-    axpy, sub, error_scale, inverse, weighted_sum_squares = (
-        ops.axpy, ops.sub, ops.error_scale, ops.inverse, ops.weighted_sum_squares)
+    axpy, sub, error_scale, inverse, weighted_sum_squares, row = (
+        ops.axpy, ops.sub, ops.error_scale, ops.inverse, ops.weighted_sum_squares, ops.row)
+    W, Y1, F1 = rows.weight, rows.tmp, rows.tmp2
     sqrt_n = math.sqrt(ops.n)
     exponent = 1.0 / (error_estimator_order + 1)
 
     @hjit
-    def initial_step(t0, y0, f0, t_bound, direction, tol, start, p):
+    def initial_step(t0, y0, f0, t_bound, direction, tol, start, p, work):
         interval = abs(t_bound - t0)
         if interval == 0.0:
             return 0.0
         # one reciprocal per component for the three norms, not three divisions
         # (on the GPU a division is about ten instructions)
-        weight = inverse(error_scale(y0, y0, tol, start))
+        weight = inverse(error_scale(y0, y0, tol, start, row(work, W)), row(work, W))
         d0 = math.sqrt(weighted_sum_squares(y0, weight)) / sqrt_n
         d1 = math.sqrt(weighted_sum_squares(f0, weight)) / sqrt_n
         if d0 < 1e-5 or d1 < 1e-5:
@@ -74,9 +77,9 @@ def make_initial_step(ops, error_estimator_order, fun):
             # CUDA simulator (plain Python floats) raised ZeroDivisionError there and lost
             # the whole batch. 0 either way: `step` raises it to its minimum.
             return 0.0
-        y1 = axpy(h0 * direction, f0, y0)
-        f1 = fun(t0 + h0 * direction, y1, p)
-        d2 = math.sqrt(weighted_sum_squares(sub(f1, f0), weight)) / sqrt_n / h0
+        y1 = axpy(h0 * direction, f0, y0, row(work, Y1))
+        f1 = f(t0 + h0 * direction, y1, p, row(work, F1))
+        d2 = math.sqrt(weighted_sum_squares(sub(f1, f0, row(work, F1)), weight)) / sqrt_n / h0
         if d1 <= 1e-15 and d2 <= 1e-15:
             h1 = max(1e-6, h0 * 1e-3)
         else:

@@ -33,9 +33,10 @@ def is_triggered(g_old, g_new, direction):
 
 
 def make_locate(evaluate, g):
-    """``locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c) -> t``: the zero
+    """``locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c, dst) -> t``: the zero
     of event ``index`` of ``g(i, t, y, p, c)`` between ``t_a`` and ``t_b`` on
-    the dense output ``evaluate`` of a method.
+    the dense output ``evaluate`` of a method (``dst``: where it writes an
+array-shaped state, `.state`).
 
     Brent's method (R. P. Brent, *Algorithms for Minimization without
     Derivatives*, 1973, ch. 4): inverse quadratic interpolation or secant
@@ -44,15 +45,15 @@ def make_locate(evaluate, g):
     """
 
     @hjit
-    def value_on_step(index, t, coeffs, t_old, h, y_old, p, c):
-        return g(index, t, evaluate(coeffs, t_old, h, y_old, t), p, c)
+    def value_on_step(index, t, coeffs, t_old, h, y_old, p, c, dst):
+        return g(index, t, evaluate(coeffs, t_old, h, y_old, t, dst), p, c)
 
     @hjit
-    def locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c):
+    def locate(index, t_a, t_b, coeffs, t_old, h, y_old, p, c, dst):
         a = t_a
         b = t_b
-        fa = value_on_step(index, a, coeffs, t_old, h, y_old, p, c)
-        fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c)
+        fa = value_on_step(index, a, coeffs, t_old, h, y_old, p, c, dst)
+        fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c, dst)
         if fa == 0.0:
             return a
         if fb == 0.0:
@@ -108,7 +109,7 @@ def make_locate(evaluate, g):
                 b += d
             else:
                 b += math.copysign(tol, m)
-            fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c)
+            fb = value_on_step(index, b, coeffs, t_old, h, y_old, p, c, dst)
         return b
 
     return locate

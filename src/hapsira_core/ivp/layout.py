@@ -64,3 +64,35 @@ STATUS_MESSAGES = {
     MAX_STEPS: "max_steps accepted steps were not enough",
     BAD_INITIAL_STATE: "initial state or its derivative is not finite",
 }
+
+
+class WorkRows:
+    """Rows of the per-object ``work`` array (``(rows, n)``) and what each holds.
+
+    The first ``stage_rows`` rows are the derivatives of a step (stage ``c`` in
+    row ``c``; the step's end after the step's stages; DOP853's extra stages of
+    its dense output after that), on every target that keeps stages. With
+    array-shaped states (`hapsira_core.ivp.state`) every state of the loop is a
+    row too, named below; the tuple shape holds them in registers and ignores
+    these names. The rows are sized per call, one more output of the kernel:
+    nothing is allocated inside the loop.
+    """
+
+    NAMES = ("y", "f", "y_new", "stage_in", "weight", "tmp", "tmp2", "eval")
+
+    def __init__(self, stage_rows, sums, coeffs):
+        self.stage_rows = stage_rows
+        next_row = stage_rows
+        for name in self.NAMES:
+            setattr(self, name, next_row)
+            next_row += 1
+        #: first of the rows the method's generated sums write (`stages.compile_stages`)
+        self.sums = next_row
+        next_row += sums
+        #: first of the rows of the dense output's coefficient states
+        self.coeffs = next_row
+        next_row += coeffs
+        self.total = next_row
+
+    def __repr__(self):
+        return f"WorkRows(stage_rows={self.stage_rows}, total={self.total})"

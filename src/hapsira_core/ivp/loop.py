@@ -15,6 +15,7 @@ from .control import make_initial_step, make_step
 from .events import is_triggered, make_locate
 from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, SCRATCH, STEP_TOO_SMALL,
                      SUCCESS, TERMINATED, config_row)
+from .state import fun_form, rhs
 from .state import ops as state_ops
 
 
@@ -25,7 +26,9 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     ``solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
     out_y, info, t_events, y_events, n_events, scratch, work)``:
 
-    ``f(t, y, p)``: the right-hand side; ``g(i, t, y, p, c)``: the value of
+    ``f(t, y, p)`` (states as tuples) or ``f(t, y, p, dydt)`` (states as rows of
+    ``work``: `.state`, chosen by the form of ``f``): the right-hand side;
+    ``g(i, t, y, p, c)``: the value of
     event ``i`` (``c``: its row of ``ev_consts``); both are compile-time
     constants of the loop (see `hapsira_core.kernels.cache`). Without ``event_states``
     the loop never writes ``y_events`` (and carries no code for it). ``t_eval``: output times,
@@ -36,15 +39,20 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     ``n_events[e]`` (how many occurred). ``scratch`` and ``work`` are working
     memory (``work``: the step's stages where the dense output reuses them).
     """
-    ops = state_ops(n)
+    shape = fun_form(f) or "tuple"
+    ops = state_ops(n, shape)
     method = methods.get(method_name)
     parts = method.build(ops, keep, f)
+    rows = method.rows
+    fun = rhs(f, shape)  # fun(t, y, p, dst) -> state, in either shape
     step = make_step(parts)
-    initial_step = make_initial_step(ops, method.tableau.error_estimator_order, f)
+    initial_step = make_initial_step(ops, rows, method.tableau.error_estimator_order, fun)
     locate = make_locate(parts.evaluate, g)
     coefficients, evaluate, placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     dense_nfev = parts.dense_nfev
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
+    row, copy = ops.row, ops.copy
+    Y, F, EVAL = rows.y, rows.f, rows.eval
     conf_row = config_row(n)
     T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
     MAX, N_EV, Y_RECORDS = ICONF.max_steps, ICONF.n_events, ICONF.y_event_records
@@ -77,13 +85,13 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         t = conf[T0]
         t_end = conf[TF]
         direction = 1.0 if t_end >= t else -1.0
-        y = load(y0, 0)
+        y = load(y0, 0, row(work, Y))
         info[NFEV] = 0
         info[NSTEPS] = 0
         if not is_finite(y):
             info[STATUS] = BAD_INITIAL_STATE
             return
-        fy = f(t, y, p)
+        fy = fun(t, y, p, row(work, F))
         nfev = 1
         if not is_finite(fy):
             info[STATUS] = BAD_INITIAL_STATE
@@ -102,7 +110,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         for e in range(n_ev):
             scratch[e, G] = g(e, t, y, p, ev_consts[e])
 
-        h_abs = initial_step(t, y, fy, t_end, direction, conf, TOL, p)
+        h_abs = initial_step(t, y, fy, t_end, direction, conf, TOL, p, work)
         nfev += 1
         nsteps = 0
         status = SUCCESS
@@ -147,7 +155,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
             e_stop = n_ev
             for e in range(n_ev):
                 if scratch[e, ROOT] == scratch[e, ROOT]:
-                    root = locate(e, t, t_new, coeffs, t, h, y, p, ev_consts[e])
+                    root = locate(e, t, t_new, coeffs, t, h, y, p, ev_consts[e],
+                                  row(work, EVAL))
                     scratch[e, ROOT] = root
                     if ev_max[e] > 0 and n_events[e] + 1 >= ev_max[e]:
                         earlier = direction * (root - t_stop)
@@ -163,19 +172,21 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
                         if count < t_events.shape[1]:
                             t_events[e, count] = root
                         if event_states and count < y_records:
-                            store_row(y_events[e], count, evaluate(coeffs, t, h, y, root))
+                            store_row(y_events[e], count,
+                                      evaluate(coeffs, t, h, y, root, row(work, EVAL)))
                         n_events[e] = count + 1
 
             while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
-                store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j]))
+                store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
                 j += 1
 
             if e_stop < n_ev:
                 status = TERMINATED
                 break
             t = t_new
-            y = y_new
-            fy = f_new
+            # the array shape's next attempt writes y_new's and f_new's rows again
+            y = copy(y_new, row(work, Y))
+            fy = copy(f_new, row(work, F))
             if direction * (t - t_end) >= 0.0:
                 break
         info[STATUS] = status

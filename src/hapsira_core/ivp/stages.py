@@ -133,14 +133,60 @@ def generate(name, stages, outputs, given, n=N, context=("k", "p"), store=False,
     return "\n".join(lines) + "\n", switch
 
 
+def generate_rows(name, stages, outputs, given, context=("p",), load=False, stage_in=None,
+                  out_row=None):
+    """Source of the same step on array-shaped states (rows of ``work``): each stage
+    ``c`` is ``rhs(t + c h, x, *context, work[c])`` with ``x = y + h S_c`` formed
+    in ``work[stage_in]``; output ``k`` goes to ``work[out_row + k]``, and the
+    rows are returned as a tuple.
+
+    One loop over the components per sum, so the code is the same whatever n
+    is (the constant ``N``); each sum is formed in increasing stage order, as
+    `generate()` forms it, so that both shapes give the same numbers. The
+    given stages are copied into their rows unless ``load`` (already there).
+    """
+    args = ", ".join(list(context) + ([] if load else [f"g{c}" for c in given]) + ["work"])
+    passed = ", ".join(context)
+    lines = [f"def {name}(t, y, h, {args}):"]
+
+    def weighted(row):
+        return " + ".join(f"{w!r} * work[{c}, i]" for c, w in sorted(row.items())) or "0.0"
+
+    if not load:
+        for c in given:
+            lines += [f"    given = g{c}", "    for i in range(N):",
+                      f"        work[{c}, i] = given[i]"]
+    for index, c, row in stages:
+        lines += [f"    x = work[{stage_in}]", "    for i in range(N):",
+                  f"        x[i] = y[i] + h * ({weighted(row)})",
+                  f"    rhs(t + {c!r} * h, x, {passed}, work[{index}])"]
+    for k, row in enumerate(outputs.values()):
+        lines += [f"    out = work[{out_row + k}]", "    for i in range(N):",
+                  f"        out[i] = {weighted(row)}"]
+    results = ", ".join(f"work[{out_row + k}]" for k in range(len(outputs)))
+    lines.append(f"    return ({results},)")
+    return "\n".join(lines) + "\n"
+
+
 def compile_stages(name, stages, outputs, given, fun, n=N, context=("p",), store=False,
-                   load=False):
+                   load=False, rows=None, out_row=None):
     """`generate()`, compiled as an `hjit()` function
     ``name(t, y, h, p, ...)`` whose stages call the right-hand side ``fun``
-    (a compile-time constant, not an argument: see `hapsira_core.kernels.cache`)."""
-    source, _ = generate(name, stages, outputs, given, n, context, store, load,
-                         fun_argument=False)
+    (a compile-time constant, not an argument: see `hapsira_core.kernels.cache`).
+
+    With ``rows`` (a `hapsira_core.ivp.layout.WorkRows`) the states are rows of
+    ``work`` (`generate_rows()`): ``fun(t, y, p, dydt)`` fills its row, ``work`` is
+    always the last argument, and the outputs go to rows ``out_row`` on.
+    """
+    if rows is not None:
+        source = generate_rows(name, stages, outputs, given, context, load, rows.stage_in,
+                               out_row)
+        label = f"<{name} rows n={n}>"
+    else:
+        source, _ = generate(name, stages, outputs, given, n, context, store, load,
+                             fun_argument=False)
+        label = f"<{name} n={n}>"
     # generated functions belong to this module: numba imports it to reload a cached kernel
-    namespace = {"rhs": fun, "__name__": __name__}
-    exec(compile(source, f"<{name} n={n}>", "exec"), namespace)
+    namespace = {"rhs": fun, "__name__": __name__, "N": n}
+    exec(compile(source, label, "exec"), namespace)
     return hjit(namespace[name], cache=False)

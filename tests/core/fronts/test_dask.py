@@ -215,6 +215,29 @@ def test_solve_ivp_dask_ensemble_is_bit_identical(client):
     same_bits(one.y, ref[n - 1].y)
 
 
+@hjit
+def ring(t, y, p, dydt):
+    """The array form (any n): a damped ring of n coupled coordinates."""
+    n = y.shape[0]
+    for i in range(n):
+        dydt[i] = p[0] * (y[i - 1] - 2.0 * y[i] + y[(i + 1) % n]) - p[1] * y[i]
+
+
+def test_solve_ivp_dask_array_form_is_bit_identical(client):
+    """fun(t, y, p, dydt) at n = 40 (above the tuple form's threshold): the workers
+    rebuild the array-shape kernel (and fun's bounds-checked twin) by import."""
+    n_objects, n = (6, 40) if SIMULATED else (40, 40)
+    rng = np.random.default_rng(3)
+    y0 = rng.uniform(-1.0, 1.0, (n_objects, n))
+    params = np.column_stack([rng.uniform(0.5, 1.5, n_objects), rng.uniform(0.0, 0.3, n_objects)])
+    kwargs = dict(t_eval=np.linspace(0.0, 2.0, 3), rtol=1e-8, atol=1e-10)
+    ref = solve_ivp(ring, (0.0, 2.0), y0, params=params, **kwargs)
+    res = solve_ivp(ring, (0.0, 2.0), da.from_array(y0, chunks=n_objects // 2),
+                    params=da.from_array(params, chunks=n_objects // 2), **kwargs).compute()
+    for name in ("y", "status", "nfev", "nsteps"):
+        same_bits(getattr(res, name), getattr(ref, name))
+
+
 # --------------------------------------------------------------- Zarr, memory limit
 
 @pytest.fixture

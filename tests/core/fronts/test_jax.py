@@ -563,3 +563,22 @@ def test_a_warm_process_compiles_nothing_for_its_first_jax_call(tmp_path):
     assert warm["rr"] == cold["rr"] == warm["numpy"]
     entries = sorted(p.name for p in tmp_path.glob("hapsira_kernel_*.py"))
     assert [e.split("_")[2] for e in entries].count("xla") == 1, entries
+
+
+@hjit
+def lotka_array_form(t, y, p, dydt):
+    dydt[0] = p[0] * y[0] - p[1] * y[0] * y[1]
+    dydt[1] = -p[2] * y[1] + p[3] * y[0] * y[1]
+
+
+def test_array_form_of_fun_inside_jit_equals_the_numpy_front():
+    """fun(t, y, p, dydt) (any state size) inside jax.jit: the numpy front's numbers."""
+    y0 = np.array([[10.0, 5.0], [8.0, 4.0]])
+    params = np.array([[1.5, 1.0, 3.0, 1.0], [1.2, 0.9, 2.5, 1.1]])
+    t_eval = np.linspace(0.0, 5.0, 6)
+    want = ivp.solve_ivp(lotka_array_form, (0.0, 5.0), y0, t_eval=t_eval, rtol=1e-8,
+                         atol=1e-10, params=params)
+    got = jax.jit(lambda y0, params: hcj.solve_ivp(
+        lotka_array_form, (0.0, 5.0), y0, t_eval=t_eval, rtol=1e-8, atol=1e-10,
+        params=params).y)(jnp.asarray(y0), jnp.asarray(params))
+    np.testing.assert_array_equal(np.asarray(got), want.y)

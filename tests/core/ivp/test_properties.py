@@ -113,7 +113,9 @@ COWELL_MISTAKES = [
 IVP_MISTAKES = [
     ("method", dict(method="Radau")), ("t_span", dict(t_span=(0.0,))),
     ("t_span", dict(t_span=(0.0, math.inf))), ("t_eval", dict(t_eval=[20.0])),
-    ("t_eval", dict(t_eval=[3.0, 1.0])), ("y0", dict(y0=np.ones((2, 40)))),
+    ("t_eval", dict(t_eval=[3.0, 1.0])), ("y0", dict(y0=np.ones((2, 0)))),
+    # a tuple-form fun (lotka) at n = 40: any n integrates, but in the array form
+    ("fun", dict(y0=np.ones((2, 40)))),
     ("y0", dict(y0=[[1.0, 2.0], [3.0]])), ("y0", dict(y0=np.array([1 + 1j, 2.0]))),
     ("rtol", dict(rtol=[1e-3] * 3)), ("params", dict(params=[1.0, 2.0])),
     ("params", dict(params=[1.0, 2.0, 3.0, 4.0] * u.kg)), ("fun", dict(fun=None)),

@@ -7,7 +7,7 @@ import pytest
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core.ivp import STATUS_MESSAGES, Event, solve_ivp
-from hapsira_core.ivp.state import MAX_N
+from hapsira_core.ivp.state import TUPLE_MAX_N
 from hapsira_core.jit import hjit
 
 METHODS = ("DOP853", "RK45", "RK23")
@@ -97,20 +97,33 @@ def test_one_component_backward_from_a_nonzero_start(method):
 
 
 def make_chain(n):
-    """n coupled, damped oscillator coordinates on a ring (n even): a linear system."""
-    lines = ["def chain(t, y, p):", "    return ("]
+    """n coupled, damped oscillator coordinates on a ring (n even): a linear system; the
+    tuple form up to TUPLE_MAX_N components, the array form above."""
+    array = n > TUPLE_MAX_N
+    lines = ["def chain(t, y, p, dydt):" if array else "def chain(t, y, p):",
+             "" if array else "    return ("]
     for i in range(n):
         left, right = (i - 1) % n, (i + 1) % n
-        lines.append(f"        p[0] * (y[{left}] - 2.0 * y[{i}] + y[{right}]) - p[1] * y[{i}]"
-                     f" + 0.1 * math.cos(t + {i}),")
-    lines.append("    )")
+        term = (f"p[0] * (y[{left}] - 2.0 * y[{i}] + y[{right}]) - p[1] * y[{i}]"
+                f" + 0.1 * math.cos(t + {i})")
+        lines.append(f"    dydt[{i}] = {term}" if array else f"        {term},")
+    lines.append("" if array else "    )")
     namespace = {"math": math}
     exec("\n".join(lines), namespace)
-    return hjit(namespace["chain"]), namespace["chain"]
+    if not array:
+        return hjit(namespace["chain"]), namespace["chain"]
+
+    def plain(t, y, p):
+        dydt = np.empty(n)
+        namespace["chain"](t, y, p, dydt)
+        return dydt
+    return hjit(namespace["chain"]), plain
 
 
-# n = 32 (the largest) with the cheapest method to compile; DOP853 at n = 32 takes minutes
-@pytest.mark.parametrize("n, method", [(9, "DOP853"), (7, "RK45"), (32, "RK23")])
+# n = 32 in the array form (state.TUPLE_MAX_N = 16); the tuple form at 32 compiled in
+# 45 s (RK23) to 206 s (DOP853)
+@pytest.mark.parametrize("n, method", [(9, "DOP853"), (7, "RK45"), (32, "RK23"),
+                                       (32, "DOP853")])
 def test_large_states_match_scipy(n, method):
     fun, plain = make_chain(n)
     rng = np.random.default_rng(n)
@@ -123,9 +136,13 @@ def test_large_states_match_scipy(n, method):
         assert_matches_scipy(res, i, reference, rtol=1e-11)
 
 
-def test_state_dimension_beyond_the_limit_is_refused():
-    with pytest.raises(ValueError, match=rf"y0: states of {MAX_N + 1} components .*\(at most {MAX_N}"):
-        solve_ivp(lotka, (0.0, 1.0), np.ones(MAX_N + 1))
+def test_tuple_form_beyond_its_threshold_is_refused_naming_the_array_form():
+    # any n integrates (tests/core/ivp/test_large_n.py); a tuple fun only up to TUPLE_MAX_N
+    n = TUPLE_MAX_N + 1
+    with pytest.raises(ValueError, match=rf"fun: .*lotka is the tuple form .* up to n = "
+                                         rf"{TUPLE_MAX_N} .* n = {n}: write it in the array form "
+                                         r"fun\(t, y, p, dydt\)"):
+        solve_ivp(lotka, (0.0, 1.0), np.ones(n))
     with pytest.raises(ValueError, match=r"y0: expected shape \(n,\) or \(N, n\) with n >= 1"):
         solve_ivp(lotka, (0.0, 1.0), np.ones((3, 0)))
 

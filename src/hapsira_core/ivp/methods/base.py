@@ -8,6 +8,12 @@ and a right-hand side ``f(t, y, p)`` it builds (`Method.build()`) these
 compile-time constant of each of them, never an argument: a function value
 passed at run time would keep numba from caching the kernel.
 
+The state shape (``ops.shape``, see `..state`) decides what a state is: a
+tuple of n floats or a row of ``work``; every function that makes a state
+writes it to a row of ``work`` (`..layout.WorkRows`, ``Method.rows``) named
+with ``ops.row``, which the tuple shape ignores. ``fun`` is the user's
+function as written (``fun(t, y, p)`` or ``fun(t, y, p, dydt)``).
+
 ``attempt(t, y, f0, h, p, tol, start, work) -> (y_new, f_new, err)``
     One step of size ``h`` from ``(t, y)`` with ``f0 = f(t, y, p)``: the new
     state, the derivative there and the error norm (below 1: accept).
@@ -17,8 +23,8 @@ passed at run time would keep numba from caching the kernel.
     The interpolant over an accepted step (from ``work`` with ``keep``).
 ``placeholder(y) -> coeffs``
     A value of the interpolant's type, for code paths that need none.
-``evaluate(coeffs, t_old, h, y_old, t) -> y``
-    The dense output at ``t`` within the step.
+``evaluate(coeffs, t_old, h, y_old, t, dst) -> y``
+    The dense output at ``t`` within the step (written to the row ``dst``).
 
 and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
 ``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has
@@ -28,17 +34,22 @@ a row per stage and one for the step's end (``n_stages + 1``).
 targets: an output time then costs what it costs in scipy) or the
 interpolant evaluates them again (GPU: fewer live registers and no memory
 traffic through the step, paid only on steps that hold an output time or an
-event).
+event). The array shape always keeps them (its states are in memory anyway).
 """
 
 import types
+
+from ..layout import WorkRows
 
 
 class Method:
     """A method: its tableau and a builder of its ``hjit`` functions per n."""
 
-    def __init__(self, tableau, builder):
+    def __init__(self, tableau, builder, stage_rows, sums, coeffs):
         self.tableau = tableau
+        #: the rows of ``work`` the method's functions use (``sums``: rows its
+        #: generated sums write; ``coeffs``: its dense output's coefficient states)
+        self.rows = WorkRows(stage_rows, sums, coeffs)
         self.name = tableau.name
         self._builder = builder
         self._built = {}
@@ -50,9 +61,9 @@ class Method:
     def build(self, ops, keep, fun):
         """The method's functions for states of ``ops.n`` components and the
         right-hand side ``fun`` (built once)."""
-        key = (ops.n, keep, fun)
+        key = (ops.n, ops.shape, keep, fun)
         if key not in self._built:
-            parts = self._builder(self.tableau, ops, keep, fun)
+            parts = self._builder(self.tableau, ops, keep, fun, self.rows)
             parts.setdefault("error_exponent", self.error_exponent)
             self._built[key] = types.SimpleNamespace(**parts)
         return self._built[key]

@@ -14,6 +14,7 @@ import math
 from ...jit import hjit
 from ..butcher import ButcherTableau, weights
 from ..stages import compile_stages
+from ..state import returns_a_view, rhs
 from .base import Method
 
 N_STAGES = 12
@@ -61,20 +62,28 @@ C, A, B, E3, E5 = _C, _A, _B, _E3, _E5
 _EXTRA = (13, 14, 15)
 
 
-def build(tableau, ops, keep, fun):
-    """The hjit functions of the `.base` contract for n = ``ops.n``."""
+def build(tableau, ops, keep, fun, rows):
+    """The hjit functions of the `.base` contract for n = ``ops.n`` (either state shape)."""
     n = ops.n
-    axpy, sub, scale = ops.axpy, ops.sub, ops.scale
+    axpy, sub, scale, row = ops.axpy, ops.sub, ops.scale, ops.row
     error_scale, inverse, store_row = ops.error_scale, ops.inverse, ops.store_row
     weighted_sum_squares = ops.weighted_sum_squares
+    f = rhs(fun, ops.shape)
+    array_rows = rows if ops.is_array else None
+    is_array = ops.is_array
+    keep = keep or is_array
+    W, Y_NEW, TMP = rows.weight, rows.y_new, rows.tmp
+    C0 = rows.coeffs
     step_sums = compile_stages(
         "dop853_step_sums", tableau.stage_rows(range(1, N_STAGES)),
-        {"b": weights(B), "e5": weights(E5), "e3": weights(E3)}, (0,), fun, n, store=keep)
+        {"b": weights(B), "e5": weights(E5), "e3": weights(E3)}, (0,), fun, n, store=keep,
+        rows=array_rows, out_row=rows.sums)
     d_rows = {f"d{r}": weights(D[r]) for r in range(len(D))}
     if keep:  # the 13 derivatives of the step are in work: 3 evaluations
         interpolant_sums = compile_stages(
             "dop853_interpolant_sums", tableau.stage_rows(_EXTRA), d_rows,
-            tuple(range(N_STAGES + 1)), fun, n, load=True)
+            tuple(range(N_STAGES + 1)), fun, n, load=True, rows=array_rows,
+            out_row=rows.sums + 3)
 
         @hjit
         def sums(t_old, y_old, f_old, f_new, h, p, work):
@@ -89,9 +98,9 @@ def build(tableau, ops, keep, fun):
             return interpolant_sums(t_old, y_old, h, p, f_old, f_new)
 
     @hjit
-    def error_norm(y, y_new, err5, err3, h, tol, start):
+    def error_norm(y, y_new, err5, err3, h, tol, start, work):
         """The combined 5th/3rd order estimate of Hairer's DOP853 (scipy's norm)."""
-        w = inverse(error_scale(y, y_new, tol, start))
+        w = inverse(error_scale(y, y_new, tol, start, row(work, W)), row(work, W))
         e5 = weighted_sum_squares(err5, w)
         e3 = weighted_sum_squares(err3, w)
         if e5 == 0.0 and e3 == 0.0:
@@ -103,7 +112,7 @@ def build(tableau, ops, keep, fun):
             # taken only here, so that other steps keep scipy's rounding. Without it
             # rtol = atol = 0 with a component at 0 failed at step 0 (status -1),
             # where RK45 and RK23 integrate.
-            w = scale(abs(h), w)
+            w = scale(abs(h), w, row(work, W))
             e5 = weighted_sum_squares(err5, w)
             e3 = weighted_sum_squares(err3, w)
             return e5 / math.sqrt((e5 + 0.01 * e3) * n)
@@ -113,53 +122,59 @@ def build(tableau, ops, keep, fun):
         @hjit
         def attempt(t, y, f0, h, p, tol, start, work):
             b, err5, err3 = step_sums(t, y, h, p, f0, work)
-            y_new = axpy(h, b, y)
-            f_new = fun(t + h, y_new, p)
-            store_row(work, N_STAGES, f_new)
-            return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start)
+            y_new = axpy(h, b, y, row(work, Y_NEW))
+            f_new = f(t + h, y_new, p, row(work, N_STAGES))
+            if not is_array:  # the array shape's f_new is that row already
+                store_row(work, N_STAGES, f_new)
+            return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start, work)
     else:
         @hjit
         def attempt(t, y, f0, h, p, tol, start, work):
             b, err5, err3 = step_sums(t, y, h, p, f0)
-            y_new = axpy(h, b, y)
-            f_new = fun(t + h, y_new, p)
-            return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start)
+            y_new = axpy(h, b, y, row(work, Y_NEW))
+            f_new = f(t + h, y_new, p, row(work, N_STAGES))
+            return y_new, f_new, error_norm(y, y_new, err5, err3, h, tol, start, work)
 
     @hjit
     def coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work):
         """The 7 coefficient states of the interpolant over the step ``h``."""
         d0, d1, d2, d3 = sums(t_old, y_old, f_old, f_new, h, p, work)
-        dy = sub(y_new, y_old)
+        dy = sub(y_new, y_old, row(work, C0))
+        c1 = axpy(-1.0, dy, scale(h, f_old, row(work, C0 + 1)), row(work, C0 + 1))
+        c2 = axpy(-h, axpy(1.0, f_old, f_new, row(work, C0 + 2)),
+                  scale(2.0, dy, row(work, TMP)), row(work, C0 + 2))
         return (
             dy,
-            axpy(-1.0, dy, scale(h, f_old)),
-            axpy(-h, axpy(1.0, f_old, f_new), scale(2.0, dy)),
-            scale(h, d0),
-            scale(h, d1),
-            scale(h, d2),
-            scale(h, d3),
+            c1,
+            c2,
+            scale(h, d0, row(work, C0 + 3)),
+            scale(h, d1, row(work, C0 + 4)),
+            scale(h, d2, row(work, C0 + 5)),
+            scale(h, d3, row(work, C0 + 6)),
         )
 
     @hjit
     def placeholder(y):
         return (y, y, y, y, y, y, y)
 
-    @hjit
-    def evaluate(coeffs, t_old, h, y_old, t):
+    @hjit(**(returns_a_view() if is_array else {}))
+    def evaluate(coeffs, t_old, h, y_old, t, dst):
         """State at ``t`` from the interpolant (scipy's ``Dop853DenseOutput``)."""
         x = (t - t_old) / h
-        y = scale(x, coeffs[6])
-        y = scale(1.0 - x, axpy(1.0, coeffs[5], y))
-        y = scale(x, axpy(1.0, coeffs[4], y))
-        y = scale(1.0 - x, axpy(1.0, coeffs[3], y))
-        y = scale(x, axpy(1.0, coeffs[2], y))
-        y = scale(1.0 - x, axpy(1.0, coeffs[1], y))
-        y = scale(x, axpy(1.0, coeffs[0], y))
-        return axpy(1.0, y_old, y)
+        y = scale(x, coeffs[6], dst)
+        y = scale(1.0 - x, axpy(1.0, coeffs[5], y, dst), dst)
+        y = scale(x, axpy(1.0, coeffs[4], y, dst), dst)
+        y = scale(1.0 - x, axpy(1.0, coeffs[3], y, dst), dst)
+        y = scale(x, axpy(1.0, coeffs[2], y, dst), dst)
+        y = scale(1.0 - x, axpy(1.0, coeffs[1], y, dst), dst)
+        y = scale(x, axpy(1.0, coeffs[0], y, dst), dst)
+        return axpy(1.0, y_old, y, dst)
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
             "evaluate": evaluate, "step_nfev": N_STAGES,
             "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA)}
 
 
-METHOD = Method(TABLEAU, build)
+#: Work rows: the 12 stages, the step's end and the 3 extra stages of the dense output;
+#: sums: b, e5, e3 and the interpolant's d0..d3; 7 coefficient states.
+METHOD = Method(TABLEAU, build, stage_rows=N_STAGES + 1 + len(_EXTRA), sums=7, coeffs=7)

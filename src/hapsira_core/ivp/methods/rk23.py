@@ -7,7 +7,6 @@ order 2; dense output: the cubic Hermite interpolant (Hairer II.6).
 
 from ..butcher import ButcherTableau
 from . import embedded
-from .base import Method
 
 TABLEAU = ButcherTableau(
     name="RK23",
@@ -27,4 +26,4 @@ P = (
     (0.0, -1.0, 1.0),
 )
 
-METHOD = Method(TABLEAU, lambda tableau, ops, keep, fun: embedded.build(tableau, ops, keep, fun, P))
+METHOD = embedded.method(TABLEAU, P)

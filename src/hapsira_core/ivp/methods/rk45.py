@@ -8,7 +8,6 @@ Shampine, "Some Practical Runge-Kutta Formulas", Math. Comp. 46, 1986).
 
 from ..butcher import ButcherTableau
 from . import embedded
-from .base import Method
 
 TABLEAU = ButcherTableau(
     name="RK45",
@@ -40,4 +39,4 @@ P = (
     (0.0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423),
 )
 
-METHOD = Method(TABLEAU, lambda tableau, ops, keep, fun: embedded.build(tableau, ops, keep, fun, P))
+METHOD = embedded.method(TABLEAU, P)
