@@ -262,8 +262,9 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
         raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
     array_form = check_fun_form(fun, n) == "array"
     params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
-    # the array form writes dydt at indices computed at run time: checked on the host
-    fun = bounds_checked(fun, 2, always=array_form)
+    # the array form writes dydt at indices computed at run time: checked on the host,
+    # guarded on a GPU (a store past the end makes dydt NaN: the object fails alone)
+    fun = bounds_checked(fun, 2, output=3 if array_form else None)
     events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
 
@@ -452,7 +453,7 @@ def computed_subscripts(function, position, _depth=0):
     return False
 
 
-def bounds_checked(function, position, always=False):
+def bounds_checked(function, position, output=None):
     """``function``, or where its params subscripts are not all constants
     (`computed_subscripts`) a twin compiled with numba's bounds checks on the
     host targets (cpu, parallel).
@@ -477,19 +478,19 @@ def bounds_checked(function, position, always=False):
     from ..kernels import guard
     from ..targets import active
     if getattr(function, "hapsira_checked_twin", False) \
-            or not (always or computed_subscripts(function, position)):
+            or not (output is not None or computed_subscripts(function, position)):
         return function
     if active.BOUNDS_CHECKS:
         return _mark(bounds_checked_twin(function, position))
-    if getattr(active, "GUARDED_READS", False) and computed_subscripts(function, position):
+    if getattr(active, "GUARDED_READS", False):
         py = getattr(function, "py_func", function)
         try:
-            guard.guarded_source(py, position)
+            guard.guarded_source(py, position, output)
         except guard.SourceUnavailable as error:
             warnings.warn(f"params reads of {py.__qualname__} are not guarded on this "
                           f"target: {error}", stacklevel=6)
             return function
-        return _mark(guarded_reads_twin(function, position))
+        return _mark(guarded_reads_twin(function, position, output))
     return function
 
 
@@ -567,8 +568,28 @@ def read_or_nan(row, index):
     return row[i]
 
 
+@hjit
+def store_or_refuse(row, index, value):
+    """``row[index] = value`` (negative counts from the end); True, and nothing
+    written, past either end."""
+    n = row.shape[0]
+    i = index + n if index < 0 else index
+    if i < 0 or i >= n:
+        return True
+    row[i] = value
+    return False
+
+
+@hjit
+def poison(row, flag):
+    """NaN into every element of ``row`` where ``flag`` is set."""
+    if flag:
+        for i in range(row.shape[0]):
+            row[i] = math.nan
+
+
 @factory
-def guarded_reads_twin(function, position):
+def guarded_reads_twin(function, position, output=None):
     """``function`` made again with its computed reads of argument ``position``
     guarded (`hapsira_core.kernels.guard`): for targets that cannot raise in a
     kernel, which set ``GUARDED_READS`` (a GPU); its source must be readable
@@ -576,7 +597,8 @@ def guarded_reads_twin(function, position):
     from ..kernels import guard
     py = getattr(function, "py_func", function)
     return hjit(guard.guarded_function(py, position, read_or_nan,
-                                       names=checked_helpers(py, position)))
+                                       names=checked_helpers(py, position), output=output,
+                                       store=store_or_refuse, poison=poison))
 
 
 def bounds_checked_events(events, position):

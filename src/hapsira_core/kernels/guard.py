@@ -2,7 +2,9 @@
 
 For targets that cannot raise inside a kernel (a GPU: numba-cuda has no
 bounds checks): ``p[i]`` with ``i`` not a constant becomes ``read(p, i)``,
-which gives NaN past either end of the row. A NaN derivative stops that
+which gives NaN past either end of the row; in the array form
+``fun(t, y, p, dydt)`` every store into ``dydt`` is checked too, and one past
+its end fills ``dydt`` with NaN when the function returns. A NaN derivative stops that
 object alone (status -3 at the first evaluation, -1 later, with NaN rows),
 instead of reading a neighbour's memory and returning garbage with status 0.
 The host targets compile a twin with numba's bounds checks instead
@@ -18,8 +20,12 @@ import ast
 import inspect
 import textwrap
 
-#: The name the rewritten source calls the guarded read by.
+#: The names the rewritten source calls the guarded read, the guarded store and
+#: the poisoning of ``dydt`` by, and its flag of a store past the end.
 READ = "_hapsira_guarded_read"
+STORE = "_hapsira_guarded_store"
+POISON = "_hapsira_poison"
+FLAG = "_hapsira_stored_past"
 
 
 class SourceUnavailable(ValueError):
@@ -45,10 +51,68 @@ class _GuardReads(ast.NodeTransformer):
         return node
 
 
-def guarded_source(py_func, position):
+class _GuardStores(ast.NodeTransformer):
+    """Every store into the array ``name`` (``dydt[i] = v``, ``dydt[i] += v``) goes
+    through ``STORE``, which refuses one past either end and says so; the function
+    then fills its output with NaN before it returns (a derivative that is not
+    finite: the object fails alone), whatever it wrote afterwards."""
+
+    def __init__(self, name):
+        self.name = name
+        self.guarded = 0
+
+    def _target(self, node):
+        return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and node.value.id == self.name and not isinstance(node.slice, (ast.Slice,
+                                                                              ast.Tuple)))
+
+    def _store(self, target, value, node):
+        self.guarded += 1
+        call = ast.Call(func=ast.Name(STORE, ast.Load()),
+                        args=[ast.Name(self.name, ast.Load()), target.slice, value],
+                        keywords=[])
+        flag = ast.BoolOp(op=ast.Or(), values=[call, ast.Name(FLAG, ast.Load())])
+        return ast.copy_location(ast.Assign(targets=[ast.Name(FLAG, ast.Store())],
+                                            value=flag), node)
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        if len(node.targets) == 1 and self._target(node.targets[0]):
+            return self._store(node.targets[0], node.value, node)
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if self._target(node.target):
+            current = ast.Call(func=ast.Name(READ, ast.Load()),
+                               args=[ast.Name(self.name, ast.Load()), node.target.slice],
+                               keywords=[])
+            return self._store(node.target, ast.BinOp(current, node.op, node.value), node)
+        return node
+
+    def visit_Return(self, node):
+        return [self._poison(node), node]
+
+    def _poison(self, node):
+        call = ast.Call(func=ast.Name(POISON, ast.Load()),
+                        args=[ast.Name(self.name, ast.Load()), ast.Name(FLAG, ast.Load())],
+                        keywords=[])
+        return ast.copy_location(ast.Expr(call), node)
+
+    def wrap(self, definition):
+        """The flag set first, the poisoning before the end (and each return)."""
+        start = ast.Assign(targets=[ast.Name(FLAG, ast.Store())], value=ast.Constant(False))
+        definition.body = [ast.copy_location(start, definition)] + definition.body
+        if not isinstance(definition.body[-1], ast.Return):
+            definition.body.append(self._poison(definition))
+
+
+def guarded_source(py_func, position, output=None):
     """``(source, guarded)``: the source of ``py_func`` (a plain Python function,
     without decorators) with each read of its argument at ``position`` at a
-    computed index through ``READ``, and how many reads were rewritten."""
+    computed index through ``READ``, and how many reads were rewritten; with
+    ``output`` (the position of an output array, ``dydt``) every store into it
+    through ``STORE`` too (counted with the reads)."""
     try:
         source = textwrap.dedent(inspect.getsource(py_func))
     except (OSError, TypeError) as error:
@@ -60,22 +124,34 @@ def guarded_source(py_func, position):
         raise SourceUnavailable(f"{py_func.__qualname__}: not a def statement")
     definition.decorator_list = []
     guard = _GuardReads(definition.args.args[position].arg)
-    tree = ast.fix_missing_locations(guard.visit(tree))
-    return ast.unparse(tree) + "\n", guard.guarded
+    tree = guard.visit(tree)
+    guarded = guard.guarded
+    if output is not None:
+        stores = _GuardStores(definition.args.args[output].arg)
+        stores.visit(definition)
+        stores.wrap(definition)
+        guarded += stores.guarded
+    tree = ast.fix_missing_locations(tree)
+    return ast.unparse(tree) + "\n", guarded
 
 
-def guarded_function(py_func, position, read, names=None):
+def guarded_function(py_func, position, read, names=None, output=None, store=None,
+                     poison=None):
     """The plain Python twin of ``py_func`` whose computed reads of argument
     ``position`` call ``read(row, index)``; compile it like the original.
     ``names``: global or closure names bound to other objects in the twin
-    (the guarded twins of helpers it hands the row to)."""
-    source, _ = guarded_source(py_func, position)
+    (the guarded twins of helpers it hands the row to); ``output``, ``store``,
+    ``poison``: the output array's position and the functions `guarded_source`
+    calls for it (``store(row, i, v) -> bool``, true past the end;
+    ``poison(row, flag)``, NaN into the row where the flag is set)."""
+    source, _ = guarded_source(py_func, position, output)
     namespace = dict(py_func.__globals__)
     code = py_func.__code__
     for name, cell in zip(code.co_freevars, py_func.__closure__ or ()):
         namespace[name] = cell.cell_contents
     namespace.update(names or {})
     namespace[READ] = read
+    namespace[STORE], namespace[POISON] = store, poison
     exec(compile(source, f"<guarded reads of {py_func.__qualname__}>", "exec"), namespace)
     twin = namespace[py_func.__name__]
     twin.__defaults__ = py_func.__defaults__

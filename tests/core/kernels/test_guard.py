@@ -138,3 +138,53 @@ def test_a_read_past_the_row_inside_a_helper_is_caught_too():
                      rtol=1e-10, atol=1e-12)
     assert res.status.tolist() == [0, 0]
     np.testing.assert_allclose(res.y, want.y, rtol=1e-13)
+
+
+def fill_with_shift(t, y, p, dydt):
+    k = int(p[0])
+    for i in range(y.shape[0]):
+        dydt[i + k] = -y[i]
+    dydt[0] += 0.0
+
+
+fill = hjit(fill_with_shift)
+
+
+def test_stores_into_dydt_are_guarded_in_the_array_form():
+    source, guarded = guard.guarded_source(fill_with_shift, 2, output=3)
+    assert guarded == 2  # the two stores (p[0] is a constant subscript)
+    assert f"{guard.STORE}(dydt, i + k, -y[i])" in source
+    assert source.count(f"{guard.POISON}(dydt, {guard.FLAG})") == 1
+
+    def read(row, i):
+        return row[i] if 0 <= i < len(row) else math.nan
+
+    def store(row, i, value):
+        if 0 <= i < len(row):
+            row[i] = value
+            return False
+        return True
+
+    def poison(row, flag):
+        if flag:
+            row[:] = math.nan
+
+    twin = guard.guarded_function(fill_with_shift, 2, read, output=3, store=store,
+                                  poison=poison)
+    y = np.array([1.0, 2.0, 3.0])
+    for shift, want in ((0.0, -y), (1.0, np.full(3, np.nan))):
+        dydt = np.zeros(3)
+        twin(0.0, y, np.array([shift]), dydt)
+        np.testing.assert_array_equal(dydt, want)
+
+
+def test_the_compiled_store_guard_fails_only_the_object_that_writes_past():
+    """On the active target's compiler (the GPU's on a GPU): the second object's shift
+    puts every store one past dydt's end; the first is the unguarded function's numbers."""
+    twin = guarded_reads_twin(fill, 2, 3)
+    twin.hapsira_checked_twin = True
+    y0 = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    got = solve_ivp(twin, (0.0, 1.0), y0, params=[[0.0], [1.0]], rtol=1e-10, atol=1e-12)
+    assert got.status.tolist() == [0, -3]
+    assert np.all(np.isnan(got.y[1]))
+    np.testing.assert_allclose(got.y[0, :, -1], y0[0] * math.exp(-1.0), rtol=1e-9)
