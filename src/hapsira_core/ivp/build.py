@@ -6,18 +6,18 @@ states, output times, tolerances, event constants and the params rows, so
 that new numbers never recompile.
 """
 
+import dataclasses
+
 import numpy as np
 
-
-from ..jit import Arg, ObjectKernel, hjit, switch
+from ..jit import Arg, ObjectKernel
 from ..kernels import cache
 from ..kernels.errors import CallbackCompileError, user_function_error
 from ..targets import active as target
 from . import methods
-from .loop import make_solve
 from .state import fun_form
 
-#: Built kernels of the active target, by ``(method, n, fun, event functions, event states)``.
+#: Built kernels of the active target, by their `KernelSpec`.
 KERNELS = {}
 
 
@@ -48,28 +48,64 @@ def arguments(events=True, event_states=True):
     )
 
 
-def kernel(method, n, fun, event_functions, event_states=False):
-    """The compiled solver for ``fun`` and these event functions (built once).
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    """What fixes a solver kernel, frozen: the one description of it that the
+    builder, the fingerprint and the disk cache all read.
 
     ``event_functions``: ``g(t, y, p, c)`` per event, in order;
     ``event_states``: whether the loop records the state at each event (the
-    interpolant evaluated once more per occurrence; ``cowell`` needs none).
+    interpolant evaluated once more per occurrence; ``cowell`` needs none);
+    ``keep_stages``: the target's ``KEEP_STAGES``. Everything else a call
+    varies (states, times, tolerances, params, event constants) is data.
     """
-    event_functions = tuple(event_functions)
-    key = (method, n, fun, event_functions, event_states)
-    if key not in KERNELS:
-        keep = target.KEEP_STAGES
-        solve = make_solve(method, n, keep, fun, switch(event_functions, 4), event_states)
 
-        @hjit
-        def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-                 y, info, t_events, y_events, n_events, scratch, work):
-            solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-                  y, info, t_events, y_events, n_events, scratch, work)
+    method: str
+    n: int
+    fun: object
+    event_functions: tuple = ()
+    event_states: bool = False
+    keep_stages: bool = dataclasses.field(default_factory=lambda: target.KEEP_STAGES)
 
-        KERNELS[key] = ObjectKernel(body, arguments(bool(event_functions), event_states),
-                                    _recipe(method, n, keep, fun, event_functions, event_states))
-    return KERNELS[key]
+    def source(self, fun, events):
+        """The module that defines the kernel's ``body``, with ``fun`` and ``events``
+        the source of the expressions that give the functions."""
+        return _BODY.format(method=self.method, n=self.n, keep=self.keep_stages, fun=fun,
+                            events=events, event_states=self.event_states)
+
+    def body(self):
+        """The per-object ``body``, made in memory from the same `source` as the
+        cache's module, the functions bound by name."""
+        namespace = {"_fun": self.fun, "_events": self.event_functions}
+        exec(compile(self.source("_fun", "_events"), f"<hapsira kernel {self.method} "
+                     f"n={self.n}>", "exec"), namespace)
+        return namespace["body"]
+
+    def recipe(self):
+        """``(fingerprint, source defining body by import)`` for the on-disk cache, or
+        None where some function cannot be imported in a new process."""
+        imports = {}
+        fun_source = cache.expression(self.fun, imports)
+        events_source = cache.expression(self.event_functions, imports)
+        if fun_source is None or events_source is None:
+            return None
+        prelude = cache.import_lines(imports) + "\n" + self.source(fun_source, events_source)
+        key = cache.key(self.fun, self.event_functions, prelude,
+                        code_options=ObjectKernel.code_options())
+        return key, prelude
+
+    def build(self):
+        return ObjectKernel(self.body(), arguments(bool(self.event_functions),
+                                                   self.event_states), self.recipe())
+
+
+def kernel(method, n, fun, event_functions, event_states=False):
+    """The compiled solver for ``fun`` and these event functions (built once per
+    `KernelSpec` and process)."""
+    spec = KernelSpec(method, n, fun, tuple(event_functions), event_states)
+    if spec not in KERNELS:
+        KERNELS[spec] = spec.build()
+    return KERNELS[spec]
 
 
 _BODY = """
@@ -85,21 +121,6 @@ def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
     solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
           y, info, t_events, y_events, n_events, scratch, work)
 """
-
-
-def _recipe(method, n, keep, fun, event_functions, event_states):
-    """``(fingerprint, source defining body by import)`` for the on-disk cache, or
-    None where some function cannot be imported in a new process."""
-    imports = {}
-    fun_source = cache.expression(fun, imports)
-    events_source = cache.expression(event_functions, imports)
-    if fun_source is None or events_source is None:
-        return None
-    prelude = cache.import_lines(imports) + "\n" + _BODY.format(
-        fun=fun_source, events=events_source, method=method, n=n, keep=keep,
-        event_states=event_states)
-    key = cache.key(fun, event_functions, prelude, code_options=ObjectKernel.code_options())
-    return key, prelude
 
 
 def run(kernel, arrays, user_functions, diagnose=None, sample=None):
