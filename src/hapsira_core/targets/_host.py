@@ -11,6 +11,7 @@ import numpy as np
 from .. import settings, xla_ffi as ffi
 from ..kernels import cache, kernel
 from ..kernels.fingerprint import fingerprint
+from . import _floats
 from ._foreign import declare_host as declare_foreign  # noqa: F401
 
 #: On the host the dense output reuses the step's stages: an output time costs
@@ -60,6 +61,9 @@ def xla_mismatch(name, what):
             "on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or start Python "
             "with HAPSIRA_TARGET=cuda")
 
+
+#: what a host kernel's source imports to run each object with IEEE subnormals
+FLOATS_IMPORT = "from hapsira_core.targets._floats import ieee_floats, restore_floats"
 
 #: One parallel region at a time: XLA may run two of our calls at once on
 #: two of its threads, and numba's workqueue threading layer aborts on
@@ -123,7 +127,8 @@ def xla_handler(xla, loop, parallel):
     del namespace["VERSION_ERROR"]  # an address: read from the table instead
     namespace.update(run_loop=_native_call(overload), _table=_symbol_address(symbol),
                      _try_lock=ffi._try_lock, _unlock=ffi._unlock,
-                     _yield_thread=ffi._yield_thread)
+                     _yield_thread=ffi._yield_thread, _ieee_floats=_floats.ieee_floats,
+                     _restore_floats=_floats.restore_floats)
     _GLOBALS[key] = namespace
     handler = _handler_cfunc(key, source, cached=settings.CACHE and loop.recipe is not None)
     xla.pointers = table[_POINTERS:]
@@ -226,7 +231,10 @@ def _handler_source(xla, parallel):
     if checks:
         lines += [f"    if {' or '.join(checks)}:",
                   f"        return _error(frame, {slot(_WRONG_BUFFER)})"]
-    call = [f"        ok = run_loop(({', '.join(names)},))"]
+    # the loop restores the mode per object; this restores it after a raise too
+    call = ["        mode = _ieee_floats()",
+            f"        ok = run_loop(({', '.join(names)},))",
+            "        _restore_floats(mode)"]
     if parallel:
         call = [f"        lock = {slot(_LOCK)}",
                 "        while not _try_lock(lock):",
@@ -320,12 +328,15 @@ class PrangeLoop(kernel.ObjectKernel):
         # where the handler sees it (without it the JAX front on parallel
         # returned garbage statuses for a params read past the row).
         return (f"import numba as _numba\n"
-                f"import numpy as _np\n\n\n"
+                f"import numpy as _np\n"
+                f"{FLOATS_IMPORT}\n\n\n"
                 f"def kernel({names}):\n"
                 f"    done = _np.zeros({first_out}.shape[0], _np.bool_)\n"
                 f"    for j in _numba.prange({first_out}.shape[0]):\n"
                 f"        i = _np.int64(j)\n"
+                f"        mode = ieee_floats()\n"
                 f"        body({rows})\n"
+                f"        restore_floats(mode)\n"
                 f"        done[i] = True\n"
                 f"    for i in range({first_out}.shape[0]):\n"
                 f"        if not done[i]:\n"

@@ -41,9 +41,14 @@ class ObjectKernel(kernel.ObjectKernel):
 
     def _source(self):
         names, rows, first_out = self._call_parts()
-        return (f"def kernel({names}):\n"
+        # each object with IEEE subnormals, whatever the calling thread's mode
+        # (hapsira_core.targets._floats: XLA's threads flush them to zero)
+        return (f"{_host.FLOATS_IMPORT}\n\n"
+                f"def kernel({names}):\n"
                 f"    for i in range({first_out}.shape[0]):\n"
-                f"        body({rows})\n")
+                f"        mode = ieee_floats()\n"
+                f"        body({rows})\n"
+                f"        restore_floats(mode)\n")
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", cache=cached)(function)

@@ -50,8 +50,13 @@ class ObjectKernel(kernel.ObjectKernel):
 
     def _source(self):
         names = ", ".join(a.name for a in self.args)
-        return (f"def kernel({names}, unused):\n"
-                f"    body({names})\n")
+        # IEEE subnormals on every worker thread (hapsira_core.targets._floats:
+        # a worker started from a JAX call inherits XLA's flush-to-zero)
+        return (f"{_host.FLOATS_IMPORT}\n\n"
+                f"def kernel({names}, unused):\n"
+                f"    mode = ieee_floats()\n"
+                f"    body({names})\n"
+                f"    restore_floats(mode)\n")
 
     def _layout(self):
         # Every array is a gufunc input (outputs marked writable: numba wants

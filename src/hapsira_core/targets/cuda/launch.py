@@ -10,6 +10,7 @@ from numba import cuda
 
 from ... import settings
 from ...kernels import kernel
+from .._floats import ieee_python
 from .surface import NRT_LIBRARY, SIMULATOR
 
 
@@ -44,7 +45,11 @@ class ObjectKernel(kernel.ObjectKernel):
             compiled.compile(self._signature())
 
     def _run(self, compiled, arrays):
-        self._launch(compiled, arrays)
+        if SIMULATOR:  # the kernel's Python on threads that inherit this one's mode
+            with ieee_python():
+                self._launch(compiled, arrays)
+        else:  # a GPU flushes no subnormal (numba-cuda compiles without ftz)
+            self._launch(compiled, arrays)
 
     def _launch(self, kernel, arrays):
         """Copy in, run and copy out in chunks of objects on two alternating streams.

@@ -12,6 +12,7 @@ import ctypes
 from numba import cuda
 
 from ... import settings, xla_ffi as ffi
+from .._floats import ieee_python
 from .surface import SIMULATOR
 
 
@@ -92,8 +93,11 @@ class _CudaLauncher:
         grid = (n + block - 1) // block
         if self.simulated:
             # Simulated "device memory" is host memory: the buffers as numpy arrays.
+            # The kernel's Python runs on this XLA thread and threads it starts,
+            # which inherit its flush-to-zero: IEEE subnormals, as on a GPU.
             arrays = [ffi._host_view(*item) for item in found]
-            kernel[grid, block](*arrays)
+            with ieee_python():
+                kernel[grid, block](*arrays)
             return None
         stream_args = ffi._StreamGetArgs(ffi._struct_size(ffi._StreamGetArgs, "stream"), None, frame.ctx,
                                      None)
