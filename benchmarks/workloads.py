@@ -131,6 +131,19 @@ def textbook_f(t, y, p):
             c * y[1] + f * y[1] * (5 * z2 - 1), c * y[2] + f * y[2] * (5 * z2 - 3))
 
 
+@hjit
+def textbook_cowell(t, rr, vv, k, p):
+    """Two-body + J2 in ``cowell``'s form as a textbook writes it: ``r**3``, ``r**5``,
+    a division per term (issue 29's "as written" right-hand side)."""
+    x, y, z = rr
+    r = math.sqrt(x * x + y * y + z * z)
+    r3 = r**3
+    z2 = z * z / (r * r)
+    f = 1.5 * k * 1.08262668e-3 * 6378.137 * 6378.137 / r**5
+    return vv, (-k * x / r3 + f * x * (5 * z2 - 1), -k * y / r3 + f * y * (5 * z2 - 1),
+                -k * z / r3 + f * z * (5 * z2 - 3))
+
+
 # --- ensembles: N objects, each with its own parameters (params rows) ---
 
 ENSEMBLE_RTOL, ENSEMBLE_ATOL = 1e-9, 1e-12

@@ -14,11 +14,12 @@ import math
 
 from . import settings
 from .kernels.cache import factory, remember  # noqa: F401  (public: Dask workers rebuild what they made)
+from .kernels import reciprocals
 from .kernels.kernel import Arg  # noqa: F401
 from .targets import active
 
-__all__ = ["hjit", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET", "is_device_array",
-           "factory", "remember"]
+__all__ = ["hjit", "as_written", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET",
+           "is_device_array", "factory", "remember"]
 
 TARGET = settings.TARGET
 
@@ -29,6 +30,10 @@ TARGET = settings.TARGET
 #: own failure status instead of aborting the batch. Use as ``@hjit`` or
 #: ``@hjit(option=value)``; options go to numba.
 hjit = active.hjit
+
+#: Mark a user's function to be compiled as written, its divisions never shared
+#: as reciprocals (``HAPSIRA_FASTMATH``; `hapsira_core.kernels.reciprocals`).
+as_written = reciprocals.as_written
 
 #: `ObjectKernel` of the active target.
 ObjectKernel = active.ObjectKernel

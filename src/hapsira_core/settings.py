@@ -9,6 +9,7 @@ variable           meaning                             default
 ``HAPSIRA_CACHE_DIR``  where cached kernels live       ``~/.cache/hapsira-cowell``
 ``HAPSIRA_CACHE_MAX_MB``  cache size before pruning    ``1024``
 ``HAPSIRA_DEBUG``  numba debug info, bounds checks     ``0``
+``HAPSIRA_FASTMATH``  shared reciprocals in user f   ``auto`` (cuda only)
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
@@ -99,6 +100,12 @@ CACHE_DIR = os.path.expanduser(os.environ.get(
     os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
 CACHE_MAX_MB = _integer("HAPSIRA_CACHE_MAX_MB", 1024)
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
+#: ``auto``, ``on`` or ``off``: whether a user's function is compiled with its
+#: divisions rewritten into shared reciprocals (`hapsira_core.kernels.reciprocals`);
+#: ``auto`` where the target asks for it (cuda: a float64 division costs tens of
+#: instructions there), never on the host targets.
+FASTMATH = {"auto": "auto", **{k: ("on" if v else "off") for k, v in _BOOLEANS.items()}}.get(
+    _choice("HAPSIRA_FASTMATH", "auto", ("auto",) + tuple(_BOOLEANS)))
 CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # 2^17 against 2^18 on an H100, reference workload at 10^6: 75 against 79 ms in
 # three paired runs (smaller chunks pace the copies better; 2^16 and below cost

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ..jit import hjit
+from ..kernels import reciprocals
 from ..kernels.cache import factory
 from .state import check_fun_form
 
@@ -264,7 +265,7 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
     # the array form writes dydt at indices computed at run time: checked on the host,
     # guarded on a GPU (a store past the end makes dydt NaN: the object fails alone)
-    fun = bounds_checked(fun, 2, output=3 if array_form else None)
+    fun = bounds_checked(reciprocals.shared(fun), 2, output=3 if array_form else None)
     events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
 

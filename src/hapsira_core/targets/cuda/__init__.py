@@ -27,6 +27,9 @@ KEEP_STAGES = False
 #: and raises, as the host targets do.
 BOUNDS_CHECKS = False
 GUARDED_READS = not SIMULATOR
+#: A float64 division is tens of instructions on a GPU: with HAPSIRA_FASTMATH=auto a
+#: user's function shares reciprocals (`hapsira_core.kernels.reciprocals`).
+SHARED_RECIPROCALS = True
 #: The simulator has no XLA platform: its kernels cannot run inside JAX,
 #: except on JAX's CPU platform as a testing aid (`XlaKernel`'s ``simulator_on_cpu``).
 
