@@ -24,6 +24,7 @@ def test_default_target_is_cpu():
     ({"HAPSIRA_TARGET": "gpu"}, ["HAPSIRA_TARGET", "'gpu'", "'cpu'", "'parallel'", "'cuda'"]),
     ({"HAPSIRA_CACHE": "maybe"}, ["HAPSIRA_CACHE", "'maybe'", "0/1"]),
     ({"HAPSIRA_CUDA_BLOCK": "-3"}, ["HAPSIRA_CUDA_BLOCK", "positive integer"]),
+    ({"HAPSIRA_FASTMATH": "fast"}, ["HAPSIRA_FASTMATH", "'fast'", "'auto'", "'on'", "'off'"]),
 ])
 def test_bad_values_raise_value_error(env, words):
     run = import_with(env)
