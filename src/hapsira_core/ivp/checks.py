@@ -265,7 +265,7 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
     # the array form writes dydt at indices computed at run time: checked on the host,
     # guarded on a GPU (a store past the end makes dydt NaN: the object fails alone)
-    fun = bounds_checked(reciprocals.shared(fun), 2, output=3 if array_form else None)
+    fun = bounds_checked(shared_reciprocals(fun), 2, output=3 if array_form else None)
     events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
 
@@ -452,6 +452,46 @@ def computed_subscripts(function, position, _depth=0):
         if callee is None or computed_subscripts(callee, call[1], _depth + 1):
             return True
     return False
+
+
+def reciprocals_wanted(function):
+    """Whether ``function`` gets shared reciprocals: ``HAPSIRA_FASTMATH`` (``auto``:
+    where the target asks for them, ``SHARED_RECIPROCALS``), unless marked
+    `hapsira_core.jit.as_written` or a twin already."""
+    from .. import settings
+    from ..targets import active
+    if getattr(function, "hapsira_as_written", False) \
+            or getattr(function, "hapsira_checked_twin", False):
+        return False
+    if settings.FASTMATH == "auto":
+        return bool(getattr(active, "SHARED_RECIPROCALS", False))
+    return settings.FASTMATH == "on"
+
+
+def shared_reciprocals(function):
+    """``function``, or its twin whose divisions share reciprocals
+    (`hapsira_core.kernels.reciprocals`) where that is wanted and changes
+    something; a function whose source cannot be read is used as it is."""
+    if not reciprocals_wanted(function):
+        return function
+    py = getattr(function, "py_func", function)
+    try:
+        if not reciprocals.rewritten_source(py)[1]:
+            return function
+    except (reciprocals.SourceUnavailable, SyntaxError):
+        return function
+    return shared_reciprocals_twin(function)
+
+
+@factory
+def shared_reciprocals_twin(function):
+    """The compiled twin of `hjit` function ``function`` with shared reciprocals
+    (the target's ``rsqrt``); a factory, so that the disk cache and Dask workers
+    can make it again."""
+    from ..jit import rsqrt
+    made = hjit(reciprocals.twin(getattr(function, "py_func", function), rsqrt))
+    made.hapsira_as_written = True  # never rewritten twice
+    return made
 
 
 def bounds_checked(function, position, output=None):

@@ -33,7 +33,6 @@ import inspect
 import linecache
 import textwrap
 
-from .cache import factory
 from .guard import SourceUnavailable
 
 PREFIX = "_hapsira_inv_"
@@ -259,45 +258,6 @@ def twin(py_func, rsqrt):
     made.__kwdefaults__ = py_func.__kwdefaults__
     made.__module__ = py_func.__module__
     made.__qualname__ = py_func.__qualname__
-    return made
-
-
-def wanted(function):
-    """Whether ``function`` gets the twin: ``HAPSIRA_FASTMATH`` (``auto``: where the
-    target asks for it, ``SHARED_RECIPROCALS``), unless marked `as_written`."""
-    from .. import settings
-    from ..targets import active
-    if getattr(function, "hapsira_as_written", False) \
-            or getattr(function, "hapsira_checked_twin", False):
-        return False
-    if settings.FASTMATH == "auto":
-        return bool(getattr(active, "SHARED_RECIPROCALS", False))
-    return settings.FASTMATH == "on"
-
-
-def shared(function):
-    """``function``, or its twin with shared reciprocals where it is `wanted` and the
-    rewrite changes something (a function whose source cannot be read is used
-    as it is)."""
-    if not wanted(function):
-        return function
-    py = getattr(function, "py_func", function)
-    try:
-        if not rewritten_source(py)[1]:
-            return function
-    except (SourceUnavailable, SyntaxError):
-        return function
-    return shared_twin(function)
-
-
-@factory
-def shared_twin(function):
-    """The compiled twin of `hjit` function ``function`` with shared reciprocals; a
-    factory, so that the disk cache and Dask workers can make it again."""
-    from ..jit import hjit, rsqrt
-    py = getattr(function, "py_func", function)
-    made = hjit(twin(py, rsqrt))
-    made.hapsira_as_written = True  # never rewritten twice
     return made
 
 

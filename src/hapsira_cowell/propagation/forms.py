@@ -14,7 +14,6 @@ from astropy import units as u
 from hapsira_core import ivp
 from hapsira_core.ivp import checks
 from hapsira_core.jit import factory, hjit, is_device_array
-from hapsira_core.kernels import reciprocals
 from hapsira_core.kernels.errors import check_returns, is_real, is_state
 
 from ..models.events import Event
@@ -119,7 +118,7 @@ def bounds_checked(f, events):
     """``f`` and the events' ``g`` bounds-checked where they index ``p`` at run time
     (`hapsira_core.ivp.checks.bounds_checked`); after the width checks, which
     name the user's functions."""
-    return (checks.bounds_checked(reciprocals.shared(f), 4),
+    return (checks.bounds_checked(checks.shared_reciprocals(f), 4),
             checks.bounds_checked_events(events, 4))
 
 

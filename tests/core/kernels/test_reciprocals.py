@@ -9,7 +9,7 @@ import pytest
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
-from hapsira_core.ivp import solve_ivp
+from hapsira_core.ivp import checks, solve_ivp
 from hapsira_core.jit import as_written, hjit
 from hapsira_core.kernels import reciprocals
 from hapsira_cowell import cowell
@@ -90,11 +90,11 @@ def test_what_is_rewritten(text, rewritten, monkeypatch):
 
 
 def test_the_switch():
-    assert reciprocals.wanted(textbook) == (
+    assert checks.reciprocals_wanted(textbook) == (
         settings.FASTMATH == "on" or (settings.FASTMATH == "auto" and settings.TARGET == "cuda"))
     marked = as_written(hjit(textbook.py_func))
-    assert not reciprocals.wanted(marked)
-    assert reciprocals.shared(marked) is marked
+    assert not checks.reciprocals_wanted(marked)
+    assert checks.shared_reciprocals(marked) is marked
 
 
 def _leo(n, seed):
@@ -111,7 +111,7 @@ RTOL, ATOL = 1e-11, 1e-12
 
 def test_solve_ivp_with_shared_reciprocals_keeps_scipys_steps():
     y0 = _leo(2 if SIM else 6, seed=4)
-    twin = reciprocals.shared_twin(textbook)
+    twin = checks.shared_reciprocals_twin(textbook)
     shared = solve_ivp(twin, (0.0, SPAN), y0, rtol=RTOL, atol=ATOL)
     plain = solve_ivp(as_written(hjit(textbook.py_func)), (0.0, SPAN), y0, rtol=RTOL, atol=ATOL)
     assert (shared.status == 0).all() and (plain.status == 0).all()
@@ -135,7 +135,7 @@ def test_solve_ivp_with_shared_reciprocals_keeps_scipys_steps():
 def test_cowell_with_shared_reciprocals_matches_the_library_two_body():
     y0 = _leo(2 if SIM else 6, seed=5)
     tofs = np.array([SPAN / 2, SPAN])
-    twin = reciprocals.shared_twin(textbook_cowell)
+    twin = checks.shared_reciprocals_twin(textbook_cowell)
     shared = cowell(K_EARTH, y0[:, :3], y0[:, 3:], tofs, RTOL, ATOL, f=twin)
     library = cowell(K_EARTH, y0[:, :3], y0[:, 3:], tofs, RTOL, ATOL)
     np.testing.assert_array_equal(shared.nsteps, library.nsteps)
