@@ -64,6 +64,7 @@ def _advance(k, r0, v0, offsets, f, params, rtol, atol):
     """States after ``offsets[i]`` seconds (one sign), objects sorted by offset, in chunks
     whose output table (objects x distinct offsets) stays bounded."""
     from .api import cowell
+    from .forms import units_unchecked
 
     order = np.argsort(np.abs(offsets), kind="stable")
     # distinct[i]: how many distinct offsets the sorted list has up to i
@@ -81,7 +82,8 @@ def _advance(k, r0, v0, offsets, f, params, rtol, atol):
         if tofs[0] < 0:  # backward: tofs run from 0 down
             tofs, column = tofs[::-1], len(tofs) - 1 - column
         row_params = params if params is None or params.ndim == 1 else params[rows]
-        res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
+        with units_unchecked():  # from Quantities: the units are known
+            res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
         picked = np.arange(len(rows))
         r[rows] = res.rr[picked, column]
         v[rows] = res.vv[picked, column]
@@ -174,8 +176,10 @@ def propagate_orbits(orbits, tofs, epoch=None, **cowell_kwargs):
     count from ``epoch``: the states of ``result`` are at ``epoch + tofs``.
     """
     from .api import cowell
+    from .forms import units_unchecked
 
     sync = {name: cowell_kwargs[name] for name in ("f", "params", "rtol", "atol")
             if name in cowell_kwargs}
     k, r0, v0, epoch = states_from_orbits(orbits, epoch, **sync)
-    return cowell(k, r0, v0, tofs, **cowell_kwargs), epoch
+    with units_unchecked():  # from Quantities: the units are known
+        return cowell(k, r0, v0, tofs, **cowell_kwargs), epoch
