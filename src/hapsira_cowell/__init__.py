@@ -19,6 +19,7 @@ _LAZY = {
     "cowell": "propagation.api", "CowellResult": "propagation.propagator",
     "STATUS_MESSAGES": "propagation.propagator",
     "states_from_orbits": "propagation.orbits", "propagate_orbits": "propagation.orbits",
+    "OrbitsResult": "propagation.orbits", "UnitsWarning": "units",
     "from_classical": "inputs.elements", "from_equinoctial": "inputs.elements",
     "from_tle": "inputs.tle", "write_oem": "outputs.oem", "read_oem": "outputs.oem",
 }

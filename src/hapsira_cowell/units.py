@@ -8,6 +8,20 @@ import numpy as np
 from astropy import units as u
 from astropy.time import TimeDelta
 
+__all__ = ["UnitsWarning", "is_quantity", "to_value", "to_float"]
+
+
+class UnitsWarning(UserWarning):
+    """Plain numbers that look like another unit than hapsira_cowell's (km, km/s, s,
+    km^3/s^2): a GM in m^3/s^2, positions in metres, velocities in m/s; and every
+    object of a call failing, which such a mistake usually causes.
+
+    Issued by `cowell` (numpy, JAX and Dask fronts alike) for plain numbers
+    only: a Quantity carries its unit and is converted. Silence it with
+    ``warnings.filterwarnings("ignore", category=UnitsWarning)`` where the
+    values are meant.
+    """
+
 
 def is_quantity(value):
     return isinstance(value, (u.Quantity, TimeDelta))

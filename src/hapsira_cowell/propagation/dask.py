@@ -15,8 +15,8 @@ from astropy import units as u
 from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
-from ..units import to_value
-from .forms import call_options, check_gm, check_tofs
+from ..units import is_quantity, to_value
+from .forms import call_options, check_gm, check_tofs, check_units, units_unchecked
 from .propagator import CowellResult, STATUS_MESSAGES
 from .propagator import cowell as cowell_numpy
 
@@ -32,10 +32,11 @@ def propagate_chunk(blob, r0, v0, params=None):
     status, nfev, nsteps, n_events, *t_events)`` as numpy arrays.
     """
     spec = core.unpack(blob)
-    res = cowell_numpy(spec["k"], r0, v0, spec["tofs"], spec["rtol"], spec["atol"],
-                       f=spec["f"], params=spec["params"] if params is None else params,
-                       events=spec["events"], max_steps=spec["max_steps"],
-                       max_event_records=spec["records"])
+    with units_unchecked():  # the client checked them (pack_call, cowell); no chunk repeats it
+        res = cowell_numpy(spec["k"], r0, v0, spec["tofs"], spec["rtol"], spec["atol"],
+                           f=spec["f"], params=spec["params"] if params is None else params,
+                           events=spec["events"], max_steps=spec["max_steps"],
+                           max_event_records=spec["records"])
     return (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
 
 
@@ -74,8 +75,11 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     Arguments as ``cowell()``; the per-object arrays are chunked along the
     object axis (the first Dask array's chunks; numpy arrays are cut the
     same way). Nothing is computed here: returns a `DaskCowellResult`
-    whose fields are Dask arrays in km, km/s and s.
+    whose fields are Dask arrays in km, km/s and s. Plain numbers are checked
+    for units as by the numpy call (`UnitsWarning`), but Dask arrays of
+    states are not (that would compute them), nor are the results.
     """
+    plain = [not is_quantity(x) for x in (k, r0, v0)]
     r0, single = _states(r0, "r0", u.km)
     v0, single_v = _states(v0, "v0", u.km / u.s)
     if single != single_v:
@@ -93,6 +97,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                                             events=events, max_steps=max_steps,
                                             max_event_records=max_event_records,
                                             params_given=params)
+    check_units(k if plain[0] else None,
+                r0 if plain[1] and not core.is_dask_array(r0) else None,
+                v0 if plain[2] and not core.is_dask_array(v0) else None)
     arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object]))
     m = tofs.size
     outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),

@@ -6,7 +6,10 @@ puts GM first in that row, so that ``k`` is data like every other number
 (a new GM never recompiles) and the user's row follows it.
 """
 
+import contextlib
+import contextvars
 import functools
+import warnings
 
 import numpy as np
 from astropy import units as u
@@ -18,10 +21,19 @@ from hapsira_core.kernels.errors import check_returns, is_real, is_state
 
 from ..models.events import Event
 from ..models.perturbations import two_body
-from ..units import to_value
+from ..constants import K_EARTH
+from ..units import UnitsWarning, to_value
 
 __all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
-           "bounds_checked", "problem"]
+           "check_units", "warn_if_all_failed", "units_unchecked", "bounds_checked", "problem"]
+
+#: km^3/s^2: above any solar-system body's GM (the Sun's is 1.327e11); the Moon's GM in
+#: m^3/s^2 is 4.9e12, the Earth's 3.986e14
+GM_MAX = 1e12
+#: km/s: faster than anything in the solar system (a sun-grazing comet at perihelion
+#: reaches ~600 km/s); a low orbit's speed in m/s is 7.5e3
+SPEED_MAX = 1e3
+_CHECK_UNITS = contextvars.ContextVar("hapsira_cowell_check_units", default=True)
 
 
 @factory
@@ -112,6 +124,101 @@ def call_options(rtol, atol, f, events, max_steps, max_event_records, params_giv
     checks.params_width(checks.columns_given(params_given), [f] + [e.g for e in events],
                         position=4)
     return rtol, atol, f, events, max_steps, records
+
+
+def plausible_radii(k):
+    """``(r_min, r_max)`` km: the distances from an attractor of GM ``k`` (km^3/s^2) that an
+    orbit about it can plausibly have, both scaled as ``cbrt(k / K_EARTH)`` (as a Hill
+    sphere is): 1 km to 1e9 km (6.7 AU) for the Earth, 69 km to 6.9e10 km (460 AU) for
+    the Sun, r_max never below 1e7 km."""
+    scale = float(np.cbrt(k / K_EARTH))
+    return scale, max(1e9 * scale, 1e7)
+
+
+@contextlib.contextmanager
+def units_unchecked():
+    """`check_units` and `warn_if_all_failed` say nothing inside: for callers whose numbers
+    came from Quantities (Orbit objects) or were checked already (a Dask chunk)."""
+    token = _CHECK_UNITS.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_UNITS.reset(token)
+
+
+def _norms(states):
+    norms = np.linalg.norm(np.asarray(states, dtype=np.float64).reshape(-1, 3), axis=1)
+    return np.where(np.isfinite(norms), norms, np.nan)
+
+
+def _objects(name, where, count, what):
+    first = int(np.flatnonzero(where)[0])
+    return f"{name}: {int(where.sum())} of {count} object(s) {what} ({name}[{first}]"
+
+
+def check_units(k, r0=None, v0=None, stacklevel=4):
+    """A `UnitsWarning` for each of ``k``, ``r0``, ``v0`` (plain numbers in km^3/s^2, km,
+    km/s, already checked) outside what any orbit in the solar system has.
+
+    Pass None for what is not to be checked: a Quantity (its unit was converted), a
+    traced or lazy array. ``k`` sets the range of ``|r0|`` (`plausible_radii`). The
+    speed of light is not the limit: ``|v0| > 1e3`` km/s (`SPEED_MAX`) is already no
+    solar-system orbit's, and ``k > 1e12`` km^3/s^2 (`GM_MAX`) no solar-system body's.
+    """
+    if not _CHECK_UNITS.get():
+        return
+    if k is not None and float(k) > GM_MAX:
+        warnings.warn(f"k: {float(k):.6g} km^3/s^2 is above any solar-system body's GM (the "
+                      f"Sun's is 1.327e11 km^3/s^2): it looks like m^3/s^2 (hapsira's "
+                      f"Earth.k.value is 3.986e14 m^3/s^2); hapsira_cowell expects km^3/s^2: "
+                      f"divide by 1e9 or pass an astropy Quantity", UnitsWarning,
+                      stacklevel=stacklevel)
+    if r0 is not None and k is not None:
+        norms = _norms(r0)
+        low, high = plausible_radii(float(k))
+        with np.errstate(invalid="ignore"):
+            far, near = norms > high, (norms < low) & (norms > 0)
+        if far.any():
+            warnings.warn(_objects("r0", far, norms.size, f"farther than {high:.3g} km from "
+                                   "the attractor") +
+                          f": |r| = {norms[far][0]:.4g} km), beyond any orbit about a body "
+                          f"of GM {float(k):.6g} km^3/s^2: it looks like metres; "
+                          f"hapsira_cowell expects km (or pass an astropy Quantity)",
+                          UnitsWarning, stacklevel=stacklevel)
+        if near.any():
+            warnings.warn(_objects("r0", near, norms.size, f"nearer than {low:.3g} km to the "
+                                   "attractor's centre") +
+                          f": |r| = {norms[near][0]:.4g} km), inside any body of GM "
+                          f"{float(k):.6g} km^3/s^2: it looks like a larger unit (AU, the "
+                          f"body's radius?); hapsira_cowell expects km (or pass an astropy "
+                          f"Quantity)", UnitsWarning, stacklevel=stacklevel)
+    if v0 is not None:
+        norms = _norms(v0)
+        with np.errstate(invalid="ignore"):
+            fast = norms > SPEED_MAX
+        if fast.any():
+            warnings.warn(_objects("v0", fast, norms.size, f"faster than {SPEED_MAX:.0e} km/s") +
+                          f": |v| = {norms[fast][0]:.4g} km/s), faster than any orbit in the "
+                          f"solar system: it looks like m/s; hapsira_cowell expects km/s (or "
+                          f"pass an astropy Quantity)", UnitsWarning, stacklevel=stacklevel)
+
+
+def warn_if_all_failed(status, stacklevel=4):
+    """A `UnitsWarning` when every object failed, some in flight (step size underflow or
+    max_steps; initial states that are not finite explain themselves): what to check.
+    Per-object statuses are left as they are."""
+    if not _CHECK_UNITS.get():
+        return
+    status = np.atleast_1d(np.asarray(status))
+    in_flight = (status == ivp.STEP_TOO_SMALL) | (status == ivp.MAX_STEPS)
+    if status.size == 0 or not np.all(status < 0) or not in_flight.any():
+        return
+    counts = ", ".join(f"{int((status == s).sum())} with status {int(s)}"
+                       for s in np.unique(status))
+    warnings.warn(f"all {status.size} object(s) failed ({counts}; see STATUS_MESSAGES): if "
+                  f"that is not expected, check the units of the plain numbers given: k in "
+                  f"km^3/s^2 (not m^3/s^2: the Earth's is 398600.4418), r0 in km, v0 in km/s, "
+                  f"tofs in s", UnitsWarning, stacklevel=stacklevel)
 
 
 def bounds_checked(f, events):

@@ -22,7 +22,7 @@ from hapsira_core.ivp.layout import INFO  # noqa: E402
 
 from ..units import is_quantity  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
-from .forms import bounds_checked, call_options, check_states, problem  # noqa: E402
+from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
 from .forms import check_gm as _numpy_gm  # noqa: E402
 from .forms import check_state as _numpy_state  # noqa: E402
 from .forms import check_tofs as _numpy_tofs  # noqa: E402
@@ -103,7 +103,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     Traced ``tofs`` are not checked (sorted away from 0, one sign): keep them
     valid. ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
     runs the batch as one call with more objects; ``jax.grad`` raises
-    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
+    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`. Concrete ``k``,
+    ``r0``, ``v0`` are checked for units as by the numpy call
+    (`UnitsWarning`); traced ones and the results are not.
 
     Returns
     -------
@@ -120,6 +122,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     rtol, atol, f, events, max_steps, records = call_options(
         option(rtol, "rtol"), option(atol, "atol"), f, events, max_steps, max_event_records,
         params, stacklevel=4)
+    # concrete values only, as the numpy call (traced ones cannot be looked at)
+    check_units(concrete(k), concrete(r0), concrete(v0), stacklevel=3)
     concrete_rows = concrete(rows)
     if concrete_rows is not None:
         for event in events:

@@ -4,16 +4,20 @@ An orbit here is any object with ``r`` and ``v`` (astropy Quantities, the
 state in the attractor's frame), ``attractor.k`` (GM as a Quantity) and
 ``epoch`` (an astropy ``Time``): hapsira's and poliastro's ``Orbit`` are.
 `states_from_orbits` turns a list of them into `cowell`'s inputs at one
-common epoch; `propagate_orbits` propagates them from there.
+common epoch; `propagate_orbits` propagates them from there and returns an
+`OrbitsResult`: `cowell`'s result with the common ``epoch`` beside it.
 """
 
+import functools
 import warnings
 
 import numpy as np
 from astropy import units as u
 from astropy.time import Time
 
-__all__ = ["states_from_orbits", "propagate_orbits"]
+from .propagator import CowellResult
+
+__all__ = ["states_from_orbits", "propagate_orbits", "OrbitsResult"]
 
 # rows of objects x output times of one synchronisation call: bounds its memory (~100 MB)
 _SYNC_ROWS = 2_000_000
@@ -64,6 +68,7 @@ def _advance(k, r0, v0, offsets, f, params, rtol, atol):
     """States after ``offsets[i]`` seconds (one sign), objects sorted by offset, in chunks
     whose output table (objects x distinct offsets) stays bounded."""
     from .api import cowell
+    from .forms import units_unchecked
 
     order = np.argsort(np.abs(offsets), kind="stable")
     # distinct[i]: how many distinct offsets the sorted list has up to i
@@ -81,7 +86,8 @@ def _advance(k, r0, v0, offsets, f, params, rtol, atol):
         if tofs[0] < 0:  # backward: tofs run from 0 down
             tofs, column = tofs[::-1], len(tofs) - 1 - column
         row_params = params if params is None or params.ndim == 1 else params[rows]
-        res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
+        with units_unchecked():  # from Quantities: the units are known
+            res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
         picked = np.arange(len(rows))
         r[rows] = res.rr[picked, column]
         v[rows] = res.vv[picked, column]
@@ -121,21 +127,29 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
     """
     from ..units import to_value
 
-    items = [_read(orbit, i) for i, orbit in enumerate(_orbit_list(orbits))]
+    orbits = _orbit_list(orbits)
+    items = [_read(orbit, i) for i, orbit in enumerate(orbits)]
     if not items:
         raise ValueError("orbits: expected at least one orbit, got none")
     ks = np.array([item[0] for item in items])
     if np.any(np.abs(ks - ks[0]) > 1e-12 * abs(ks[0])):
         other = int(np.flatnonzero(np.abs(ks - ks[0]) > 1e-12 * abs(ks[0]))[0])
+        names = [getattr(orbits[i].attractor, "name", None) for i in (0, other)]
+        named = f" ({names[0]} and {names[1]})" if all(names) else ""
         raise ValueError(f"orbits: expected one attractor for all, got GM {ks[0]} for orbits[0] "
-                         f"and {ks[other]} for orbits[{other}] (km^3/s^2)")
+                         f"and {ks[other]} for orbits[{other}] (km^3/s^2){named}: propagate "
+                         f"each attractor's orbits in a call of their own")
     r0 = np.array([item[1] for item in items])
     v0 = np.array([item[2] for item in items])
     epochs = Time([item[3] for item in items])
     if epoch is None:
         epoch = epochs[int(np.argmax((epochs.tt - epochs[0].tt).to_value(u.s)))]
     elif not isinstance(epoch, Time):
-        epoch = Time(epoch, scale="utc")
+        try:
+            epoch = Time(epoch, scale="utc")
+        except ValueError as error:
+            raise ValueError(f"epoch: expected an astropy Time or a time string (UTC), got "
+                             f"{epoch!r} ({error})") from None
     if not epoch.isscalar:
         raise ValueError(f"epoch: expected a single time, got shape {epoch.shape}")
     # in TT, i.e. SI seconds on the geoid, as the solver's t (a TDB difference would
@@ -165,17 +179,68 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
     return float(ks[0]), r, v, epoch
 
 
+class OrbitsResult(CowellResult):
+    """What `propagate_orbits` returns: `cowell`'s `CowellResult` (``rr``, ``vv``,
+    ``status``, ``t_events``, ``n_events``, ``nfev``, ``nsteps``, ``success``,
+    ``messages()``) plus ``epoch``.
+
+    ``epoch`` (astropy ``Time``) is the common epoch the times of flight count
+    from: ``rr[i, j]`` is orbit i at ``epoch + tofs[j]``. Unpacking as the
+    tuple ``res, epoch = propagate_orbits(...)`` of earlier versions still
+    works, with a `DeprecationWarning`; read ``res.epoch`` instead.
+    """
+
+    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps, epoch):
+        super().__init__(rr, vv, status, t_events, n_events, nfev, nsteps)
+        self.epoch = epoch
+
+    def __iter__(self):
+        warnings.warn("propagate_orbits returns one OrbitsResult now: unpacking it as "
+                      "(result, epoch) is deprecated; use res.epoch", DeprecationWarning,
+                      stacklevel=2)
+        return iter((self, self.epoch))
+
+    def __repr__(self):
+        return f"{super().__repr__()[:-1]}, epoch={self.epoch.utc.isot} UTC)"
+
+
+@functools.cache
+def _epoch_class(base):
+    return type(f"{base.__name__}WithEpoch", (OrbitsResult, base), {})
+
+
+def _with_epoch(result, epoch):
+    """``result`` of `cowell` as an `OrbitsResult`: the numpy result's fields copied; a Dask
+    result (params given as a Dask array) keeps its class, the epoch mixed in."""
+    if type(result) is CowellResult:
+        return OrbitsResult(result.rr, result.vv, result.status, result.t_events,
+                            result.n_events, result.nfev, result.nsteps, epoch)
+    result.__class__ = _epoch_class(type(result))
+    result.epoch = epoch
+    return result
+
+
 def propagate_orbits(orbits, tofs, epoch=None, **cowell_kwargs):
-    """Propagate Orbit objects with `cowell` from one common epoch: ``(result, epoch)``.
+    """Propagate Orbit objects with `cowell` from one common epoch.
 
     `states_from_orbits` brings the orbits to ``epoch`` (default: their
     latest) with the same ``f``, ``params``, ``rtol`` and ``atol``; then
     ``cowell(k, r0, v0, tofs, **cowell_kwargs)`` runs from there. ``tofs``
-    count from ``epoch``: the states of ``result`` are at ``epoch + tofs``.
+    count from ``epoch``: the states of the result are at ``epoch + tofs``.
+
+    Returns
+    -------
+    OrbitsResult
+        `cowell`'s result (``res.rr``, ``res.vv``, ``res.status``, ...) with
+        the common epoch as ``res.epoch``. (Unpacking it as ``res, epoch``,
+        the tuple of earlier versions, still works but is deprecated.)
     """
     from .api import cowell
+    from .forms import units_unchecked
 
     sync = {name: cowell_kwargs[name] for name in ("f", "params", "rtol", "atol")
             if name in cowell_kwargs}
     k, r0, v0, epoch = states_from_orbits(orbits, epoch, **sync)
-    return cowell(k, r0, v0, tofs, **cowell_kwargs), epoch
+    with units_unchecked():  # from Quantities: the units are known
+        result = cowell(k, r0, v0, tofs, **cowell_kwargs)
+    return _with_epoch(result, epoch)

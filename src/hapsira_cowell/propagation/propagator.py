@@ -13,7 +13,8 @@ from hapsira_core.ivp import checks
 from hapsira_core.kernels.kernel import Columns
 
 from ..units import is_quantity
-from .forms import bounds_checked, call_options, check_gm, check_states, check_tofs, problem
+from .forms import (bounds_checked, call_options, check_gm, check_states, check_tofs,
+                    check_units, problem, warn_if_all_failed)
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
 
@@ -89,10 +90,24 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         (`hapsira_cowell.propagation.api`) sends Dask arrays to
         `hapsira_cowell.propagation.dask` first, which returns a
         `hapsira_cowell.propagation.dask.DaskCowellResult`.)
+
+    Warns
+    -----
+    UnitsWarning
+        A plain-number ``k``, ``r0`` or ``v0`` outside what any solar-system
+        orbit has (``k`` above 1e12 km^3/s^2: m^3/s^2?; ``|r0|`` beyond
+        ``1e9 km * cbrt(k / K_EARTH)`` or within ``1 km * cbrt(k / K_EARTH)``
+        of the centre; ``|v0|`` above 1e3 km/s: m/s?), and every object
+        failing in flight; see docs/guide.md#units.
     """
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
+    plain = [not is_quantity(x) for x in (k, r0, v0)]
     k = check_gm(k)
     r0, v0, single = check_states(r0, v0)
+    # plain numbers only, and not a device array (that would be a copy to the host)
+    check_units(k if plain[0] else None,
+                r0 if plain[1] and isinstance(r0, np.ndarray) else None,
+                v0 if plain[2] and isinstance(v0, np.ndarray) else None)
     n = r0.shape[0]
     tofs = check_tofs(tofs)
     rows = checks.params(params, n)
@@ -114,6 +129,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     n_events = raw["n_events"]
     info = raw["info"]
     status, nfev, nsteps = info[:, 0], info[:, 1], info[:, 2]
+    warn_if_all_failed(status)
     if quantities:
         rr = rr << u.km
         vv = vv << (u.km / u.s)

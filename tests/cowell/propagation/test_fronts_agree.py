@@ -7,6 +7,8 @@ of the params cases below. Functions are defined at module level: Dask workers
 import them from this module.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -138,3 +140,41 @@ def test_in_range_computed_reads_give_the_numpy_fronts_numbers(front):
     assert np.asarray(want.status).tolist() == [0, 0, 0]
     np.testing.assert_array_equal(np.asarray(got.status), np.asarray(want.status))
     np.testing.assert_allclose(np.asarray(got.rr), np.asarray(want.rr), rtol=0, atol=0)
+
+
+UNITS_CASES = {
+    "k in m^3/s^2": dict(k=K * 1e9),
+    "r0 in m about the Sun": dict(k=1.32712440018e11, r0=R0 * 1.5e8),
+    "v0 in m/s": dict(v0=V0 * 1e3),
+    "r0 in AU about the Sun": dict(k=1.32712440018e11, r0=R0 / 7000.0),
+}
+
+
+def units_messages(front, case):
+    """The messages of the UnitsWarnings about the inputs (those naming k, r0 or v0)."""
+    args = {"k": K, "r0": R0, "v0": V0, **UNITS_CASES[case]}
+    k, r0, v0 = args["k"], args["r0"], args["v0"]
+    calls = {
+        "numpy": lambda: cowell(k, r0, v0, TOFS),
+        "jax": lambda: cowell_jax.cowell(k, jnp.asarray(r0), jnp.asarray(v0), jnp.asarray(TOFS)),
+        # numpy states, Dask params: the states are looked at on the client (a Dask array
+        # of states is not: that would compute it)
+        "dask": lambda: cowell_dask.cowell(k, r0, v0, TOFS,
+                                           params=da.zeros((3, 1), chunks=(1, 1))).compute(
+                                               retries=0, scheduler="synchronous"),
+    }
+    from hapsira_cowell import UnitsWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calls[front]()
+    return [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)
+            and str(w.message).startswith(("k:", "r0:", "v0:"))]
+
+
+@pytest.mark.parametrize("front", ["jax", "dask"])
+@pytest.mark.parametrize("case", list(UNITS_CASES))
+def test_units_warnings_are_the_numpy_fronts(front, case):
+    want = units_messages("numpy", case)
+    assert len(want) == 1
+    assert units_messages(front, case) == want

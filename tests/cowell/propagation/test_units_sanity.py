@@ -1,0 +1,133 @@
+"""Plain numbers in the wrong unit warn (issue 25 item 4): a GM in m^3/s^2, positions in metres
+(or AU), velocities in m/s; and a call whose every object failed says what to check.
+
+Before the check, hapsira's ``Earth.k.value`` (3.986e14 m^3/s^2) as ``k`` gave every object
+status -1 with no word on why, and r0, v0 in metres gave status 0 and no warning. Legitimate
+inputs (low orbits to heliocentric ones, the Moon, a small asteroid, Quantities in any unit)
+stay quiet. The JAX and Dask fronts give the same warnings: see test_fronts_agree.py.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from astropy import units as u
+
+from hapsira_cowell import UnitsWarning, cowell
+from hapsira_cowell.constants import K_EARTH, K_MOON, K_SUN
+
+R0 = np.array([[7000.0, 0.0, 0.0], [0.0, 8000.0, 100.0]])
+V0 = np.array([[0.0, 7.5, 0.1], [-7.0, 0.0, 0.2]])
+TOFS = np.array([60.0])
+AU = 1.495978707e8  # km
+
+
+def units_warnings(*args, **kwargs):
+    """The UnitsWarning messages of one cowell call, and its result."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = cowell(*args, **kwargs)
+    return [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)], res
+
+
+def quiet(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnitsWarning)
+        return cowell(*args, **kwargs)
+
+
+def test_a_gm_in_m3_per_s2_warns_and_names_k():
+    messages, res = units_warnings(K_EARTH * 1e9, R0, V0, TOFS)
+    assert any(m.startswith("k: 3.986e+14 km^3/s^2 is above any solar-system body's GM")
+               and "looks like m^3/s^2" in m and "expects km^3/s^2" in m for m in messages)
+
+
+def test_the_warnings_point_at_the_callers_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cowell(K_EARTH * 1e9, R0, V0, TOFS)
+    assert [w.category for w in caught] == [UnitsWarning] * 2  # k, then all failed
+    assert all(w.filename == __file__ for w in caught)
+
+
+def test_velocities_in_m_per_s_warn_and_name_v0():
+    messages, res = units_warnings(K_EARTH, R0 * 1e3, V0 * 1e3, TOFS)
+    assert messages == [
+        "v0: 2 of 2 object(s) faster than 1e+03 km/s (v0[0]: |v| = 7501 km/s), faster than "
+        "any orbit in the solar system: it looks like m/s; hapsira_cowell expects km/s (or "
+        "pass an astropy Quantity)"]
+    assert np.all(res.status == 0)  # statuses as they were: the warning is the only change
+
+
+def test_heliocentric_positions_in_metres_warn_and_name_r0():
+    r0 = np.array([[AU, 0.0, 0.0], [0.0, 0.72 * AU, 0.0]]) * 1e3  # the Earth's, Venus's in m
+    v0 = np.array([[0.0, 29.8, 0.0], [-35.0, 0.0, 0.0]])
+    messages, _ = units_warnings(K_SUN, r0, v0, TOFS)
+    assert len(messages) == 1 and messages[0].startswith(
+        "r0: 2 of 2 object(s) farther than 6.93e+10 km from the attractor (r0[0]: |r| = "
+        "1.496e+11 km), beyond any orbit about a body of GM 1.32712e+11 km^3/s^2: it looks "
+        "like metres")
+
+
+def test_positions_in_au_warn_as_too_near_the_centre():
+    messages, _ = units_warnings(K_SUN, [1.0, 0.0, 0.0], [0.0, 29.8, 0.0], TOFS)
+    assert any(m.startswith("r0: 1 of 1 object(s) nearer than 69.3 km to the attractor's centre")
+               and "AU" in m for m in messages)
+
+
+def test_only_the_implausible_objects_are_counted():
+    r0 = np.vstack([R0, [[7e9, 0.0, 0.0]], [[np.nan, 0.0, 0.0]], [[0.0, 0.0, 0.0]]])
+    v0 = np.vstack([V0] + [[[0.0, 7.5, 0.0]]] * 3)
+    messages, res = units_warnings(K_EARTH, r0, v0, TOFS)
+    # NaN and r = 0 are not counted: their status -3 says what is wrong
+    assert len(messages) == 1 and messages[0].startswith("r0: 1 of 5 object(s) farther than "
+                                                         "1e+09 km from the attractor (r0[2]")
+    assert list(res.status[3:]) == [-3, -3]
+
+
+@pytest.mark.parametrize("case", ["LEO", "GEO", "lunar distance", "Earth-Moon L2 region",
+                                  "low lunar orbit", "heliocentric Neptune",
+                                  "Voyager-like", "sun-grazer", "small asteroid"])
+def test_legitimate_orbits_stay_quiet(case):
+    k, r, v = {
+        "LEO": (K_EARTH, [6578.0, 0.0, 0.0], [0.0, 7.78, 0.0]),
+        "GEO": (K_EARTH, [42164.0, 0.0, 0.0], [0.0, 3.07, 0.0]),
+        "lunar distance": (K_EARTH, [384400.0, 0.0, 0.0], [0.0, 1.02, 0.0]),
+        "Earth-Moon L2 region": (K_EARTH, [1.5e6, 0.0, 0.0], [0.0, 0.3, 0.0]),
+        "low lunar orbit": (K_MOON, [1837.4, 0.0, 0.0], [0.0, 1.63, 0.0]),
+        "heliocentric Neptune": (K_SUN, [30.07 * AU, 0.0, 0.0], [0.0, 5.43, 0.0]),
+        "Voyager-like": (K_SUN, [165 * AU, 0.0, 0.0], [17.0, 0.0, 0.0]),
+        "sun-grazer": (K_SUN, [7.0e5 + 5e4, 0.0, 0.0], [0.0, 590.0, 0.0]),
+        "small asteroid": (4.9e-9, [0.5, 0.0, 0.0], [0.0, 1e-4, 0.0]),  # Bennu's GM
+    }[case]
+    quiet(k, r, v, TOFS)
+
+
+def test_quantities_are_converted_never_warned_about():
+    res = quiet(K_EARTH * 1e9 * u.m ** 3 / u.s ** 2, R0 * 1e3 * u.m, V0 * 1e3 * u.m / u.s, TOFS)
+    np.testing.assert_allclose(res.rr.to_value(u.km), quiet(K_EARTH, R0, V0, TOFS).rr,
+                               rtol=1e-14)
+
+
+def test_every_object_failing_says_which_inputs_to_check():
+    # the Earth's GM in m^3/s^2 with km: every object ends with status -1
+    messages, res = units_warnings(K_EARTH * 1e9, R0, V0, TOFS)
+    assert list(res.status) == [-1, -1]
+    assert messages[-1] == (
+        "all 2 object(s) failed (2 with status -1; see STATUS_MESSAGES): if that is not "
+        "expected, check the units of the plain numbers given: k in km^3/s^2 (not m^3/s^2: "
+        "the Earth's is 398600.4418), r0 in km, v0 in km/s, tofs in s")
+
+
+def test_one_object_that_survives_or_bad_initial_states_give_no_hint():
+    fall = np.array([[7000.0, 0.0, 0.0], [0.0, 7000.0, 0.0]]), np.zeros((2, 3))
+    tofs = [2000.0]  # a radial fall from 7000 km reaches the centre after ~1030 s
+    messages, res = units_warnings(K_EARTH, *fall, tofs)
+    assert list(res.status) == [-1, -1] and messages[0].startswith("all 2 object(s) failed")
+    # one that reaches the end: no hint
+    messages, res = units_warnings(K_EARTH, np.vstack([fall[0], R0[:1]]),
+                                   np.vstack([fall[1], V0[:1]]), tofs)
+    assert list(res.status) == [-1, -1, 0] and messages == []
+    # NaN states: status -3 explains itself
+    messages, res = units_warnings(K_EARTH, np.full((2, 3), np.nan), V0, TOFS)
+    assert list(res.status) == [-3, -3] and messages == []
