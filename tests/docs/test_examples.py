@@ -140,9 +140,12 @@ def test_signatures_are_the_real_ones(page, line, source):
         if shape == "call":
             inspect.signature(getattr(obj, "py_func", obj)).bind(*call.args)
             continue
-        written = [a.id for a in call.args] + [k.arg for k in call.keywords]
+        # (``**cowell_kwargs``: a keyword without a name, shown by its value's name)
+        written = [a.id for a in call.args] + [k.arg or k.value.id for k in call.keywords]
         assert written == [p.name for p in params], f"{page}:{line} {call.func.id}"
         for keyword in call.keywords:
+            if keyword.arg is None:
+                continue
             real = next(p for p in params if p.name == keyword.arg)
             try:
                 shown = ast.literal_eval(keyword.value)
