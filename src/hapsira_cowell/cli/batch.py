@@ -33,14 +33,12 @@ class RunResult:
 
 
 def _progress(total, enabled, desc):
+    """The bar of `hapsira_core.progress` (the library's ``progress=True`` too), or None
+    without tqdm; off when stderr is not a terminal."""
     if not enabled:
         return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="obj", desc=desc, file=sys.stderr, dynamic_ncols=True,
-                disable=None)  # None: off when stderr is not a terminal
+    from hapsira_core.progress import bar
+    return bar(total, desc, required=False, disable=None)
 
 
 _NOTIFIED = set()  # (target, model) pairs this process has announced compiling
