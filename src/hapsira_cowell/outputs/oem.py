@@ -1,6 +1,8 @@
 """CCSDS Orbit Ephemeris Messages: states at output times written as OEM files, and read back.
 
-Written and read with the `oem` package (``pip install 'hapsira-cowell[oem]'``).
+Read with the `oem` package (``pip install 'hapsira-cowell[oem]'``), and written
+byte for byte as it writes them, but with the numbers of many states formatted at
+once in numpy (`_format_numbers`) instead of one Python call per number.
 Every value that goes into a header is checked first (one line of printable
 text), so that no value can add keys of its own; what an OEM cannot hold (a
 time that is not finite, two equal epochs, a leap second as the first or last
