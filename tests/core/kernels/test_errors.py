@@ -64,9 +64,10 @@ def test_callback_errors_are_short_without_debug(monkeypatch, case, debug):
         assert error.__cause__ is None and error.__suppress_context__
         assert "During:" not in shown and "direct cause" not in shown
     else:
-        assert isinstance(error.__cause__, Exception)
-        assert type(error.__cause__).__module__.startswith("numba")
-        assert "direct cause" in shown and "During:" in shown  # numba's dump is there
+        assert isinstance(error.__cause__, Exception) and "direct cause" in shown
+        if not SIMULATED:  # the simulator's cause is Python's own unpacking error
+            assert type(error.__cause__).__module__.startswith("numba")
+            assert "During:" in shown  # numba's dump is there
         if numba_reason is not None:
             assert "numba says:\n" in str(error) and error.detail in str(error)
 
