@@ -10,12 +10,37 @@ from ..kernels.errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
 from ..kernels.kernel import Columns
+from ..progress import check as check_progress
 from . import build, checks
 from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
 from .state import fun_form
 
 #: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
 ABORTED = np.iinfo(np.int64).min
+
+#: With ``progress=True``: the bar advances once per chunk of objects, about this many
+#: chunks in all, none smaller than `PROGRESS_MIN_CHUNK` (on cuda, than a launch's
+#: ``HAPSIRA_CUDA_CHUNK``): each chunk is one kernel call.
+PROGRESS_UPDATES = 100
+PROGRESS_MIN_CHUNK = 1024
+
+
+def progress_chunk(n_objects):
+    """Objects per kernel call when a progress bar is shown."""
+    from ..targets import active as target
+
+    smallest = PROGRESS_MIN_CHUNK
+    if hasattr(target, "progress_min_chunk"):  # cuda: a launch's worth
+        smallest = max(smallest, target.progress_min_chunk())
+    return max(1, smallest, -(-n_objects // PROGRESS_UPDATES))
+
+
+def _rows(array, start, stop):
+    """Rows ``start:stop`` of a per-object input (`Columns` stay `Columns`: on cuda their
+    blocks may be device arrays); a shared row (one row for N objects) whole."""
+    if isinstance(array, Columns):
+        return Columns(*(block[start:stop] for block in array.blocks))
+    return array if array.shape[0] == 1 else array[start:stop]
 
 __all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
 
@@ -143,6 +168,25 @@ class Problem:
             "work": ((n_objects, build.work_rows(self.method, n, self.fun), n), np.float64),
         }
 
+    def _run_chunks(self, y0, params, t_eval, rows, outputs, diagnose, sample):
+        """The kernel on chunks of objects (`progress_chunk`), a tqdm bar advanced after
+        each (`hapsira_core.progress`): outputs are row slices of the whole ones."""
+        from ..progress import bar as progress_bar
+
+        n_objects = y0.shape[0]
+        chunk = progress_chunk(n_objects)
+        bar = progress_bar(n_objects, f"solve ({self.method})")
+        try:
+            for start in range(0, max(n_objects, 1), chunk):
+                stop = min(start + chunk, n_objects)
+                build.run(self.kernel, (_rows(y0, start, stop), t_eval,
+                                        _rows(params, start, stop), *rows,
+                                        *(out[start:stop] for out in outputs.values())),
+                          self.user_functions, diagnose, sample)
+                bar.update(stop - start)
+        finally:
+            bar.close()
+
     def trim(self, outputs):
         """The outputs without the kernel's padding (event slots, records), as a dict."""
         ev, records, y_records = self.n_events, self.records, self.y_records
@@ -151,12 +195,14 @@ class Problem:
                 "y_events": outputs["y_events"][:, :ev, :y_records],
                 "n_events": outputs["n_events"][:, :ev]}
 
-    def run(self, y0, params, t0, tf, rtol, atol):
+    def run(self, y0, params, t0, tf, rtol, atol, progress=False):
         """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``;
         ``y0`` may also be `hapsira_core.kernels.kernel.Columns`).
 
         Outputs that would not fit in memory are refused before anything is
-        allocated (`hapsira_core.memory.check()`).
+        allocated (`hapsira_core.memory.check()`). ``progress``: call the kernel
+        on chunks of objects (`progress_chunk`) and advance a tqdm bar after each;
+        every object's numbers are the same as in one call (objects are independent).
         """
         shapes = self.output_shapes(y0.shape[0])
         memory.check(shapes, y0.shape[0], self.t_eval.size)
@@ -176,8 +222,11 @@ class Problem:
         if on_host and len(y0):
             sample = (t0, np.array(np.asarray(y0[:1])[0], dtype=np.float64),
                       np.array(params[0], dtype=np.float64))
-        build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
-                  self.user_functions, diagnose, sample)
+        if progress:
+            self._run_chunks(y0, params, t_eval, rows, outputs, diagnose, sample)
+        else:
+            build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
+                      self.user_functions, diagnose, sample)
         aborted = outputs["info"][:, INFO.status] == ABORTED
         if aborted.any():
             build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
@@ -188,7 +237,7 @@ class Problem:
 
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
-              records, y_records, user_functions, diagnose=None):
+              records, y_records, user_functions, diagnose=None, progress=False):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
@@ -198,7 +247,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     """
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
                       user_functions, diagnose)
-    return problem.run(y0, params, t0, tf, rtol, atol)
+    return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
 def _times(t_span, t_eval):
@@ -238,7 +287,8 @@ def diagnosis(fun, events):
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
-              params=None, events=(), max_steps=100_000, max_event_records=64):
+              params=None, events=(), max_steps=100_000, max_event_records=64,
+              progress=False):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -271,6 +321,11 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         Accepted steps allowed per object (status -2 beyond).
     max_event_records : int
         Occurrences of each event whose time and state are kept (C).
+    progress : bool
+        Show a tqdm progress bar on stderr (``pip install 'hapsira-cowell[progress]'``),
+        for runs of minutes: the objects are solved in chunks (about 100, of at least
+        `PROGRESS_MIN_CHUNK` objects), the bar advancing after each. The results are
+        the same, bit for bit, as without it.
 
     Returns
     -------
@@ -278,6 +333,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         (This is the numpy front; the public ``hapsira_core.ivp.solve_ivp``
         routes Dask arrays to the Dask front first: `hapsira_core.fronts`.)
     """
+    progress = check_progress(progress)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
     t0, tf, times = _times(t_span, t_eval)
@@ -287,7 +343,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [fun] + [e.g for e in events],
-                    diagnosis(fun, events))
+                    diagnosis(fun, events), progress)
     return IVPResult(times, raw, single)
 
 

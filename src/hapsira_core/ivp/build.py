@@ -12,7 +12,7 @@ import numpy as np
 
 from ..jit import Arg, ObjectKernel
 from ..kernels import cache
-from ..kernels.errors import CallbackCompileError, user_function_error
+from ..kernels.errors import CallbackCompileError, chained, user_function_error
 from ..targets import active as target
 from . import methods
 from .state import fun_form
@@ -145,7 +145,7 @@ def explain(exc, user_functions, diagnose=None, sample=None):
         try:
             diagnose()
         except CallbackCompileError as error:
-            raise error from exc
+            raise chained(error, exc)
     if isinstance(exc, IndexError) and "out of bounds" in str(exc):
         # an index past the end of an array at an index computed at run time: a params
         # row read (such as p[int(p[0])]) or, for the array form fun(t, y, p, dydt), a
@@ -156,8 +156,8 @@ def explain(exc, user_functions, diagnose=None, sample=None):
     if not type(exc).__module__.startswith("numba"):
         return
     error = user_function_error(exc, user_functions)
-    if error is not exc:
-        raise error from exc
+    if error is not exc:  # numba's dump and its exception only with HAPSIRA_DEBUG
+        raise chained(error, exc)
 
 
 def work_rows(method, n, fun=None):

@@ -24,6 +24,8 @@ it needs. A target provides
 ``xla_handler(x)``       the XLA FFI handler of an `XlaKernel` ``x``
 ``xla_mismatch(what)``   the message for a call from the other platform
 ``local_dask_cluster``  a Dask cluster on this machine suited to the target
+``progress_min_chunk()`` (optional) the fewest objects per kernel call when
+                         ``progress=True`` runs the objects in chunks
 =======================  ===================================================
 
 A new target is one module (or folder) here, or in a folder named by

@@ -162,10 +162,12 @@ def _validate(args):
 
 
 # Bytes per output time besides the states: its time of flight and its UTC text
-# (csv, parquet), or the scalar astropy Time the OEM writer keeps (measured:
-# about 200 B and 1.1 kB).
-_BYTES_PER_TIME = {"oem": 1200}
+# (csv, parquet, and the OEM writer's text and bytes; about 200 B).
+_BYTES_PER_TIME = {}
 _BYTES_PER_TIME_DEFAULT = 250
+# The OEM writer formats the numbers of OemWriter.BLOCK_STATES (2^16) states at once:
+# about 1.1 kB each of temporaries and text at the peak.
+_FIXED_BYTES = {"oem": (1 << 16) * 1100}
 
 
 def output_memory(n_objects, n_times, chunk, fmt, plot):
@@ -176,6 +178,7 @@ def output_memory(n_objects, n_times, chunk, fmt, plot):
     rows = min(chunk, max(n_objects, 1))
     needed = 2 * rows * n_times * 6 * 8
     needed += n_times * (8 + _BYTES_PER_TIME.get(fmt, _BYTES_PER_TIME_DEFAULT))
+    needed += _FIXED_BYTES.get(fmt, 0)
     if plot:
         needed += n_objects * n_times * 3 * 8
     return needed

@@ -27,19 +27,18 @@ PROG = "hapsira-cowell"
 class RunResult:
     """What one propagation gives the summary and the plots: ``names``, ``tofs``,
     ``status``, ``reentry`` (s, NaN if none), ``rr`` (kept only when asked),
-    ``seconds`` (propagation), ``compile_seconds``, ``workers`` (the Dask
+    ``seconds`` (propagation, writing left out), ``write_seconds`` (in the
+    ``writer``), ``compile_seconds``, ``workers`` (the Dask
     workers' `hapsira_core.dask.worker_info`, None without a cluster)."""
 
 
 def _progress(total, enabled, desc):
+    """The bar of `hapsira_core.progress` (the library's ``progress=True`` too), or None
+    without tqdm; off when stderr is not a terminal."""
     if not enabled:
         return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="obj", desc=desc, file=sys.stderr, dynamic_ncols=True,
-                disable=None)  # None: off when stderr is not a terminal
+    from hapsira_core.progress import bar
+    return bar(total, desc, required=False, disable=None)
 
 
 _NOTIFIED = set()  # (target, model) pairs this process has announced compiling
@@ -149,6 +148,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     out.compile_seconds = time.perf_counter() - start
 
     bar = _progress(n, progress, f"propagating ({where})")
+    out.write_seconds = 0.0
     start = time.perf_counter()
     try:
         for first, last, res in chunks:
@@ -158,14 +158,16 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
             out.reentry[first:last] = reentry
             if keep_states:
                 out.rr[first:last] = res.rr
-            if writer is not None:
+            if writer is not None:  # timed apart: the rate is the propagation's
+                written = time.perf_counter()
                 writer(first, last, res, reentry)
+                out.write_seconds += time.perf_counter() - written
             if bar is not None:
                 bar.update(last - first)
     finally:
         if bar is not None:
             bar.close()
-    out.seconds = time.perf_counter() - start
+    out.seconds = time.perf_counter() - start - out.write_seconds
     return out
 
 
@@ -200,7 +202,9 @@ def summary_lines(run, catalog, tof, wall_seconds):
     if getattr(run, "workers", None):
         targets = sorted({w["target"] for w in run.workers.values()})
         lines.append(f"Dask workers: {len(run.workers)} (target {', '.join(targets)})")
+    writing = getattr(run, "write_seconds", 0.0)
     lines.append(f"wall time: {wall_seconds:.1f} s (compilation {run.compile_seconds:.1f} s, "
-                 f"propagation {run.seconds:.2f} s)")
-    lines.append(f"throughput: {rate:,.0f} object-days per second of propagation")
+                 f"propagation {run.seconds:.2f} s, writing {writing:.2f} s)")
+    lines.append(f"throughput: {rate:,.0f} object-days per second of propagation "
+                 "(writing not counted)")
     return lines

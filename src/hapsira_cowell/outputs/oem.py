@@ -1,6 +1,8 @@
 """CCSDS Orbit Ephemeris Messages: states at output times written as OEM files, and read back.
 
-Written and read with the `oem` package (``pip install 'hapsira-cowell[oem]'``).
+Read with the `oem` package (``pip install 'hapsira-cowell[oem]'``), and written
+byte for byte as it writes them, but with the numbers of many states formatted at
+once in numpy (`_format_numbers`) instead of one Python call per number.
 Every value that goes into a header is checked first (one line of printable
 text), so that no value can add keys of its own; what an OEM cannot hold (a
 time that is not finite, two equal epochs, a leap second as the first or last
@@ -15,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-__all__ = ["OemWriter", "write_oem", "read_oem", "OemEphemeris"]
+__all__ = ["OemWriter", "write_oem", "read_oem", "OemEphemeris", "as_epoch"]
 
 
 def _oem():
@@ -29,13 +31,33 @@ def _oem():
 
 
 def _oem_times(epoch, tofs):
-    """Output times as scalar astropy Times that print to the nanosecond: the oem
-    package writes a Time with its own precision, and astropy's default (ms)
+    """Output times as an astropy Time array that prints to the nanosecond: the oem
+    package reads epochs to the nanosecond, and astropy's default text (ms)
     would move a LEO state by metres."""
     from astropy import units as u
     times = epoch.utc + np.asarray(tofs, dtype=np.float64) * u.s
     times.precision = 9
-    return tuple(times)
+    return times
+
+
+def as_epoch(value, name="epoch"):
+    """``value`` as a scalar astropy Time: whatever ``astropy.time.Time(value)`` takes
+    (a Time, an ISO or other text astropy reads, a datetime), or `ValueError`
+    naming ``name``."""
+    from astropy.time import Time
+
+    if isinstance(value, Time):
+        time = value
+    else:
+        try:
+            time = Time(value)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{name}: {value!r} is not a time astropy reads ({error}); "
+                             "expected an astropy Time, an ISO text such as "
+                             "'2026-01-01T00:00:00' (UTC) or a datetime") from None
+    if not time.isscalar:
+        raise ValueError(f"{name}: expected a single time, got {time.size} of them")
+    return time
 
 
 def header_value(value, name):
@@ -51,12 +73,12 @@ def header_value(value, name):
     return text
 
 
-def _leap_second(time):
-    """Whether a scalar UTC Time falls in a leap second (its ISO text says second 60)."""
-    return time.isot[17:19] == "60"
+def _leap_second(text):
+    """Whether a UTC time's ISO text falls in a leap second (second 60)."""
+    return text[17:19] == "60"
 
 
-def _check_times(tofs, times, order):
+def _check_times(tofs, texts, order):
     """`ValueError` for output times an OEM cannot hold: not finite, two equal (OEM
     epochs must increase), or a leap second at the start or the end (see below)."""
     tofs = np.asarray(tofs, dtype=np.float64)
@@ -64,7 +86,7 @@ def _check_times(tofs, times, order):
     if bad.size:
         raise ValueError(f"tofs: time of flight {bad[0]} is {tofs[bad[0]]}; OEM states need "
                          "finite times")
-    texts = [times[j].isot for j in order]
+    texts = [texts[j] for j in order]
     for k in range(1, len(texts)):
         if texts[k] == texts[k - 1]:
             i, j = sorted((int(order[k - 1]), int(order[k])))
@@ -72,7 +94,7 @@ def _check_times(tofs, times, order):
                              f"{tofs[j]:.17g} s) give the same OEM epoch {texts[k]}; OEM states "
                              "must be at increasing times, without repeats")
     for which, k in (("first", 0), ("last", -1)):
-        if len(texts) and _leap_second(times[order[k]]):
+        if len(texts) and _leap_second(texts[k]):
             raise ValueError(_leap_message(f"epoch, tofs: the {which} output time",
                                            texts[k]))
 
@@ -82,6 +104,103 @@ def _leap_message(what, text):
             "STOP_TIME, which the oem package reads with Python's datetime (no second 60), "
             "so the file could not be read back; move the epoch or that time of flight off "
             "the leap second (states inside the span may fall in one)")
+
+
+#: Bytes of one number as the oem package writes it (``format_float_scientific``,
+#: ``f"{value:.14e}"``: 15 significant digits): sign, d.dddddddddddddd, e, sign and
+#: two exponent digits (three from 1e100 on), padded with NUL bytes that are removed.
+_WIDTH = 22
+# 10^k in long double for the scale 10^(14-E) of exponents E of two digits, by table
+# (numpy's long double power takes 20 times longer than the rest)
+_SCALES = np.array([np.longdouble(10) ** k for k in range(14 - 99, 14 + 99 + 1)])
+# the ASCII digits of 0 to 999, three each
+_TRIPLES = np.array([b"%03d" % k for k in range(1000)], dtype="S3").view(np.uint8).reshape(1000, 3)
+# Half-way cases are told apart in long double: where its scaled value is this close to
+# a half (or long double is no wider than double), the number is formatted by Python.
+_MARGIN = 0.02
+_EXACT = np.finfo(np.longdouble).nmant >= 63
+
+
+def _format_numbers(values):
+    """``f"{value:.14e}"`` of each finite float64 in ``values`` (1-D), as an (n, 22) uint8
+    array of ASCII padded with NUL bytes, the same text as Python's.
+
+    The 15 digits are the scaled value ``|x| 10^(14-E)`` rounded: computed in long
+    double (64-bit mantissa on x86: 1e-4 of error at 1e15), which gives Python's
+    correctly rounded digits except within ``_MARGIN`` of a half; those numbers (about
+    4 %), exponents of three digits and platforms whose long double is a double are
+    formatted by Python itself.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    out = np.zeros((values.size, _WIDTH), dtype=np.uint8)
+    magnitude = np.abs(values)
+    nonzero = magnitude > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        exponent = np.where(nonzero, np.floor(np.log10(np.where(nonzero, magnitude, 1.0))), 0)
+        exponent = exponent.astype(np.int64)
+        ten = np.longdouble(10)
+        scale = _SCALES[np.clip(99 - exponent, 0, _SCALES.size - 1)]
+        scaled = magnitude.astype(np.longdouble) * scale
+        low = nonzero & (scaled < 1e14)  # log10 rounded up across a power of ten
+        exponent[low] -= 1
+        scaled[low] *= ten
+        high = scaled >= 1e15
+        exponent[high] += 1
+        scaled[high] /= ten
+        slow = ~np.isfinite(scaled) | (np.abs(exponent) >= 99)  # 99: 9.99..e99 carries
+        if not _EXACT:
+            slow[:] = True
+        scaled[slow] = 0
+        whole = scaled.astype(np.int64)  # floor (scaled >= 0); long double's floor is slow
+        fraction = (scaled - whole.astype(np.longdouble)).astype(np.float64)
+    slow |= np.abs(fraction - 0.5) < _MARGIN
+    digits = whole.astype(np.float64) + (fraction > 0.5)  # < 2^53: exact in doubles
+    digits[slow] = 0
+    carry = digits >= 1e15  # 9.99...95 rounds up to the next power of ten
+    digits[carry] = 1e14
+    exponent[carry] += 1
+    # the 15 digits into columns 2-16, three at a time by table, in doubles (exact on
+    # integers < 2^53, and faster than int64 division); then the first moves to 1
+    # and the point takes its place
+    for end in range(17, 2, -3):
+        quotient = np.floor(digits / 1000.0)
+        out[:, end - 3:end] = _TRIPLES[(digits - quotient * 1000.0).astype(np.intp)]
+        digits = quotient
+    out[:, 1] = out[:, 2]
+    out[:, 2] = ord(".")
+    out[:, 0] = np.where(np.signbit(values), ord("-"), 0)
+    out[:, 17] = ord("e")
+    out[:, 18] = np.where(exponent < 0, ord("-"), ord("+"))
+    power = np.abs(exponent)
+    out[:, 19] = power // 10 % 10 + ord("0")
+    out[:, 20] = power % 10 + ord("0")
+    where = np.flatnonzero(slow)
+    if where.size:
+        texts = np.array([b"%.14e" % value for value in values[where].tolist()],
+                         dtype=f"S{_WIDTH}")
+        out[where] = texts.view(np.uint8).reshape(-1, _WIDTH)
+    return out
+
+
+def _data_lines(epochs, rr, vv):
+    """The data lines of objects: ``epochs`` (M,) the times' ISO text as bytes (NUL-
+    padded ``S`` array); ``rr``, ``vv`` (N, M, 3) with finite values (others are
+    formatted as 0). Returns (N, M, W) uint8: a line per state, NUL-padded.
+
+    The oem package formats each number in a Python call of its own, which made
+    writing 50 times slower than propagating (issue 25); here every number of a
+    block of objects is formatted at once."""
+    n, m = rr.shape[:2]
+    numbers = np.concatenate((rr, vv), axis=2)
+    numbers = np.where(np.isfinite(numbers), numbers, 0.0)
+    width = epochs.dtype.itemsize
+    lines = np.zeros((n, m, width + 6 * (1 + _WIDTH) + 1), dtype=np.uint8)
+    lines[:, :, :width] = epochs.view(np.uint8).reshape(m, width)
+    fields = lines[:, :, width:-1].reshape(n, m, 6, 1 + _WIDTH)
+    fields[..., 0] = ord(" ")
+    fields[..., 1:] = _format_numbers(numbers.reshape(-1)).reshape(n, m, 6, _WIDTH)
+    lines[:, :, -1] = ord("\n")
+    return lines
 
 
 def _file_names(names, count):
@@ -109,13 +228,17 @@ class OemWriter:
     there and keeps the others).
     """
 
+    #: States whose numbers are formatted together (about 0.5 kB of memory each).
+    BLOCK_STATES = 1 << 16
+
     def __init__(self, folder, names, epoch, tofs, frame, ids=None, center="EARTH",
                  originator="hapsira-cowell", overwrite=False):
         if epoch is None:
             raise ValueError("the OEM format needs the epoch of the states: a TLE catalog "
                              "has one; give a CSV catalog's with --epoch")
-        self.oem, self.Header, self.Meta, self.Segment = _oem()
+        _oem()  # installed, or a ValueError that says how
         from astropy.time import Time
+        epoch = as_epoch(epoch)
         self.folder = os.fspath(folder)
         self.names = [header_value(name, f"names[{i}] (OBJECT_NAME)")
                       for i, name in enumerate(names)]
@@ -142,41 +265,56 @@ class OemWriter:
         self.order = np.argsort(np.asarray(tofs), kind="stable")  # OEM rows go forward
         if not np.isfinite(np.asarray(tofs, dtype=np.float64)).all():
             _check_times(tofs, (), self.order)  # names the time before astropy sees NaN
-        self.times = _oem_times(epoch, tofs)
-        _check_times(tofs, self.times, self.order)
+        #: each output time's UTC text to the nanosecond, as the oem package writes epochs
+        self.texts = np.array(_oem_times(epoch, tofs).isot, dtype=object).reshape(-1)
+        _check_times(tofs, self.texts, self.order)
+        self.epochs = np.array([text.encode() for text in self.texts], dtype=bytes)
         self.created = Time.now().utc.isot
         parent = os.path.dirname(os.path.abspath(folder))
         self.partial = tempfile.mkdtemp(prefix=".hapsira-cowell-oem-", dir=parent)
         self.written, self.skipped = [], []
 
     def write(self, start, stop, res, reentry=None):
-        for i in range(start, stop):
-            rr, vv = np.asarray(res.rr[i - start]), np.asarray(res.vv[i - start])
-            self._write_one(i, rr, vv)
+        self.write_states(start, np.asarray(res.rr), np.asarray(res.vv))
 
-    def _write_one(self, i, rr, vv):
+    def write_states(self, start, rr, vv):
+        """Write objects ``start``, ``start + 1``, ... from their states ``rr``, ``vv``
+        (n, M, 3), formatting the numbers of up to `BLOCK_STATES` states at once."""
+        step = max(1, self.BLOCK_STATES // max(len(self.texts), 1))
+        for first in range(0, rr.shape[0], step):
+            last = min(first + step, rr.shape[0])
+            lines = _data_lines(self.epochs, rr[first:last], vv[first:last])
+            for j in range(first, last):
+                self._write_one(start + j, rr[j], vv[j], lines[j - first])
+
+    def _write_one(self, i, rr, vv, lines=None):
         finite = np.isfinite(rr).all(axis=1) & np.isfinite(vv).all(axis=1)
         keep = self.order[finite[self.order]]
         if keep.size == 0:
             self.skipped.append(self.names[i])
             return
-        times = tuple(self.times[j] for j in keep)
-        for which, time in (("first", times[0]), ("last", times[-1])):
-            if _leap_second(time):  # an object that stopped right at a leap second
+        first, last = self.texts[keep[0]], self.texts[keep[-1]]
+        for which, text in (("first", first), ("last", last)):
+            if _leap_second(text):  # an object that stopped right at a leap second
                 raise ValueError(_leap_message(f"object {i} ({self.names[i]!r}): its {which} "
-                                               "state's time", time.isot))
-        header = self.Header({"CCSDS_OEM_VERS": "2.0", "CREATION_DATE": self.created,
-                              "ORIGINATOR": self.originator})
-        meta = self.Meta({
-            "OBJECT_NAME": str(self.names[i]) or "UNNAMED", "OBJECT_ID": str(self.ids[i]),
-            "CENTER_NAME": self.center, "REF_FRAME": self.frame, "TIME_SYSTEM": "UTC",
-            "START_TIME": times[0].isot, "STOP_TIME": times[-1].isot,
-        })
-        columns = [rr[keep, axis].tolist() for axis in range(3)]
-        columns += [vv[keep, axis].tolist() for axis in range(3)]
-        message = self.oem.OrbitEphemerisMessage(header, [self.Segment(meta, (times, *columns))])
-        message.save_as(os.path.join(self.partial, self.files[i]), file_format="kvn")
+                                               "state's time", text))
+        if lines is None:
+            lines = _data_lines(self.epochs, rr[None], vv[None])[0]
+        with open(os.path.join(self.partial, self.files[i]), "wb") as file:
+            file.write(self._header(i, first, last).encode())
+            file.write(lines[keep].tobytes().translate(None, b"\0") + b"\n")
         self.written.append(self.files[i])
+
+    def _header(self, i, first, last):
+        """The header and metadata of object ``i``'s OEM, as the oem package writes them
+        (`OrbitEphemerisMessage.save_as`, KVN): every value was checked at `__init__`."""
+        fields = (("OBJECT_NAME", str(self.names[i]) or "UNNAMED"),
+                  ("OBJECT_ID", str(self.ids[i])), ("CENTER_NAME", self.center),
+                  ("REF_FRAME", self.frame), ("TIME_SYSTEM", "UTC"),
+                  ("START_TIME", first), ("STOP_TIME", last))
+        return (f"CCSDS_OEM_VERS = 2.0\nCREATION_DATE = {self.created}\n"
+                f"ORIGINATOR = {self.originator}\n\nMETA_START\n"
+                + "".join(f"{key} = {value}\n" for key, value in fields) + "META_STOP\n\n")
 
     def close(self):
         try:
@@ -207,8 +345,10 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
         For one object (``rr`` of shape ``(M, 3)``) the file; for N objects a
         folder (created if missing) that gets one file per object,
         ``00000-NAME.oem``, ... (an OEM describes a single object).
-    epoch : astropy.time.Time
-        The time of ``tofs = 0`` (any scale; the files are in UTC).
+    epoch : astropy.time.Time, str or datetime
+        The time of ``tofs = 0``: anything ``astropy.time.Time(epoch)`` reads,
+        e.g. ``"2026-01-01T00:00:00"`` (UTC unless a Time says otherwise; any
+        scale, the files are in UTC).
     tofs : (M,) array, Quantity or TimeDelta
         Times of flight of the states, s (as given to `cowell`).
     rr, vv : (M, 3) or (N, M, 3) arrays or Quantities
@@ -243,7 +383,8 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
         first or last output time in a leap second (the ``oem`` package reads
         ``START_TIME`` and ``STOP_TIME`` with Python's datetime, which has no
         second 60; states inside the span may fall in one); a folder that is
-        not empty, without ``overwrite``.
+        not empty, without ``overwrite``; an ``epoch`` that astropy's `Time`
+        does not read.
 
     Notes
     -----
@@ -252,12 +393,10 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
     under a millimetre.
     """
     from astropy import units as u
-    from astropy.time import Time
 
     from ..units import to_value
 
-    if not isinstance(epoch, Time) or not epoch.isscalar:
-        raise TypeError(f"epoch: expected a single astropy Time, got {type(epoch).__name__}")
+    epoch = as_epoch(epoch)
     tofs = np.atleast_1d(to_value(tofs, u.s, "tofs"))
     rr, vv = to_value(rr, u.km, "rr"), to_value(vv, u.km / u.s, "vv")
     single = rr.ndim == 2
@@ -292,8 +431,7 @@ def _write_oem_files(folder, names, epoch, tofs, rr, vv, frame, ids, center, ove
     writer = OemWriter(folder, names, epoch, tofs, frame, ids=ids, center=center,
                        overwrite=overwrite)
     try:
-        for i in range(len(names)):
-            writer._write_one(i, rr[i], vv[i])
+        writer.write_states(0, rr, vv)
         writer.close()
     except BaseException:
         writer.abort()

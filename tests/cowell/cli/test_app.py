@@ -337,7 +337,8 @@ def _line_of(function, text):
 
 @pytest.mark.skipif(SIMULATED, reason="the CUDA simulator runs Python: nothing is compiled")
 @pytest.mark.parametrize("which", ["f", "event"])
-def test_user_function_error_names_the_callback_and_line(which):
+def test_user_function_error_names_the_callback_and_line(which, monkeypatch):
+    monkeypatch.setattr(settings, "DEBUG", True)  # numba's exception stays the cause
     f, events = (broken_rhs, []) if which == "f" else (two_body, [Event(broken_event)])
     user = broken_rhs if which == "f" else broken_event
     offending = 'bad = rr[0] + "km"' if which == "f" else "return rr.altitude"
@@ -600,3 +601,31 @@ def test_oem_header_values_from_the_command_line_are_checked(tmp_path, capsys,
     assert cli.main([*common, "--frame", "GCRF"]) == 2
     one_line_naming(capsys, "--format oem", "names[0] (OBJECT_NAME)", "'\\n'")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["states.csv"]
+
+
+def test_summary_counts_writing_apart_from_propagation():
+    """Issue 25 item 5: the rate is the propagation's alone; the writers' time (OEM's
+    was 20 times the propagation's) is printed on its own."""
+    import time
+
+    from hapsira_cowell.cli import batch
+    from hapsira_cowell.cli.catalog import Catalog
+
+    r0 = np.array([[7000.0, 0.0, 0.0], [0.0, 7100.0, 0.0], [0.0, 0.0, 7200.0]])
+    v0 = np.array([[0.0, 7.5, 0.0], [0.0, 0.0, 7.4], [7.3, 0.0, 0.0]])
+    catalog = Catalog(["a", "b", "c"], r0, v0, "CSV", "GCRF")
+    tofs = np.array([600.0, 1200.0])
+
+    def slow_writer(first, last, res, reentry):
+        time.sleep(0.3)
+
+    run = batch.propagate(catalog, tofs, [], chunk=1, writer=slow_writer, progress=False)
+    assert run.write_seconds >= 0.9
+    assert run.seconds < run.write_seconds  # the sleeps are not propagation
+    lines = batch.summary_lines(run, catalog, tofs[-1], 2.0)
+    assert lines[-2] == (f"wall time: 2.0 s (compilation {run.compile_seconds:.1f} s, "
+                         f"propagation {run.seconds:.2f} s, writing "
+                         f"{run.write_seconds:.2f} s)")
+    rate = 3 * 1200.0 / 86400.0 / run.seconds
+    assert lines[-1] == (f"throughput: {rate:,.0f} object-days per second of propagation "
+                         "(writing not counted)")

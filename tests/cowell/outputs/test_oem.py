@@ -123,8 +123,11 @@ def test_bad_oem_arguments_are_named(tmp_path):
     rr = np.ones((2, 3)) * 7000.0
     with pytest.raises(TypeError, match="frame"):
         write_oem(tmp_path / "x.oem", EPOCH, tofs, rr, rr)
-    with pytest.raises(TypeError, match="epoch: expected a single astropy Time"):
-        write_oem(tmp_path / "x.oem", "2025-01-01", tofs, rr, rr, frame="GCRF")
+    with pytest.raises(ValueError, match="epoch: 'yesterday' is not a time astropy reads"):
+        write_oem(tmp_path / "x.oem", "yesterday", tofs, rr, rr, frame="GCRF")
+    with pytest.raises(ValueError, match="epoch: expected a single time, got 2"):
+        write_oem(tmp_path / "x.oem", Time(["2025-01-01", "2025-01-02"]), tofs, rr, rr,
+                  frame="GCRF")
     with pytest.raises(ValueError, match=r"rr, vv: expected shape \(M, 3\) or \(N, M, 3\)"):
         write_oem(tmp_path / "x.oem", EPOCH, tofs, rr[:1], rr[:1], frame="GCRF")
     with pytest.raises(ValueError, match="names: expected 2 names, got 1"):
@@ -204,3 +207,89 @@ def test_a_folder_holding_files_is_refused_without_overwrite(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ValueError, match="is a file"):
         write_oem(tmp_path / "file", EPOCH, tofs, rr, rr, frame="GCRF")
+
+
+def test_epoch_is_anything_astropy_time_reads(tmp_path):
+    """Issue 25 item 9: an ISO text or a datetime is an epoch, as for astropy's Time."""
+    import datetime
+
+    tofs = np.array([0.0, 60.0])
+    rr = np.array([[7000.0, 0.0, 0.0], [6999.0, 450.0, 0.0]])
+    vv = np.array([[0.0, 7.5, 0.0], [-0.48, 7.49, 0.0]])
+    for name, epoch in (("iso", "2025-03-01T06:30:12.5"),
+                        ("datetime", datetime.datetime(2025, 3, 1, 6, 30, 12, 500000)),
+                        ("time", Time("2025-03-01T06:30:12.5", scale="utc"))):
+        path = tmp_path / f"{name}.oem"
+        write_oem(path, epoch, tofs, rr, vv, frame="GCRF")
+        back = read_oem(path)
+        assert back.times[0].utc.isot == "2025-03-01T06:30:12.500"
+        np.testing.assert_array_equal(back.r, rr)
+
+
+def _oem_package_text(epoch, tofs, rr, vv, name, created):
+    """What the oem package itself writes for these states (the writer before issue 25)."""
+    from oem.components import EphemerisSegment, HeaderSection, MetaDataSection
+
+    times = epoch.utc + tofs * u.s
+    times.precision = 9
+    times = tuple(times)
+    header = HeaderSection({"CCSDS_OEM_VERS": "2.0", "CREATION_DATE": created,
+                            "ORIGINATOR": "hapsira-cowell"})
+    meta = MetaDataSection({"OBJECT_NAME": name, "OBJECT_ID": name, "CENTER_NAME": "EARTH",
+                            "REF_FRAME": "GCRF", "TIME_SYSTEM": "UTC",
+                            "START_TIME": times[0].isot, "STOP_TIME": times[-1].isot})
+    columns = [rr[:, axis].tolist() for axis in range(3)] + [vv[:, axis].tolist()
+                                                             for axis in range(3)]
+    path = "package.oem"
+    oem.OrbitEphemerisMessage(header, [EphemerisSegment(meta, (times, *columns))]).save_as(
+        path, file_format="kvn")
+    with open(path) as file:
+        return file.read()
+
+
+def test_fast_writer_writes_what_the_oem_package_writes(tmp_path, monkeypatch):
+    """Issue 25 item 5: the numbers are formatted all at once (not one Python call each),
+    and the files are, byte for byte, what the oem package's own writer gives; the oem
+    package reads them back to its 15 digits."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(3)
+    n, m = 4, 9
+    tofs = np.sort(rng.uniform(0.0, 86400.0, m))
+    rr = rng.uniform(-8000.0, 8000.0, (n, m, 3))
+    vv = rng.uniform(-8.0, 8.0, (n, m, 3))
+    # numbers of every kind the formatter treats apart: zeros, -0, powers of ten, what
+    # rounds up to one, exact halves, tiny and huge exponents
+    rr[0, :, 0] = [0.0, -0.0, 1.0, 1e3, 9.9999999999999995, 999999999999999.5,
+                   1234567890123455.0, 1e-5, 5e-324]
+    vv[0, :, 0] = [1e100, -9.999999999999999e99, 2.5e-100, 0.5, 7.5e-3, 1e15, 1e-300,
+                   1.5e308, -1e-99]
+    rr[2, 5:] = np.nan  # stopped: its rows are left out
+    monkeypatch.setattr(OemWriter, "BLOCK_STATES", 2 * m)  # blocks of two objects
+    paths = write_oem(tmp_path / "out", EPOCH, tofs, rr, vv, frame="GCRF")
+    for i, path in enumerate(paths):
+        text = open(path).read()
+        created = re.search(r"CREATION_DATE = (\S+)", text).group(1)
+        rows = np.isfinite(rr[i]).all(axis=1)
+        assert text == _oem_package_text(EPOCH, tofs[rows], rr[i][rows], vv[i][rows],
+                                         f"OBJECT {i}", created)
+        back = oem.OrbitEphemerisMessage.open(path)
+        states = [s for segment in back for s in segment.states]
+        assert len(states) == rows.sum()
+        np.testing.assert_allclose([s.position for s in states], rr[i][rows], rtol=1e-14)
+        np.testing.assert_allclose([s.velocity for s in states], vv[i][rows], rtol=1e-14)
+
+
+def test_number_formatting_is_pythons():
+    """Every number as ``f"{x:.14e}"``, also next to halves and across powers of ten."""
+    from hapsira_cowell.outputs.oem import _format_numbers
+
+    rng = np.random.default_rng(5)
+    values = np.concatenate([
+        rng.uniform(-8000.0, 8000.0, 20000),
+        rng.normal(size=20000) * 10.0 ** rng.integers(-150, 150, 20000),
+        rng.integers(0, 2**53, 20000).astype(float),  # exact halves at the 16th digit
+        rng.integers(-10**6, 10**6, 20000) / 1024.0,
+        np.nextafter(10.0 ** np.arange(-20, 20), np.inf),
+        np.nextafter(10.0 ** np.arange(-20, 20), -np.inf)])
+    text = [bytes(row).replace(b"\0", b"").decode() for row in _format_numbers(values)]
+    assert text == [f"{x:.14e}" for x in values.tolist()]

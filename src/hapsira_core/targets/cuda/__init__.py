@@ -40,6 +40,12 @@ def code_options():
 
 
 ObjectKernel.code_options = staticmethod(code_options)
+
+
+def progress_min_chunk():
+    """Objects per kernel call at least, when ``progress=True`` calls the kernel in
+    chunks: a launch's worth (``HAPSIRA_CUDA_CHUNK``), so that the GPU stays full."""
+    return settings.CUDA_CHUNK
 XLA_PLATFORM = None if SIMULATOR else "CUDA"
 XLA_SIMULATED = SIMULATOR
 
