@@ -21,13 +21,17 @@ from hapsira_core.jit import hjit
 from hapsira_core.vec import cross, norm, norm_and_inverse_cube
 
 from .atmosphere import density_us76
+# the spherical-harmonic field lives in gravity.py (its coefficients and tables)
+from .gravity import (EGM96, EGM96_K, EGM96_MAX_DEGREE, EGM96_R, OMEGA_ERA,
+                      earth_rotation_angle, gravity_field, spherical_harmonics)
 # Constants for the examples and tests (pass them as arguments; per-object
 # numbers belong in the params row instead); they live in constants.py.
 from ..constants import J2_EARTH, J3_EARTH, K_MOON, K_SUN, R_EARTH, R_SUN, WDIVC_SUN
 
 __all__ = ["two_body", "J2_perturbation", "J3_perturbation", "atmospheric_drag",
            "atmospheric_drag_exponential", "atmospheric_drag_us76", "third_body",
-           "radiation_pressure", "shadow_function",
+           "radiation_pressure", "shadow_function", "gravity_field", "spherical_harmonics",
+           "earth_rotation_angle", "EGM96", "EGM96_K", "EGM96_R", "EGM96_MAX_DEGREE", "OMEGA_ERA",
            "J2_EARTH", "J3_EARTH", "R_EARTH", "K_MOON", "K_SUN", "R_SUN", "WDIVC_SUN"]
 
 
