@@ -9,6 +9,7 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 from hapsira_core.ivp import STEP_TOO_SMALL, solve_ivp
 from hapsira_core.ivp import build
 from hapsira_core.jit import hjit
+from hapsira_core.targets import active
 
 METHODS = ("DOP853", "RK45", "RK23")
 
@@ -36,7 +37,10 @@ def assert_as_scipy(res, t_span, method, t_eval=None, **options):
         assert obj.status == ref.status, obj.message
         if ref.status != 0:
             continue
-        assert obj.nfev == ref.nfev
+        if t_eval is None or active.KEEP_STAGES:
+            assert obj.nfev == ref.nfev
+        else:  # the GPU's tuple form evaluates a step's stages again for its interpolant
+            assert obj.nfev >= ref.nfev
         # the same steps; states apart by rounding, amplified at loose tolerances
         close = max(1e-11, 1e-5 * options.get("rtol", 1e-3))
         if t_eval is None:
