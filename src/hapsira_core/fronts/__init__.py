@@ -14,7 +14,7 @@ the type of the inputs, for the public ``hapsira_core.ivp.solve_ivp``.
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False):
+              progress=False, max_step=float("inf"), first_step=None, args=None):
     # Dask arrays (chunked along the object axis) go to the Dask front, which
     # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md.
     # (`hapsira_core.ivp` gives this function the numpy front's docstring.)
@@ -28,7 +28,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                              "(use distributed.progress on the result's arrays)")
         from .dask import solve_ivp as front
         return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
-                     events=events, max_steps=max_steps, max_event_records=max_event_records)
+                     events=events, max_steps=max_steps, max_event_records=max_event_records,
+                     max_step=max_step, first_step=first_step, args=args)
     return api.solve_ivp(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                          events=events, max_steps=max_steps,
-                         max_event_records=max_event_records, progress=progress)
+                         max_event_records=max_event_records, progress=progress,
+                         max_step=max_step, first_step=first_step, args=args)

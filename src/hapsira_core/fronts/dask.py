@@ -441,17 +441,20 @@ def _solve_block(blob, y0, params=None):
     from ..ivp import api, checks
     spec = unpack(blob)
     y0, _ = checks.states(y0)
-    params = spec["params"] if params is None else checks.params(params, y0.shape[0])
+    params = spec["params"] if params is None else checks.with_args(
+        checks.params(params, y0.shape[0]), params.shape[-1], spec["args"])
     events = spec["events"]
     raw = api.integrate(spec["method"], spec["fun"], y0, spec["t0"], spec["tf"], spec["t_eval"],
                         spec["rtol"], spec["atol"], params, events, spec["max_steps"],
                         spec["records"], spec["records"], [spec["fun"]] + [e.g for e in events],
-                        api.diagnosis(spec["fun"], events))
+                        api.diagnosis(spec["fun"], events), max_step=spec["max_step"],
+                        first_step=spec["first_step"], end_states=spec["end_states"])
     return tuple(raw[name] for name in _RAW)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
-              params=None, events=(), max_steps=100_000, max_event_records=64):
+              params=None, events=(), max_steps=100_000, max_event_records=64,
+              max_step=float("inf"), first_step=None, args=None):
     """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
 
     Arguments are checked here (the Dask arrays without computing them); each
@@ -473,12 +476,18 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         shared = checks.params(params, n_objects, stacklevel=6)
         shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
             else (None, shared)
+    max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
+    args = checks.extra_args(args)
+    if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
+        shared = checks.with_args(shared, checks.columns_given(params), args)
     # the numpy front's checks, its messages
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, api.Event, max_steps, max_event_records, params,
-        stacklevel=5)
+        stacklevel=5, extra_columns=len(args))
     blob = pack(fun=fun, events=events, method=method, t0=t0, tf=tf, t_eval=times,
-                rtol=rtol, atol=atol, params=shared, max_steps=max_steps, records=records)
+                rtol=rtol, atol=atol, params=shared, max_steps=max_steps, records=records,
+                max_step=max_step, first_step=first_step, end_states=t_eval is None,
+                args=args)
     arrays = object_arrays([y0] if per_object is None else [y0, per_object])
     n_ev = len(events)
     # as Problem.trim leaves them: without events, one padding record of times is kept

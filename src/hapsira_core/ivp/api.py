@@ -119,11 +119,15 @@ class Problem:
     ``events``: objects with ``device_function``, ``constants``,
     ``direction`` and ``max_occurrences``; ``records``/``y_records``:
     occurrences of each event whose time/state are kept; ``user_functions``:
-    named first in compile errors.
+    named first in compile errors; ``max_step``, ``first_step`` (None: scipy's
+    choice): scipy's, checked (`checks.step_sizes`); ``end_states``: an output time
+    at a step's end takes the step's end state (the default ``t_eval``; see
+    `layout.ICONF`). These three are data: new values never recompile.
     """
 
     def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
-                 user_functions, diagnose=None):
+                 user_functions, diagnose=None, *, max_step=math.inf, first_step=None,
+                 end_states=False):
         self.method, self.fun, self.n = method, fun, n
         self.events = tuple(events)
         self.n_events = len(self.events)
@@ -132,6 +136,9 @@ class Problem:
         self.records = records
         self.y_records = y_records if self.n_events else 0
         self.max_steps = max_steps
+        self.max_step = float(max_step)
+        self.first_step = 0.0 if first_step is None else float(first_step)
+        self.end_states = bool(end_states)
         self.user_functions = user_functions
         #: ``diagnose(y0, params, t0)``: run when the kernel fails, raises a clearer error
         self.diagnose = diagnose
@@ -148,9 +155,10 @@ class Problem:
             ev_direction[index] = event.direction
             ev_max[index] = event.max_occurrences
             ev_consts[index, : len(event.constants)] = event.constants
-        conf = config_row(self.n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol)
+        conf = config_row(self.n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol,
+                                       max_step=self.max_step, first_step=self.first_step)
         iconf = ICONF.pack(max_steps=self.max_steps, n_events=self.n_events,
-                           y_event_records=self.y_records)
+                           y_event_records=self.y_records, end_states=int(self.end_states))
         return self.t_eval, conf, iconf, ev_direction, ev_max, ev_consts
 
     def output_shapes(self, n_objects):
@@ -237,16 +245,19 @@ class Problem:
 
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
-              records, y_records, user_functions, diagnose=None, progress=False):
+              records, y_records, user_functions, diagnose=None, progress=False, *,
+              max_step=math.inf, first_step=None, end_states=False):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
-    ``params`` ``(1 or N, P)``; see `Problem` for the rest. Returns
+    ``params`` ``(1 or N, P)``; see `Problem` for the rest (``max_step``,
+    ``first_step``, ``end_states`` too). Returns
     ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events`` ``(N, E, C)``,
     ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
     """
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
-                      user_functions, diagnose)
+                      user_functions, diagnose, max_step=max_step, first_step=first_step,
+                      end_states=end_states)
     return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
@@ -288,7 +299,7 @@ def diagnosis(fun, events):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False):
+              progress=False, max_step=math.inf, first_step=None, args=None):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -326,6 +337,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         for runs of minutes: the objects are solved in chunks (about 100, of at least
         `PROGRESS_MIN_CHUNK` objects), the bar advancing after each. The results are
         the same, bit for bit, as without it.
+    max_step : float
+        scipy's: the largest step size (default inf, no cap); it caps the
+        automatic first step too. One number shared by all objects.
+    first_step : float, optional
+        scipy's: the first step size, at most ``|tf - t0|``, instead of the
+        automatic choice (which costs one evaluation of ``fun``). Shared by all objects.
+    args : tuple of numbers, optional
+        scipy's ``args``: numbers shared by all objects, appended to each object's
+        params row (``p[P:]`` after ``P`` params columns; ``p[0:]`` without params),
+        so ``fun(t, y, p)`` and the events read them there. New values never recompile.
 
     Returns
     -------
@@ -339,11 +360,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _times(t_span, t_eval)
     params_given = params
     params = checks.params(params, n_objects)
+    max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
+    args = checks.extra_args(args)
+    params = checks.with_args(params, checks.columns_given(params_given), args)
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
-        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
+        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
+        extra_columns=len(args))
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [fun] + [e.g for e in events],
-                    diagnosis(fun, events), progress)
+                    diagnosis(fun, events), progress, max_step=max_step,
+                    first_step=first_step, end_states=t_eval is None)
     return IVPResult(times, raw, single)
 
 
@@ -379,7 +405,8 @@ class IVPResult(Statuses):
     ``sol.y``), NaN after a terminal event or a failure; ``status`` ``(N,)``
     (`STATUS_MESSAGES`); ``t_events`` per event
     ``(N, C)`` and ``y_events`` per event ``(N, C, n)``, NaN-padded;
-    ``n_events`` ``(N, E)``; ``nfev``, ``nsteps`` ``(N,)``. For one object
+    ``n_events`` ``(N, E)``; ``nfev``, ``njev``, ``nlu`` (0 for these explicit
+    methods, as scipy's), ``nsteps`` ``(N,)``. For one object
     (``y0`` of shape ``(n,)``) the leading N axis is dropped. ``res[i]`` is
     object ``i`` with scipy's attribute names.
     """
@@ -393,13 +420,17 @@ class IVPResult(Statuses):
         self.status = info[:, INFO.status]
         self.nfev = info[:, INFO.nfev]
         self.nsteps = info[:, INFO.nsteps]
+        #: Jacobian evaluations and LU decompositions: 0 for the explicit methods, as scipy's
+        self.njev = np.zeros_like(self.nfev)
+        self.nlu = np.zeros_like(self.nfev)
         self.t_events = [raw["t_events"][:, e] for e in range(raw["t_events"].shape[1])]
         self.y_events = [raw["y_events"][:, e] for e in range(raw["y_events"].shape[1])]
         self.n_events = raw["n_events"]
         self.single = single
         if single:
-            self.y, self.status, self.nfev, self.nsteps = (
-                self.y[0], self.status[0], self.nfev[0], self.nsteps[0])
+            self.y, self.status, self.nfev, self.nsteps, self.njev, self.nlu = (
+                self.y[0], self.status[0], self.nfev[0], self.nsteps[0], self.njev[0],
+                self.nlu[0])
             self.t_events = [t[0] for t in self.t_events]
             self.y_events = [y[0] for y in self.y_events]
             self.n_events = self.n_events[0]
@@ -419,7 +450,8 @@ class ObjectResult:
     """One object of an `IVPResult`, with the attribute names of scipy's
     ``OdeResult``: ``t``, ``y`` ``(n, M)``, ``t_events`` (a list of 1-D arrays
     holding the recorded occurrences), ``y_events`` (a list of ``(k, n)``),
-    ``status``, ``message``, ``success``, ``nfev``, ``nsteps``."""
+    ``status``, ``message``, ``success``, ``nfev``, ``njev``, ``nlu`` (0: explicit
+    methods), ``nsteps``."""
 
     def __init__(self, result, i):
         pick = (lambda a: a) if i is None else (lambda a: a[i])
@@ -428,6 +460,8 @@ class ObjectResult:
         self.status = int(pick(result.status))
         self.nfev = int(pick(result.nfev))
         self.nsteps = int(pick(result.nsteps))
+        self.njev = int(pick(result.njev))
+        self.nlu = int(pick(result.nlu))
         counts = np.atleast_1d(pick(result.n_events))
         self.t_events = []
         self.y_events = []

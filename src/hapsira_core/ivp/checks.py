@@ -192,6 +192,79 @@ def integer(value, name, minimum, maximum=MAX_INT):
     return int(value)
 
 
+def _real_scalar(value, name, what):
+    if isinstance(value, (bool, np.bool_, str, bytes)) or _has_unit(value):
+        raise ArgumentTypeError(f"{name}: expected {what}, got {value!r}")
+    array = real_array(value, name, what)
+    if array.ndim != 0:
+        raise ValueError(f"{name}: expected {what} (one value shared by all objects), got "
+                         f"shape {array.shape}")
+    return float(array)
+
+
+def step_sizes(max_step, first_step, t0=None, tf=None):
+    """scipy's ``max_step`` and ``first_step``, checked as scipy checks them
+    (``validate_max_step``, ``validate_first_step``): ``(max_step, first_step or None)``.
+
+    ``max_step``: positive (inf: no cap); ``first_step``: None (scipy's choice) or
+    positive and at most ``|tf - t0|`` (not checked where the span is not known,
+    ``t0``/``tf`` None: a traced JAX span). NaN is refused, where scipy lets it
+    through to steps that never end. One number shared by all objects each.
+    """
+    max_step = _real_scalar(max_step, "max_step", "a positive number (inf: no cap)")
+    if not max_step > 0.0:
+        raise ValueError(f"max_step: must be positive (as in scipy), got {max_step!r}")
+    if first_step is None:
+        return max_step, None
+    first = _real_scalar(first_step, "first_step", "a positive number or None")
+    if not (first > 0.0 and math.isfinite(first)):
+        raise ValueError(f"first_step: must be positive (as in scipy), got {first!r}")
+    if t0 is not None and tf is not None and first > abs(tf - t0):
+        raise ValueError(f"first_step: exceeds the time span: {first!r} > |tf - t0| = "
+                         f"{abs(tf - t0)!r} (scipy: `first_step` exceeds bounds)")
+    return max_step, first
+
+
+def extra_args(args):
+    """scipy's ``args`` as a tuple of floats: numbers shared by all objects, which
+    ``fun`` and the events read after the params columns (`with_args`).
+
+    A hjit ``fun(t, y, p)`` cannot take scipy's ``fun(t, y, *args)``: the numbers
+    travel in the params row instead. Anything but numbers (arrays, strings,
+    callables) is refused with a TypeError that says to use ``params``.
+    """
+    if args is None:
+        return ()
+    hint = ("solve_ivp's fun(t, y, p) reads scipy's args=(a, b) as p[0], p[1] (after the "
+            "params columns, if any); per-object values go in params=(N, P) rows")
+    if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
+        raise ArgumentTypeError(f"args: expected a tuple of numbers, e.g. args=({args!r},); "
+                                f"{hint}")
+    values = []
+    for index, value in enumerate(args):
+        if isinstance(value, (bool, np.bool_, str, bytes)) or _has_unit(value) or \
+                np.ndim(value) != 0 or not isinstance(np.asarray(value).item(),
+                                                      (int, float)):
+            raise ArgumentTypeError(f"args[{index}]: expected a number shared by all objects, "
+                                    f"got {type(value).__name__} {value!r}; {hint}")
+        values.append(float(value))
+    return tuple(values)
+
+
+def with_args(rows, given_columns, args, xp=np):
+    """The params ``rows`` (``(1 or N, P)``, of array module ``xp``) with the numbers of
+    `extra_args` appended as columns shared by all objects: the user's ``P`` columns
+    first (``given_columns``; 0 where no params were given, the rows then a placeholder
+    that ``args`` replaces)."""
+    if not args:
+        return rows
+    extra = xp.asarray(np.array(args, dtype=np.float64)[None, :])
+    if not given_columns:
+        return extra
+    extra = xp.broadcast_to(extra, (rows.shape[0], len(args)))
+    return xp.concatenate([rows, extra], axis=1)
+
+
 def time_span(t_span):
     """``(t0, tf)`` as two finite floats.
 
@@ -242,12 +315,13 @@ def event_list(events, kind):
 
 
 def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
-                   max_event_records, params_given, stacklevel=4):
+                   max_event_records, params_given, stacklevel=4, extra_columns=0):
     """What every front of ``solve_ivp`` (numpy, JAX, Dask) checks the same way, once.
 
     Call after the states (``n`` components) and the params rows are checked;
-    ``params_given``: the params as the user gave them (their width is checked
-    against what ``fun`` and the events read). Returns ``(method name, fun,
+    ``params_given``: the params as the user gave them (their width, plus
+    ``extra_columns``, scipy's ``args`` appended, is checked against what ``fun``
+    and the events read). Returns ``(method name, fun,
     rtol, atol, events, max_steps, records)``, with the numpy front's messages on
     every front. ``fun`` and the events' ``g`` come back bounds-checked where
     they index the params row at run time (`bounds_checked`).
@@ -262,7 +336,7 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     if not callable(fun):
         raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
     array_form = check_fun_form(fun, n) == "array"
-    params_width(columns_given(params_given), [fun] + [e.g for e in events], position=2)
+    params_width(columns_given(params_given) + extra_columns, [fun] + [e.g for e in events], position=2)
     # the array form writes dydt at indices computed at run time: checked on the host,
     # guarded on a GPU (a store past the end makes dydt NaN: the object fails alone)
     fun = bounds_checked(shared_reciprocals(fun), 2, output=3 if array_form else None)

@@ -43,11 +43,11 @@ def _step_factor(exponent):
 
 
 def make_initial_step(ops, rows, error_estimator_order, f):
-    """``initial_step(t0, y0, f0, t_bound, direction, tol, start, p, work) -> |h|`` for
-    ``f(t, y, p, dst)`` (`..state.rhs`).
+    """``initial_step(t0, y0, f0, t_bound, direction, max_step, tol, start, p, work) -> |h|``
+    for ``f(t, y, p, dst)`` (`..state.rhs`).
 
-    scipy's ``select_initial_step`` (Hairer II.4, "starting step size");
-    costs one evaluation of ``f``. ``rows``: where the array shape keeps its
+    scipy's ``select_initial_step`` (Hairer II.4, "starting step size"), capped
+    by ``max_step`` as scipy (1.17) caps it; costs one evaluation of ``f``. ``rows``: where the array shape keeps its
     states in ``work`` (`..layout.WorkRows`).
     """
     axpy, sub, error_scale, inverse, weighted_sum_squares, row = (
@@ -57,7 +57,7 @@ def make_initial_step(ops, rows, error_estimator_order, f):
     exponent = 1.0 / (error_estimator_order + 1)
 
     @hjit
-    def initial_step(t0, y0, f0, t_bound, direction, tol, start, p, work):
+    def initial_step(t0, y0, f0, t_bound, direction, max_step, tol, start, p, work):
         interval = abs(t_bound - t0)
         if interval == 0.0:
             return 0.0
@@ -84,7 +84,7 @@ def make_initial_step(ops, rows, error_estimator_order, f):
             h1 = max(1e-6, h0 * 1e-3)
         else:
             h1 = (0.01 / max(d1, d2)) ** exponent
-        h = min(100.0 * h0, h1, interval)
+        h = min(100.0 * h0, h1, interval, max_step)
         # A component with a zero error scale (atol = 0 where y is 0) gives d1 = inf,
         # then 0/0: scipy's rules end at 0 there, and `step` raises 0 to its minimum.
         return h if h >= 0.0 else 0.0
@@ -93,22 +93,28 @@ def make_initial_step(ops, rows, error_estimator_order, f):
 
 
 def make_step(parts):
-    """``step(t, y, f0, h_abs, t_bound, direction, tol, start, p, work)``: try
-    steps of the method's ``attempt`` until one is accepted.
+    """``step(t, y, f0, h_abs, t_bound, direction, max_step, tol, start, p, work)``:
+    try steps of the method's ``attempt`` until one is accepted.
 
-    Returns ``(ok, t_new, y_new, f_new, h, h_abs_next, nfev)``; ``ok``
-    is False when the step size fell below 10 ulp of ``t`` (then only
-    ``nfev`` is meaningful): a singularity, or a state that is no longer
-    finite.
+    As scipy's ``_step_impl``, the proposed ``h_abs`` is first capped by
+    ``max_step`` (else raised to 10 ulp of ``t``). Returns ``(ok, t_new,
+    y_new, f_new, h, h_abs_next, nfev)``; ``ok`` is False when the step size
+    fell below 10 ulp of ``t`` (then only ``nfev`` is meaningful): a
+    singularity, a state that is no longer finite, or a ``max_step`` below
+    that spacing (then before any evaluation, as in scipy).
     """
     attempt = parts.attempt
     step_factor = _step_factor(parts.error_exponent)
     step_nfev = parts.step_nfev
 
     @hjit
-    def step(t, y, f0, h_abs, t_bound, direction, tol, start, p, work):
+    def step(t, y, f0, h_abs, t_bound, direction, max_step, tol, start, p, work):
         min_step = 10.0 * ulp_toward(t, direction)
-        if h_abs < min_step:
+        if h_abs > max_step:
+            h_abs = max_step
+            if h_abs < min_step:
+                return False, t, y, f0, 0.0, h_abs, 0
+        elif h_abs < min_step:
             h_abs = min_step
         nfev = 0
         rejected = False

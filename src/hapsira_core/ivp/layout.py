@@ -38,12 +38,18 @@ class Row:
 
 
 def config_row(n):
-    """Floats shared by all objects: the time span and the tolerances."""
-    return Row(np.float64, ("t0", 1), ("tf", 1), ("rtol", n), ("atol", n))
+    """Floats shared by all objects: the time span, the tolerances, scipy's
+    ``max_step`` (inf: no cap) and ``first_step`` (0: chosen as scipy does)."""
+    return Row(np.float64, ("t0", 1), ("tf", 1), ("rtol", n), ("atol", n), ("max_step", 1),
+               ("first_step", 1))
 
 
-#: Integers shared by all objects.
-ICONF = Row(np.int64, ("max_steps", 1), ("n_events", 1), ("y_event_records", 1))
+#: Integers shared by all objects. ``end_states``: 1 where an output time equal to a
+#: step's end takes the step's end state instead of the interpolant (the default
+#: ``t_eval``, ``[tf]``: scipy's ``t_eval=None`` returns the last step's state and
+#: builds no interpolant for it); 0 for explicit output times (scipy interpolates).
+ICONF = Row(np.int64, ("max_steps", 1), ("n_events", 1), ("y_event_records", 1),
+            ("end_states", 1))
 #: What the loop reports per object.
 INFO = Row(np.int64, ("status", 1), ("nfev", 1), ("nsteps", 1))
 #: Per event and object, between steps: g at the last step's end, the root in this step.

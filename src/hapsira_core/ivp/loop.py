@@ -55,7 +55,9 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     Y, F, EVAL = rows.y, rows.f, rows.eval
     conf_row = config_row(n)
     T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
+    MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
     MAX, N_EV, Y_RECORDS = ICONF.max_steps, ICONF.n_events, ICONF.y_event_records
+    END_STATES = ICONF.end_states
     STATUS, NFEV, NSTEPS = INFO.status, INFO.nfev, INFO.nsteps
     G, ROOT = SCRATCH.g, SCRATCH.root
 
@@ -102,6 +104,11 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         while j < n_out and t_eval[j] == t:
             store_row(out_y, j, y)
             j += 1
+        end_states = iconf[END_STATES] != 0
+        # scipy hands output times equal to t0 to the first step's interpolant (which
+        # gives the initial state exactly there, as stored above): its nfev counts that
+        # interpolant, so ours builds it too.
+        dense_first = j > 0 and not end_states
         if t == t_end:
             info[STATUS] = SUCCESS
             info[NFEV] = nfev
@@ -110,8 +117,11 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         for e in range(n_ev):
             scratch[e, G] = g(e, t, y, p, ev_consts[e])
 
-        h_abs = initial_step(t, y, fy, t_end, direction, conf, TOL, p, work)
-        nfev += 1
+        max_step = conf[MAX_STEP]
+        h_abs = conf[FIRST_STEP]
+        if not h_abs > 0.0:  # scipy's choice, at one more evaluation of f
+            h_abs = initial_step(t, y, fy, t_end, direction, max_step, conf, TOL, p, work)
+            nfev += 1
         nsteps = 0
         status = SUCCESS
         while True:
@@ -119,7 +129,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
                 status = MAX_STEPS
                 break
             ok, t_new, y_new, f_new, h, h_abs, step_nfev = step(
-                t, y, fy, h_abs, t_end, direction, conf, TOL, p, work)
+                t, y, fy, h_abs, t_end, direction, max_step, conf, TOL, p, work)
             nfev += step_nfev
             if not ok:
                 status = STEP_TOO_SMALL
@@ -130,7 +140,12 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
             # Decided before anything is stored, so that the compiler may reuse
             # the step's stages where the interpolant evaluates them again
             # (on the GPU: 2153 instead of 2906 FP64 instructions in the kernel).
-            need_dense = j < n_out and direction * (t_eval[j] - t_new) <= 0.0
+            # With ``end_states`` an output time at the step's end takes the step's end
+            # state (scipy's default output): no interpolant for it.
+            need_dense = dense_first or (j < n_out and (direction * (t_eval[j] - t_new) < 0.0
+                                                        or (t_eval[j] == t_new
+                                                            and not end_states)))
+            dense_first = False
             for e in range(n_ev):
                 if is_triggered(scratch[e, G], g(e, t_new, y_new, p, ev_consts[e]),
                                 ev_direction[e]):
@@ -177,7 +192,10 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
                         n_events[e] = count + 1
 
             while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
-                store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
+                if end_states and t_eval[j] == t_new:
+                    store_row(out_y, j, y_new)
+                else:
+                    store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
                 j += 1
 
             if e_stop < n_ev:

@@ -279,3 +279,49 @@ def test_bad_arguments_name_themselves(kwargs, error, match):
 def test_bad_initial_states_name_themselves(y0, error, match):
     with pytest.raises(error, match=match):
         solve_ivp(lotka, (0.0, 1.0), y0)
+
+
+@hjit
+def scaled_decay(t, y, p):
+    """p[0] per object (params), p[1] shared (scipy's args, appended)."""
+    return (-p[0] * p[1] * y[0] + math.sin(t),)
+
+
+def test_args_as_scipys_are_the_params_row_shared_by_all_objects():
+    y0, _ = lotka_ensemble(3, seed=4)
+    args = (1.5, 1, 3, np.float64(1.0))
+    res = solve_ivp(lotka, (0.0, 15.0), y0, rtol=1e-9, atol=1e-11, args=args)
+    same = solve_ivp(lotka, (0.0, 15.0), y0, rtol=1e-9, atol=1e-11, params=[1.5, 1, 3, 1])
+    np.testing.assert_array_equal(res.y, same.y)
+    for i in range(len(y0)):
+        ref = scipy_solve_ivp(lambda t, y, a, b, c, d: [a * y[0] - b * y[0] * y[1],
+                                                        -c * y[1] + d * y[0] * y[1]],
+                              (0.0, 15.0), y0[i], method="DOP853", rtol=1e-9, atol=1e-11,
+                              args=args)
+        assert_matches_scipy(res, i, ref)
+        assert res.nfev[i] == ref.nfev
+
+
+def test_args_follow_the_params_columns():
+    y0 = np.array([[1.0], [2.0], [0.5]])
+    rates = np.array([[0.3], [1.1], [2.0]])
+    res = solve_ivp(scaled_decay, (0.0, 6.0), y0, method="RK45", rtol=1e-10, atol=1e-12,
+                    params=rates, args=(0.7,))
+    for i in range(3):
+        ref = scipy_solve_ivp(lambda t, y, k, s: [-k * s * y[0] + math.sin(t)], (0.0, 6.0),
+                              y0[i], method="RK45", rtol=1e-10, atol=1e-12,
+                              args=(rates[i, 0], 0.7))
+        assert_matches_scipy(res, i, ref)
+
+
+def test_args_that_are_not_numbers_point_to_params():
+    with pytest.raises(TypeError, match=r"args: expected a tuple of numbers, e\.g\. "
+                                        r"args=\(2\.0,\); .*reads scipy's args=\(a, b\) as "
+                                        r"p\[0\], p\[1\] .*params=\(N, P\)"):
+        solve_ivp(forced_decay, (0.0, 1.0), [1.0], args=2.0)
+    with pytest.raises(TypeError, match=r"args\[1\]: expected a number shared by all "
+                                        r"objects, got ndarray .*params=\(N, P\) rows"):
+        solve_ivp(forced_decay, (0.0, 1.0), [1.0], args=(1.0, np.ones(3)))
+    with pytest.raises(ValueError, match=r"params: .*lotka .* reads p\[3\], but the params "
+                                         r"rows have 2 columns"):
+        solve_ivp(lotka, (0.0, 1.0), [1.0, 1.0], args=(1.0, 2.0))

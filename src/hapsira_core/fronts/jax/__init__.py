@@ -197,7 +197,8 @@ def _diagnosis(problem, y0, params, t0):
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
-              params=None, events=(), max_steps=100_000, max_event_records=64):
+              params=None, events=(), max_steps=100_000, max_event_records=64,
+              max_step=float("inf"), first_step=None, args=None):
     """:func:`hapsira_core.ivp.solve_ivp` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call. ``y0``,
@@ -205,7 +206,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     not checked: keep ``t_eval`` inside ``t_span`` and sorted in the
     direction of integration); ``fun``, ``method``, ``rtol``, ``atol``,
     ``events``, ``max_steps`` and ``max_event_records`` fix the compiled
-    program and must be concrete. ``jax.vmap`` over ``y0``/``params`` runs
+    program and must be concrete; so must ``max_step``, ``first_step`` and
+    ``args`` (numbers, as in the numpy call; they do not recompile). ``jax.vmap`` over ``y0``/``params`` runs
     the batch as one call with more objects; ``jax.grad`` raises
     :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
 
@@ -220,12 +222,19 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _span(t_span, t_eval)
     params_given = params
     params = params_rows(params, n_objects)
+    span = [concrete(t) for t in (t0, tf)]
+    max_step, first_step = checks.step_sizes(
+        option(max_step, "max_step"), None if first_step is None else
+        option(first_step, "first_step"), *[None if v is None else float(v) for v in span])
+    args = checks.extra_args(args)
+    params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
     # the numpy front's checks (its messages), on the concrete options
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
-        max_event_records, params_given)
+        max_event_records, params_given, extra_columns=len(args))
     problem = Problem(method, fun, n, events, times, max_steps, records, records,
-                      [fun] + [e.g for e in events], diagnosis(fun, events))
+                      [fun] + [e.g for e in events], diagnosis(fun, events),
+                      max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
 
     info = raw["info"]
