@@ -1,0 +1,137 @@
+"""Automatic Jacobians of ``solve_ivp``'s right-hand sides, compiled for the active target.
+
+`jacobian()` turns ``fun(t, y, p) -> tuple`` (the tuple form) into an `hjit`
+function ``jac(t, y, p)`` returning d fun / d y as a flat row-major tuple of
+n * n floats (``jac(t, y, p)[i * n + j] = d fun_i / d y_j``). The derivative
+code is made from ``fun``'s source by `hapsira_core.kernels.derivatives`
+(forward mode, straight-line: no finite differences, no tape), and helpers
+it calls are differentiated the same way, each compiled once (`factory`:
+the disk cache and Dask workers rebuild them from the recipe).
+"""
+
+import ast
+import inspect
+import linecache
+import math
+import textwrap
+
+from ..jit import hjit, rsqrt
+from ..kernels import derivatives
+from ..kernels.cache import factory
+from .state import fun_form
+
+NotDifferentiable = derivatives.NotDifferentiable
+
+__all__ = ["jacobian", "value_and_jacobian", "NotDifferentiable"]
+
+
+def _known():
+    return ((rsqrt, "rsqrt"), (getattr(rsqrt, "py_func", rsqrt), "rsqrt"))
+
+
+def _name(function):
+    return getattr(getattr(function, "py_func", function), "__qualname__", repr(function))
+
+
+@factory
+def derivative_twin(function, spec):
+    """``function``'s twin ``(same arguments) -> (value, J)``, J with respect to the
+    arguments ``spec`` marks active (`hapsira_core.kernels.derivatives.transform`),
+    compiled with `hjit`; helpers it calls get twins of their own, recursively."""
+    py = getattr(function, "py_func", function)
+    made = derivatives.transform(py, spec, _known())
+    namespace = derivatives.namespace(py)
+    namespace[derivatives.MATH] = math
+    for name, callee, callee_spec in made.calls:
+        namespace[name] = derivative_twin(callee, callee_spec)
+    source = made.source
+    linecache.cache[made.filename] = (len(source), None, source.splitlines(True), made.filename)
+    exec(compile(source, made.filename, "exec"), namespace)
+    twin = namespace[made.name]
+    twin.__module__ = py.__module__
+    twin.__qualname__ = f"{py.__qualname__}.<jacobian>"
+    compiled = hjit(twin)
+    compiled.hapsira_as_written = True  # its divisions are the derivative's, as written
+    compiled.hapsira_zeros = made.zeros
+    return compiled
+
+
+def _state_spec(n):
+    return (None, (derivatives.SCALAR,) * n, None)
+
+
+def _checked(fun):
+    form = fun_form(fun)
+    if form == "array":
+        raise NotDifferentiable(
+            f"{_name(fun)}: the array form fun(t, y, p, dydt) is not differentiated in this "
+            "version; write fun(t, y, p) -> tuple (n <= 16) or give the Jacobian by hand")
+    if form != "tuple":
+        raise NotDifferentiable(f"{_name(fun)}: expected fun(t, y, p) -> tuple of n floats")
+
+
+def state_size(fun):
+    """n for ``fun(t, y, p) -> tuple``: the length of the tuple it returns (read by
+    differentiating it once with a guess of n taken from how it reads ``y``)."""
+    py = getattr(fun, "py_func", fun)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(py))).body[0]
+    y = tree.args.args[1].arg
+    guess = 1
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and node.value.id == y):
+            index = node.slice
+            if isinstance(index, ast.Constant) and type(index.value) is int:
+                guess = max(guess, index.value + 1)
+            if isinstance(index, ast.Slice) and isinstance(index.upper, ast.Constant):
+                guess = max(guess, int(index.upper.value))
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                and node.value.id == y and isinstance(node.targets[0], ast.Tuple)):
+            guess = max(guess, len(node.targets[0].elts))
+    out = derivatives.transform(py, _state_spec(guess), _known()).out
+    n = len(out) if isinstance(out, tuple) else 1
+    if n != guess:
+        out = derivatives.transform(py, _state_spec(n), _known()).out
+        if (len(out) if isinstance(out, tuple) else 1) != n:
+            raise NotDifferentiable(f"{_name(fun)}: the state size could not be read from "
+                                    "its source; pass n= to jacobian()")
+    return n
+
+
+def value_and_jacobian(fun, n):
+    """``vj(t, y, p) -> (fun(t, y, p), J)``, an hjit function, J flat row-major n x n."""
+    _checked(fun)
+    return derivative_twin(fun, _state_spec(n))
+
+
+@factory
+def _jacobian(fun, n):
+    vj = derivative_twin(fun, _state_spec(n))
+
+    @hjit
+    def jac(t, y, p):
+        return vj(t, y, p)[1]
+
+    jac.hapsira_zeros = vj.hapsira_zeros
+    return jac
+
+
+def jacobian(fun, n=None):
+    """The Jacobian of ``fun(t, y, p) -> tuple`` (the tuple form of `solve_ivp`'s
+    right-hand side) with respect to ``y``, as an `hjit` function.
+
+    ``jac(t, y, p)`` returns the n x n Jacobian d fun / d y as a flat row-major
+    tuple: ``jac(t, y, p)[i * n + j]`` is d fun_i / d y_j. It is made from
+    ``fun``'s source (`hapsira_core.kernels.derivatives` says what is
+    differentiated: arithmetic, ``math``'s functions, tuples, if/else, calls of
+    other hjit functions); exact up to rounding, not finite differences. On
+    cpu and parallel it is callable from Python (``y`` a tuple, ``p`` a 1-D
+    array); on cuda it is a device function, called from other hjit code.
+    ``n``: the state size, read from the length of the tuple ``fun`` returns
+    where not given. Raises `NotDifferentiable` naming the construct, the
+    function and the line where the source cannot be differentiated.
+    """
+    _checked(fun)
+    if n is None:
+        n = state_size(fun)
+    return _jacobian(fun, int(n))
