@@ -288,7 +288,7 @@ def diagnosis(fun, events):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False):
+              progress=False, stm=False):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -326,6 +326,15 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         for runs of minutes: the objects are solved in chunks (about 100, of at least
         `PROGRESS_MIN_CHUNK` objects), the bar advancing after each. The results are
         the same, bit for bit, as without it.
+    stm : bool
+        Also integrate the state transition matrix ``Phi = d y(t) / d y0``
+        (the variational equations ``dPhi/dt = J(t, y) Phi``, ``Phi(t0) = I``,
+        with J the automatic Jacobian of ``fun``: `hapsira_core.ivp.jacobian`;
+        tuple form only): ``res.stm`` ``(N, n, n, M)``, ``res.stm[i, :, :, j]``
+        the matrix of object i at ``t[j]``. The error control takes the state
+        alone, so that the accepted steps and the states are those of the same
+        call without ``stm``. Events get ``y`` with the matrix after the state
+        (n + n * n numbers, an array).
 
     Returns
     -------
@@ -339,12 +348,34 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _times(t_span, t_eval)
     params_given = params
     params = checks.params(params, n_objects)
+    if not isinstance(stm, (bool, np.bool_)):
+        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    user_fun = fun
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given)
+    diagnose = diagnosis(fun, events)
+    if stm:
+        from . import sensitivities
+        sensitivities.value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
+        fun = sensitivities.variational(fun, user_fun, n)
+        y0 = sensitivities.augmented_states(y0, n)
+        # the matrix's tolerances are never read: its components take no part in the norm
+        rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
+        atol = np.concatenate([atol, np.full(n * n, atol[0])])
+        diagnose = functools.partial(_diagnose_state, diagnose, n)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
-                    max_steps, records, records, [fun] + [e.g for e in events],
-                    diagnosis(fun, events), progress)
-    return IVPResult(times, raw, single)
+                    max_steps, records, records, [user_fun if stm else fun]
+                    + [e.g for e in events], diagnose, progress)
+    matrices = sensitivities.split(raw, n, single) if stm else None
+    result = IVPResult(times, raw, single)
+    if stm:
+        result.stm = matrices
+    return result
+
+
+def _diagnose_state(diagnose, n, y0, params, t0):
+    """`diagnosis` of an augmented run (``stm=True``) on the state's n columns."""
+    diagnose(y0[:, :n], params, t0)
 
 
 class Statuses:

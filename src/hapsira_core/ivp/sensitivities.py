@@ -135,3 +135,56 @@ def jacobian(fun, n=None):
     if n is None:
         n = state_size(fun)
     return _jacobian(fun, int(n))
+
+
+@factory
+def variational(state_fun, fun, n):
+    """``aug(t, z, p, dz)``: the state and its transition matrix as one array-form
+    right-hand side of n + n * n components, ``z = (y, Phi)`` with ``Phi`` row-major:
+    ``dy/dt = state_fun(t, y, p)``, ``dPhi/dt = J(t, y) Phi`` with J the automatic
+    Jacobian of ``fun`` (the products written out, skipping the entries of J known
+    to be zero). ``state_fun`` is the function the solver calls without ``stm``
+    (``fun`` or its checked or reciprocal twin), so that the state's derivatives
+    are the same numbers. Its norm takes the state's n components only
+    (``hapsira_error_components``: `hapsira_core.ivp.state.ops`), so that the
+    accepted steps are those of the state alone."""
+    jac = _jacobian(fun, n)
+    zeros = jac.hapsira_zeros
+    state = ", ".join(f"z[{i}]" for i in range(n))
+    lines = ["def variational_equations(t, z, p, dz):",
+             f"    y = ({state},)",
+             "    f = fun(t, y, p)",
+             "    J = jac(t, y, p)"]
+    lines += [f"    dz[{i}] = f[{i}]" for i in range(n)]
+    for i in range(n):
+        for j in range(n):
+            terms = [f"J[{i * n + k}] * z[{n + k * n + j}]" for k in range(n)
+                     if i * n + k not in zeros]
+            lines.append(f"    dz[{n + i * n + j}] = {' + '.join(terms) or '0.0'}")
+    source = "\n".join(lines) + "\n"
+    filename = f"<hapsira variational equations of {_name(fun)}, n={n}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"fun": state_fun, "jac": jac, "__name__": __name__}
+    exec(compile(source, filename, "exec"), namespace)
+    made = hjit(namespace["variational_equations"])
+    made.hapsira_error_components = n
+    made.hapsira_as_written = True
+    made.hapsira_checked_twin = True  # writes dz at constant indices only
+    return made
+
+
+def augmented_states(y0, n):
+    """``(N, n + n * n)``: each state followed by the identity, row-major."""
+    import numpy as np
+    eye = np.broadcast_to(np.eye(n).ravel(), (y0.shape[0], n * n))
+    return np.ascontiguousarray(np.concatenate([y0, eye], axis=1))
+
+
+def split(raw, n, single):
+    """The kernel's rows of an augmented run as the state's (``raw`` changed in
+    place) and the STM, ``(N, n, n, M)`` (``(n, n, M)`` for one object)."""
+    full = raw["y"]
+    raw["y"] = full[..., :n]
+    raw["y_events"] = raw["y_events"][..., :n]
+    stm = full[..., n:].reshape(full.shape[0], full.shape[1], n, n).transpose(0, 2, 3, 1)
+    return stm[0] if single else stm
