@@ -221,6 +221,10 @@ class _Builder:
         self.names = namespace(py_func)
         self.qualname = py_func.__qualname__
         self.env = {}
+        #: tuples that do not depend on y, by name: their shape is known
+        self.tuples = {}
+        self.locals = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)
+                       and isinstance(n.ctx, ast.Store)} | {a.arg for a in definition.args.args}
         self.count = 0
         self.out = None
         self.n_in = sum(spec_leaves(s) for s in spec)
@@ -351,8 +355,11 @@ class _Builder:
 
     def assign(self, target, value, node):
         if isinstance(target, ast.Name):
+            self.tuples.pop(target.id, None)
             if not _active(value):
                 self.env.pop(target.id, None)
+                if isinstance(value, Tup):
+                    self.tuples[target.id] = value
             else:
                 self.env[target.id] = value
             self.emit(ast.Assign([ast.Name(target.id, ast.Store())], self.primal(value)))
@@ -368,6 +375,7 @@ class _Builder:
                          if isinstance(n, ast.Name)}
                 for name in names:
                     self.env.pop(name, None)
+                    self.tuples.pop(name, None)
                 self.emit(ast.Assign([target], value.p))
                 return
             if len(value.items) != len(target.elts):
@@ -411,13 +419,18 @@ class _Builder:
     def branches(self, test, body, orelse, node):
         """``if test: body else: orelse``, both differentiated, their names merged."""
         before = dict(self.env)
+        tuples_before = dict(self.tuples)
         outer = self.block
-        results = []
+        results, tuples = [], []
         for part in (body, orelse):
-            self.block, self.env = [], dict(before)
+            self.block, self.env, self.tuples = [], dict(before), dict(tuples_before)
             ended = self.statements(part)
             results.append((self.block, self.env, ended))
+            tuples.append(self.tuples)
         self.block = outer
+        # a tuple's shape stays known where neither branch changed it
+        self.tuples = {name: value for name, value in tuples_before.items()
+                       if all(t.get(name) is value for t in tuples)}
         (body_block, body_env, body_ended), (else_block, else_env, else_ended) = results
         if body_ended and else_ended:
             self.emit(ast.If(test, body_block or [ast.Pass()], else_block))
@@ -463,6 +476,11 @@ class _Builder:
 
     def value(self, node):
         if not self.active_in(node):
+            if isinstance(node, ast.Name) and node.id in self.tuples:
+                return self.tuples[node.id]
+            constant = self.global_tuple(node)
+            if constant is not None:
+                return constant
             if isinstance(node, (ast.Tuple, ast.List)):
                 return Tup([self.value(item) for item in node.elts])
             if isinstance(node, ast.Constant):
@@ -496,6 +514,16 @@ class _Builder:
         if isinstance(node, ast.Call):
             return self.call(node)
         self.fail(node, f"a {type(node).__name__} expression that depends on y")
+
+    def global_tuple(self, node):
+        """A global (or closure) tuple of numbers, ``ZERO = (0.0, 0.0)``: its values."""
+        if not isinstance(node, ast.Name) or node.id in self.locals:
+            return None
+        value = self.names.get(node.id)
+        if isinstance(value, tuple) and all(
+                type(v) in (int, float) for v in value):
+            return Tup([Scalar(ast.Constant(v)) for v in value])
+        return None
 
     def scalar(self, node):
         value = self.value(node)

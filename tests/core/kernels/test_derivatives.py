@@ -15,8 +15,10 @@ from hapsira_core.jit import hjit
 from hapsira_core.kernels import derivatives
 from hapsira_core.kernels.derivatives import NotDifferentiable, SCALAR, transform
 
-pytestmark = pytest.mark.skipif(settings.TARGET == "cuda",
-                                reason="host targets: the compiled twins are called from Python")
+#: The compiled twins are called from Python on the host targets only (on cuda they are
+#: device functions, checked through kernels in tests/core/ivp/test_stm.py).
+host_only = pytest.mark.skipif(settings.TARGET == "cuda",
+                               reason="host targets: the compiled twins are called from Python")
 
 MU = 398600.4418
 J2, R = 1.08262668e-3, 6378.137
@@ -121,6 +123,7 @@ CASES = [
 ]
 
 
+@host_only
 @pytest.mark.parametrize("fun, y, p", CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_equals_central_differences(fun, y, p):
     p = np.array(p, dtype=float)
@@ -130,6 +133,7 @@ def test_equals_central_differences(fun, y, p):
     assert np.all(np.abs(J - fd) <= 1e-7 * scale + 1e-300), (J, fd)
 
 
+@host_only
 def test_van_der_pol_and_lotka_exactly_as_by_hand():
     mu = 2.5
     x, v = 1.3, -0.4
@@ -143,6 +147,7 @@ def test_van_der_pol_and_lotka_exactly_as_by_hand():
     np.testing.assert_allclose(J, [[a - b * w, -b * u], [d * w, -c + d * u]], rtol=1e-14, atol=0)
 
 
+@host_only
 def test_lorenz_exactly_as_by_hand():
     x, y, z = 1.0, 2.0, 25.0
     J = automatic(lorenz, (x, y, z), np.zeros(1))
@@ -150,6 +155,7 @@ def test_lorenz_exactly_as_by_hand():
                                    [y, x, -8.0 / 3.0]], rtol=1e-14, atol=0)
 
 
+@host_only
 def test_two_body_and_J2_of_the_library():
     """A cowell-form function calling the built-in hjit perturbations (differentiated
     through ``norm_and_inverse_cube`` and ``rsqrt``)."""
@@ -204,6 +210,7 @@ def test_what_it_cannot_differentiate_is_named():
         transform(computed_index.py_func, (None, (SCALAR,) * 2, None))
 
 
+@host_only
 def test_a_loop_that_does_not_touch_y_is_kept():
     p = np.array([1.0, 2.0, 3.5])
     np.testing.assert_array_equal(automatic(harmless_loop, (2.0, 3.0), p),
@@ -225,3 +232,26 @@ def test_the_transform_is_pure():
     """The transform lives below the jit floor (tests/core/test_architecture.py)."""
     names = set(vars(derivatives))
     assert "hjit" not in names and "numba" not in names
+
+
+ZERO = (0.0, 0.0)
+
+
+@hjit
+def switched(t, y, p):
+    """A helper's branches: one returns a tuple that does not depend on y."""
+    off = ZERO
+    if p[0] > 0.0:
+        return (y[1] * y[0], math.cos(y[1]))
+    none = (0.0, p[0])
+    if p[0] < -1.0:
+        return none
+    return off
+
+
+@host_only
+@pytest.mark.parametrize("switch", [1.0, -2.0, -0.5])
+def test_branches_that_return_constant_tuples(switch):
+    p = np.array([switch])
+    J = automatic(switched, (0.3, 0.7), p)
+    np.testing.assert_allclose(J, central(switched, (0.3, 0.7), p), rtol=1e-7, atol=1e-12)
