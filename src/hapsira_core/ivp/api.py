@@ -469,6 +469,8 @@ class ObjectResult:
             self.y_events.append(pick(states)[:min(kept, pick(states).shape[0])])
         self.message = STATUS_MESSAGES[self.status]
         self.success = self.status >= 0
+        if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
+            self.stm = pick(result.stm)
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

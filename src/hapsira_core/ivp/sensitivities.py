@@ -88,7 +88,14 @@ def state_size(fun):
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
                 and node.value.id == y and isinstance(node.targets[0], ast.Tuple)):
             guess = max(guess, len(node.targets[0].elts))
-    out = derivatives.transform(py, _state_spec(guess), _known()).out
+    try:
+        out = derivatives.transform(py, _state_spec(guess), _known()).out
+    except NotDifferentiable as error:
+        if "index" not in str(error) and "unpacking" not in str(error):
+            raise
+        raise NotDifferentiable(f"{_name(fun)}: its state size could not be read from how "
+                                f"it reads y (n = {guess} tried); pass n= to jacobian(): "
+                                f"{error}") from None
     n = len(out) if isinstance(out, tuple) else 1
     if n != guess:
         out = derivatives.transform(py, _state_spec(n), _known()).out

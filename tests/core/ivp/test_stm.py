@@ -66,7 +66,7 @@ def test_van_der_pol_stm_against_differences_and_the_same_steps():
     tight = dict(rtol=1e-11, atol=1e-12)
     res = solve_ivp(vdp, span, y0, t_eval=t_eval, params=[1.5], stm=True, **tight)
     plain = solve_ivp(vdp, span, y0, t_eval=t_eval, params=[1.5], **tight)
-    assert res.stm.shape == (2, 2, 2, 4)
+    assert res.stm.shape == (2, 2, 2, 4) and res[1].stm.shape == (2, 2, 4)
     np.testing.assert_array_equal(res.y, plain.y)
     np.testing.assert_array_equal(res.nsteps, plain.nsteps)
     if not SIMULATOR:

@@ -255,3 +255,19 @@ def test_branches_that_return_constant_tuples(switch):
     p = np.array([switch])
     J = automatic(switched, (0.3, 0.7), p)
     np.testing.assert_allclose(J, central(switched, (0.3, 0.7), p), rtol=1e-7, atol=1e-12)
+
+
+@hjit
+def through_helper(t, y, p):
+    return gravity(y, 1.0)
+
+
+@host_only
+def test_the_state_size_is_asked_for_where_it_cannot_be_read():
+    from hapsira_core.ivp import jacobian
+    with pytest.raises(NotDifferentiable, match="through_helper.*pass n="):
+        jacobian(through_helper)
+    y = (7000.0, 100.0, -500.0)
+    J = np.array(jacobian(through_helper, n=3)(0.0, y, np.zeros(1))).reshape(3, 3)
+    np.testing.assert_allclose(J, central(through_helper, y, np.zeros(1)), rtol=1e-7,
+                               atol=1e-7 * np.abs(J).max())
