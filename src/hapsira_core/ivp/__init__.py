@@ -23,6 +23,7 @@ from .layout import (  # noqa: F401
     TERMINATED,
 )
 from .methods import METHODS  # noqa: F401
+from .sensitivities import NotDifferentiable, jacobian  # noqa: F401
 
 # The public solve_ivp: numpy arrays to `.api.solve_ivp`, Dask arrays to the Dask front.
 from ..fronts import solve_ivp  # noqa: E402

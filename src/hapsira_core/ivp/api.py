@@ -299,7 +299,7 @@ def diagnosis(fun, events):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False, max_step=math.inf, first_step=None, args=None):
+              progress=False, max_step=math.inf, first_step=None, args=None, stm=False):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -347,6 +347,15 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         scipy's ``args``: numbers shared by all objects, appended to each object's
         params row (``p[P:]`` after ``P`` params columns; ``p[0:]`` without params),
         so ``fun(t, y, p)`` and the events read them there. New values never recompile.
+    stm : bool
+        Also integrate the state transition matrix ``Phi = d y(t) / d y0``
+        (the variational equations ``dPhi/dt = J(t, y) Phi``, ``Phi(t0) = I``,
+        with J the automatic Jacobian of ``fun``: `hapsira_core.ivp.jacobian`;
+        tuple form only): ``res.stm`` ``(N, n, n, M)``, ``res.stm[i, :, :, j]``
+        the matrix of object i at ``t[j]``. The error control takes the state
+        alone, so that the accepted steps and the states are those of the same
+        call without ``stm``. Events get ``y`` with the matrix after the state
+        (n + n * n numbers, an array).
 
     Returns
     -------
@@ -360,17 +369,39 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _times(t_span, t_eval)
     params_given = params
     params = checks.params(params, n_objects)
+    if not isinstance(stm, (bool, np.bool_)):
+        raise TypeError(f"stm: expected True or False, got {stm!r}")
     max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
     args = checks.extra_args(args)
     params = checks.with_args(params, checks.columns_given(params_given), args)
+    user_fun = fun
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
         extra_columns=len(args))
+    diagnose = diagnosis(fun, events)
+    if stm:
+        from . import sensitivities
+        sensitivities.value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
+        fun = sensitivities.variational(fun, user_fun, n)
+        y0 = sensitivities.augmented_states(y0, n)
+        # the matrix's tolerances are never read: its components take no part in the norm
+        rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
+        atol = np.concatenate([atol, np.full(n * n, atol[0])])
+        diagnose = functools.partial(_diagnose_state, diagnose, n)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
-                    max_steps, records, records, [fun] + [e.g for e in events],
-                    diagnosis(fun, events), progress, max_step=max_step,
+                    max_steps, records, records, [user_fun if stm else fun]
+                    + [e.g for e in events], diagnose, progress, max_step=max_step,
                     first_step=first_step, end_states=t_eval is None)
-    return IVPResult(times, raw, single)
+    matrices = sensitivities.split(raw, n, single) if stm else None
+    result = IVPResult(times, raw, single)
+    if stm:
+        result.stm = matrices
+    return result
+
+
+def _diagnose_state(diagnose, n, y0, params, t0):
+    """`diagnosis` of an augmented run (``stm=True``) on the state's n columns."""
+    diagnose(y0[:, :n], params, t0)
 
 
 class Statuses:
@@ -472,6 +503,8 @@ class ObjectResult:
             self.y_events.append(pick(states)[:min(kept, pick(states).shape[0])])
         self.message = STATUS_MESSAGES[self.status]
         self.success = self.status >= 0
+        if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
+            self.stm = pick(result.stm)
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

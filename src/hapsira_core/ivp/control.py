@@ -53,7 +53,7 @@ def make_initial_step(ops, rows, error_estimator_order, f):
     axpy, sub, error_scale, inverse, weighted_sum_squares, row = (
         ops.axpy, ops.sub, ops.error_scale, ops.inverse, ops.weighted_sum_squares, ops.row)
     W, Y1, F1 = rows.weight, rows.tmp, rows.tmp2
-    sqrt_n = math.sqrt(ops.n)
+    sqrt_n = math.sqrt(ops.n_err)  # the norm's components (all but an STM's)
     exponent = 1.0 / (error_estimator_order + 1)
 
     @hjit

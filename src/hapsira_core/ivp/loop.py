@@ -40,7 +40,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     memory (``work``: the step's stages where the dense output reuses them).
     """
     shape = fun_form(f) or "tuple"
-    ops = state_ops(n, shape)
+    # an augmented right-hand side (stm=True) says how many components its norm takes
+    ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
     method = methods.get(method_name)
     parts = method.build(ops, keep, f)
     rows = method.rows

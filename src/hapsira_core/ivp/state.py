@@ -123,14 +123,14 @@ def fill_row(a, j, value):
 
 def weighted_sum_squares(x, w):
     total = 0.0
-    for i in range(N):
+    for i in range(E):
         q = x[i] * w[i]
         total += q * q
     return total
 
 def scaled_sum_squares(x, s):
     total = 0.0
-    for i in range(N):
+    for i in range(E):
         q = x[i] / s[i]
         total += q * q
     return total
@@ -152,7 +152,7 @@ _NAMES = ("axpy", "sub", "scale", "copy", "row", "is_finite", "load", "store_row
 
 
 @functools.lru_cache(maxsize=None)
-def ops(n, shape="tuple"):
+def ops(n, shape="tuple", error_n=None):
     """The operations on n-component states of ``shape``, as ``hjit`` functions in a namespace.
 
     ``axpy(a, x, y, dst) = y + a x``, ``sub(x, y, dst)``, ``scale(a, x, dst)``,
@@ -163,6 +163,11 @@ def ops(n, shape="tuple"):
     after it. ``row(work, i)``: the destination row ``i`` of ``work`` (array shape;
     None for tuples, where ``dst`` is ignored). ``shape``, ``n`` and ``is_array``
     say which shape this is.
+
+    ``error_n`` (array shape): the sums of squares, and so the error norms, run over
+    the first ``error_n`` components only (``n_err``; all n by default): the state of
+    ``solve_ivp(..., stm=True)`` is followed by its transition matrix, which is
+    integrated on the state's steps without taking part in their control.
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"state dimension: expected a whole number of components >= 1, "
@@ -170,8 +175,13 @@ def ops(n, shape="tuple"):
     if shape not in SHAPES:
         raise ValueError(f"state shape: expected one of {SHAPES}, got {shape!r}")
     # generated functions belong to this module: numba imports it to reload a cached kernel
-    namespace = {"math": math, "__name__": __name__, "N": n}
-    compiled = {"n": n, "shape": shape, "is_array": shape == "array"}
+    error_n = n if error_n is None else error_n
+    if not (isinstance(error_n, int) and 1 <= error_n <= n) or (
+            shape == "tuple" and error_n != n):
+        raise ValueError(f"error_n: expected 1 to {n} (all n in the tuple shape), got "
+                         f"{error_n!r}")
+    namespace = {"math": math, "__name__": __name__, "N": n, "E": error_n}
+    compiled = {"n": n, "n_err": error_n, "shape": shape, "is_array": shape == "array"}
     if shape == "tuple":
         for name, source in _tuple_sources(n).items():
             exec(compile(source, f"<hapsira state ops n={n}: {name}>", "exec"), namespace)

@@ -61,7 +61,7 @@ class Method:
     def build(self, ops, keep, fun):
         """The method's functions for states of ``ops.n`` components and the
         right-hand side ``fun`` (built once)."""
-        key = (ops.n, ops.shape, keep, fun)
+        key = (ops.n, ops.n_err, ops.shape, keep, fun)
         if key not in self._built:
             parts = self._builder(self.tableau, ops, keep, fun, self.rows)
             parts.setdefault("error_exponent", self.error_exponent)

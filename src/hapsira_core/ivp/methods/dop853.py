@@ -65,6 +65,7 @@ _EXTRA = (13, 14, 15)
 def build(tableau, ops, keep, fun, rows):
     """The hjit functions of the `.base` contract for n = ``ops.n`` (either state shape)."""
     n = ops.n
+    n_err = ops.n_err  # the norm's components (all but an STM's)
     axpy, sub, scale, row = ops.axpy, ops.sub, ops.scale, ops.row
     error_scale, inverse, store_row = ops.error_scale, ops.inverse, ops.store_row
     weighted_sum_squares = ops.weighted_sum_squares
@@ -115,8 +116,8 @@ def build(tableau, ops, keep, fun, rows):
             w = scale(abs(h), w, row(work, W))
             e5 = weighted_sum_squares(err5, w)
             e3 = weighted_sum_squares(err3, w)
-            return e5 / math.sqrt((e5 + 0.01 * e3) * n)
-        return abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * n)
+            return e5 / math.sqrt((e5 + 0.01 * e3) * n_err)
+        return abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * n_err)
 
     if keep:
         @hjit

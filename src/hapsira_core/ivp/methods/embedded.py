@@ -25,7 +25,7 @@ def build(tableau, ops, keep, fun, P, rows):
     e_last = e[s]
     axpy, scale, error_scale, row = ops.axpy, ops.scale, ops.error_scale, ops.row
     scaled_sum_squares = ops.scaled_sum_squares
-    sqrt_n = math.sqrt(n)
+    sqrt_n = math.sqrt(ops.n_err)  # the norm's components (all but an STM's)
     name = tableau.name.lower()
     store_row = ops.store_row
     f = rhs(fun, ops.shape)

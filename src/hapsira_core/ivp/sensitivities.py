@@ -1,0 +1,197 @@
+"""Automatic Jacobians of ``solve_ivp``'s right-hand sides, compiled for the active target.
+
+`jacobian()` turns ``fun(t, y, p) -> tuple`` (the tuple form) into an `hjit`
+function ``jac(t, y, p)`` returning d fun / d y as a flat row-major tuple of
+n * n floats (``jac(t, y, p)[i * n + j] = d fun_i / d y_j``). The derivative
+code is made from ``fun``'s source by `hapsira_core.kernels.derivatives`
+(forward mode, straight-line: no finite differences, no tape), and helpers
+it calls are differentiated the same way, each compiled once (`factory`:
+the disk cache and Dask workers rebuild them from the recipe).
+"""
+
+import ast
+import inspect
+import linecache
+import math
+import textwrap
+
+from ..jit import hjit, rsqrt
+from ..kernels import derivatives
+from ..kernels.cache import factory
+from .state import fun_form
+
+NotDifferentiable = derivatives.NotDifferentiable
+
+__all__ = ["jacobian", "value_and_jacobian", "NotDifferentiable"]
+
+
+def _known():
+    return ((rsqrt, "rsqrt"), (getattr(rsqrt, "py_func", rsqrt), "rsqrt"))
+
+
+def _name(function):
+    return getattr(getattr(function, "py_func", function), "__qualname__", repr(function))
+
+
+@factory
+def derivative_twin(function, spec):
+    """``function``'s twin ``(same arguments) -> (value, J)``, J with respect to the
+    arguments ``spec`` marks active (`hapsira_core.kernels.derivatives.transform`),
+    compiled with `hjit`; helpers it calls get twins of their own, recursively."""
+    py = getattr(function, "py_func", function)
+    made = derivatives.transform(py, spec, _known())
+    namespace = derivatives.namespace(py)
+    namespace[derivatives.MATH] = math
+    for name, callee, callee_spec in made.calls:
+        namespace[name] = derivative_twin(callee, callee_spec)
+    source = made.source
+    linecache.cache[made.filename] = (len(source), None, source.splitlines(True), made.filename)
+    exec(compile(source, made.filename, "exec"), namespace)
+    twin = namespace[made.name]
+    twin.__module__ = py.__module__
+    twin.__qualname__ = f"{py.__qualname__}.<jacobian>"
+    compiled = hjit(twin)
+    compiled.hapsira_as_written = True  # its divisions are the derivative's, as written
+    compiled.hapsira_zeros = made.zeros
+    return compiled
+
+
+def _state_spec(n):
+    return (None, (derivatives.SCALAR,) * n, None)
+
+
+def _checked(fun):
+    form = fun_form(fun)
+    if form == "array":
+        raise NotDifferentiable(
+            f"{_name(fun)}: the array form fun(t, y, p, dydt) is not differentiated in this "
+            "version; write fun(t, y, p) -> tuple (n <= 16) or give the Jacobian by hand")
+    if form != "tuple":
+        raise NotDifferentiable(f"{_name(fun)}: expected fun(t, y, p) -> tuple of n floats")
+
+
+def state_size(fun):
+    """n for ``fun(t, y, p) -> tuple``: the length of the tuple it returns (read by
+    differentiating it once with a guess of n taken from how it reads ``y``)."""
+    py = getattr(fun, "py_func", fun)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(py))).body[0]
+    y = tree.args.args[1].arg
+    guess = 1
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and node.value.id == y):
+            index = node.slice
+            if isinstance(index, ast.Constant) and type(index.value) is int:
+                guess = max(guess, index.value + 1)
+            if isinstance(index, ast.Slice) and isinstance(index.upper, ast.Constant):
+                guess = max(guess, int(index.upper.value))
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                and node.value.id == y and isinstance(node.targets[0], ast.Tuple)):
+            guess = max(guess, len(node.targets[0].elts))
+    try:
+        out = derivatives.transform(py, _state_spec(guess), _known()).out
+    except NotDifferentiable as error:
+        if "index" not in str(error) and "unpacking" not in str(error):
+            raise
+        raise NotDifferentiable(f"{_name(fun)}: its state size could not be read from how "
+                                f"it reads y (n = {guess} tried); pass n= to jacobian(): "
+                                f"{error}") from None
+    n = len(out) if isinstance(out, tuple) else 1
+    if n != guess:
+        out = derivatives.transform(py, _state_spec(n), _known()).out
+        if (len(out) if isinstance(out, tuple) else 1) != n:
+            raise NotDifferentiable(f"{_name(fun)}: the state size could not be read from "
+                                    "its source; pass n= to jacobian()")
+    return n
+
+
+def value_and_jacobian(fun, n):
+    """``vj(t, y, p) -> (fun(t, y, p), J)``, an hjit function, J flat row-major n x n."""
+    _checked(fun)
+    return derivative_twin(fun, _state_spec(n))
+
+
+@factory
+def _jacobian(fun, n):
+    vj = derivative_twin(fun, _state_spec(n))
+
+    @hjit
+    def jac(t, y, p):
+        return vj(t, y, p)[1]
+
+    jac.hapsira_zeros = vj.hapsira_zeros
+    return jac
+
+
+def jacobian(fun, n=None):
+    """The Jacobian of ``fun(t, y, p) -> tuple`` (the tuple form of `solve_ivp`'s
+    right-hand side) with respect to ``y``, as an `hjit` function.
+
+    ``jac(t, y, p)`` returns the n x n Jacobian d fun / d y as a flat row-major
+    tuple: ``jac(t, y, p)[i * n + j]`` is d fun_i / d y_j. It is made from
+    ``fun``'s source (`hapsira_core.kernels.derivatives` says what is
+    differentiated: arithmetic, ``math``'s functions, tuples, if/else, calls of
+    other hjit functions); exact up to rounding, not finite differences. On
+    cpu and parallel it is callable from Python (``y`` a tuple, ``p`` a 1-D
+    array); on cuda it is a device function, called from other hjit code.
+    ``n``: the state size, read from the length of the tuple ``fun`` returns
+    where not given. Raises `NotDifferentiable` naming the construct, the
+    function and the line where the source cannot be differentiated.
+    """
+    _checked(fun)
+    if n is None:
+        n = state_size(fun)
+    return _jacobian(fun, int(n))
+
+
+@factory
+def variational(state_fun, fun, n):
+    """``aug(t, z, p, dz)``: the state and its transition matrix as one array-form
+    right-hand side of n + n * n components, ``z = (y, Phi)`` with ``Phi`` row-major:
+    ``dy/dt = state_fun(t, y, p)``, ``dPhi/dt = J(t, y) Phi`` with J the automatic
+    Jacobian of ``fun`` (the products written out, skipping the entries of J known
+    to be zero). ``state_fun`` is the function the solver calls without ``stm``
+    (``fun`` or its checked or reciprocal twin), so that the state's derivatives
+    are the same numbers. Its norm takes the state's n components only
+    (``hapsira_error_components``: `hapsira_core.ivp.state.ops`), so that the
+    accepted steps are those of the state alone."""
+    jac = _jacobian(fun, n)
+    zeros = jac.hapsira_zeros
+    state = ", ".join(f"z[{i}]" for i in range(n))
+    lines = ["def variational_equations(t, z, p, dz):",
+             f"    y = ({state},)",
+             "    f = fun(t, y, p)",
+             "    J = jac(t, y, p)"]
+    lines += [f"    dz[{i}] = f[{i}]" for i in range(n)]
+    for i in range(n):
+        for j in range(n):
+            terms = [f"J[{i * n + k}] * z[{n + k * n + j}]" for k in range(n)
+                     if i * n + k not in zeros]
+            lines.append(f"    dz[{n + i * n + j}] = {' + '.join(terms) or '0.0'}")
+    source = "\n".join(lines) + "\n"
+    filename = f"<hapsira variational equations of {_name(fun)}, n={n}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"fun": state_fun, "jac": jac, "__name__": __name__}
+    exec(compile(source, filename, "exec"), namespace)
+    made = hjit(namespace["variational_equations"])
+    made.hapsira_error_components = n
+    made.hapsira_as_written = True
+    made.hapsira_checked_twin = True  # writes dz at constant indices only
+    return made
+
+
+def augmented_states(y0, n):
+    """``(N, n + n * n)``: each state followed by the identity, row-major."""
+    import numpy as np
+    eye = np.broadcast_to(np.eye(n).ravel(), (y0.shape[0], n * n))
+    return np.ascontiguousarray(np.concatenate([y0, eye], axis=1))
+
+
+def split(raw, n, single):
+    """The kernel's rows of an augmented run as the state's (``raw`` changed in
+    place) and the STM, ``(N, n, n, M)`` (``(n, n, M)`` for one object)."""
+    full = raw["y"]
+    raw["y"] = full[..., :n]
+    raw["y_events"] = raw["y_events"][..., :n]
+    stm = full[..., n:].reshape(full.shape[0], full.shape[1], n, n).transpose(0, 2, 3, 1)
+    return stm[0] if single else stm
