@@ -48,6 +48,20 @@ _SQ = np.sqrt(np.arange(2 * MAX_DEGREE + 8, dtype=np.float64))
 _ISQ = np.concatenate(([0.0], 1.0 / _SQ[1:]))
 
 
+# One function reads each table: numba-cuda makes a copy of a global array in
+# constant memory at every place that reads it (21 reads of these tables took
+# 41 KB, and with EGM96's 40 KB the kernel did not link on an H100: "too much
+# global constant data, 0x14280 bytes, 0x10000 max"); through these, one copy each.
+@hjit
+def _sq(i):
+    return _SQ[i]
+
+
+@hjit
+def _isq(i):
+    return _ISQ[i]
+
+
 def pack(C, S):
     """Pack square arrays ``C[n, m]``, ``S[n, m]`` (fully normalised, n <= N) into
     the kernel's layout: ``[C_00, S_00, C_10, S_10, C_11, S_11, C_20, ...]``, the
@@ -135,13 +149,13 @@ def spherical_harmonics(x, y, z, k, R, cs, degree, order):
     ws = 0.0
     for j in range(M + 2):
         if j > 0:
-            f = 1.7320508075688772 if j == 1 else _SQ[2 * j + 1] * _ISQ[2 * j]
+            f = 1.7320508075688772 if j == 1 else _sq(2 * j + 1) * _isq(2 * j)
             vs, ws = f * (x0 * vs - y0 * ws), f * (x0 * ws + y0 * vs)
             if 3 <= j <= N + 1:  # V̄_jj: x, y of the sectorial (n, m) = (j - 1, j - 1)
                 row = (j - 1) * j
                 c = cs[row + 2 * j - 2]
                 sn = cs[row + 2 * j - 1]
-                fp = 0.5 * _SQ[2 * j - 1] * _ISQ[2 * j + 1] * _SQ[2 * j - 1] * _SQ[2 * j]
+                fp = 0.5 * _sq(2 * j - 1) * _isq(2 * j + 1) * _sq(2 * j - 1) * _sq(2 * j)
                 ax -= fp * (c * vs + sn * ws)
                 ay += fp * (sn * vs - c * ws)
         # down column j: V̄_kj for k = j + 1 .. N + 1 (V̄_{k-2,j} in v2, V̄_{k-1,j} in v1)
@@ -150,10 +164,10 @@ def spherical_harmonics(x, y, z, k, R, cs, degree, order):
         v1 = vs
         w1 = ws
         for kk in range(j + 1, N + 2):
-            s = _ISQ[kk - j] * _ISQ[kk + j] * _SQ[2 * kk + 1]
-            a = s * _SQ[2 * kk - 1] * z0
+            s = _isq(kk - j) * _isq(kk + j) * _sq(2 * kk + 1)
+            a = s * _sq(2 * kk - 1) * z0
             if kk > j + 1:
-                b = s * _SQ[kk + j - 1] * _SQ[kk - j - 1] * _ISQ[2 * kk - 3] * rho2
+                b = s * _sq(kk + j - 1) * _sq(kk - j - 1) * _isq(2 * kk - 3) * rho2
                 v = a * v1 - b * v2
                 w = a * w1 - b * w2
             else:
@@ -166,16 +180,16 @@ def spherical_harmonics(x, y, z, k, R, cs, degree, order):
             n = kk - 1  # V̄_{n+1, j} enters the acceleration of degree n
             if n < 2:
                 continue
-            g = _SQ[2 * kk - 1] * _ISQ[2 * kk + 1]
+            g = _sq(2 * kk - 1) * _isq(2 * kk + 1)
             row = n * (n + 1)
             if j <= M:  # z from order j
                 c = cs[row + 2 * j]
                 sn = cs[row + 2 * j + 1]
-                az -= g * _SQ[kk - j] * _SQ[kk + j] * (c * v + sn * w)
+                az -= g * _sq(kk - j) * _sq(kk + j) * (c * v + sn * w)
             if j >= 1:  # x, y from order j - 1 (its V̄_{n+1, m+1})
                 c = cs[row + 2 * j - 2]
                 sn = cs[row + 2 * j - 1]
-                fp = 0.5 * g * _SQ[kk + j - 1] * _SQ[kk + j]
+                fp = 0.5 * g * _sq(kk + j - 1) * _sq(kk + j)
                 if j == 1:
                     fp *= 1.4142135623730951
                 ax -= fp * (c * v + sn * w)
@@ -183,7 +197,7 @@ def spherical_harmonics(x, y, z, k, R, cs, degree, order):
             if j + 1 <= M and j + 1 <= n:  # x, y from order j + 1 (its V̄_{n+1, m-1})
                 c = cs[row + 2 * j + 2]
                 sn = cs[row + 2 * j + 3]
-                fm = 0.5 * g * _SQ[kk - j - 1] * _SQ[kk - j]
+                fm = 0.5 * g * _sq(kk - j - 1) * _sq(kk - j)
                 if j == 0:
                     fm *= 1.4142135623730951
                 ax += fm * (c * v + sn * w)

@@ -67,7 +67,9 @@ def test_callback_errors_are_short_without_debug(monkeypatch, case, debug):
         assert isinstance(error.__cause__, Exception) and "direct cause" in shown
         if not SIMULATED:  # the simulator's cause is Python's own unpacking error
             assert type(error.__cause__).__module__.startswith("numba")
-            assert "During:" in shown  # numba's dump is there
+            # numba's dump is there (numba-cuda's has no "During:" lines: seen on an H100)
+            cause = str(error.__cause__)
+            assert len(cause.splitlines()) > 3 and cause.strip().splitlines()[-1] in shown
         if numba_reason is not None:
             assert "numba says:\n" in str(error) and error.detail in str(error)
 
