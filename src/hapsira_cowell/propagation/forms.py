@@ -192,6 +192,9 @@ def check_units(k, r0=None, v0=None, stacklevel=4):
                           f"{float(k):.6g} km^3/s^2: it looks like a larger unit (AU, the "
                           f"body's radius?); hapsira_cowell expects km (or pass an astropy "
                           f"Quantity)", UnitsWarning, stacklevel=stacklevel)
+    if r0 is not None and v0 is not None and k is not None \
+            and abs(float(k) / K_EARTH - 1.0) < 0.01:
+        _earth_state_in_metres(float(k), _norms(r0), _norms(v0), stacklevel + 1)
     if v0 is not None:
         norms = _norms(v0)
         with np.errstate(invalid="ignore"):
@@ -201,6 +204,31 @@ def check_units(k, r0=None, v0=None, stacklevel=4):
                           f": |v| = {norms[fast][0]:.4g} km/s), faster than any orbit in the "
                           f"solar system: it looks like m/s; hapsira_cowell expects km/s (or "
                           f"pass an astropy Quantity)", UnitsWarning, stacklevel=stacklevel)
+
+
+#: Beyond this distance from the Earth (km; twice its Hill sphere, about 1.5e6 km)
+#: an Earth-centred state ten times faster than escape is a LEO-like state in metres.
+EARTH_METRES_R = 3e6
+
+
+def _earth_state_in_metres(k, r, v, stacklevel):
+    """Positions in metres with velocities in km/s about the Earth: 6.8e6 "km" at 7.5
+    km/s is far outside the Earth's sphere of influence and 22 times its escape
+    speed there, a state no Earth-centred propagation has (an interplanetary
+    departure that far out is propagated about the Sun)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        escape = np.sqrt(2.0 * k / r)
+        # (objects the other checks name already are left to them)
+        suspect = ((r > EARTH_METRES_R) & (r <= plausible_radii(k)[1]) & (v > 10.0 * escape)
+                   & (v <= SPEED_MAX))
+    if suspect.any():
+        i = int(np.flatnonzero(suspect)[0])
+        warnings.warn(_objects("r0", suspect, r.size, f"farther than {EARTH_METRES_R:.0e} km "
+                               "from the Earth and over ten times the escape speed there") +
+                      f": |r| = {r[i]:.4g} km at |v| = {v[i]:.4g} km/s, {v[i] / escape[i]:.0f} "
+                      f"times the escape speed): it looks like r0 in metres with v0 in km/s; "
+                      f"hapsira_cowell expects km (or pass astropy Quantities)", UnitsWarning,
+                      stacklevel=stacklevel)
 
 
 def warn_if_all_failed(status, stacklevel=4):

@@ -131,3 +131,14 @@ def test_one_object_that_survives_or_bad_initial_states_give_no_hint():
     # NaN states: status -3 explains itself
     messages, res = units_warnings(K_EARTH, np.full((2, 3), np.nan), V0, TOFS)
     assert list(res.status) == [-3, -3] and messages == []
+
+
+def test_earth_positions_in_metres_with_velocities_in_km_per_s_warn():
+    # a LEO state with r0 in metres: 7e6 "km" at 7.5 km/s (22 times escape there)
+    messages, res = units_warnings(K_EARTH, R0 * 1e3, V0, TOFS)
+    assert (res.status == 0).all()          # it integrates: only the warning tells
+    assert any("r0" in m and "metres" in m and "escape" in m for m in messages), messages
+    # a real hyperbolic departure at lunar distance, and a state beyond the Hill sphere at
+    # a few times escape, stay quiet
+    quiet(K_EARTH, np.array([[384400.0, 0.0, 0.0]]), np.array([[0.0, 3.0, 0.0]]), TOFS)
+    quiet(K_EARTH, np.array([[4e6, 0.0, 0.0]]), np.array([[0.0, 1.5, 0.0]]), TOFS)
