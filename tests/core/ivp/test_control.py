@@ -9,7 +9,12 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 from hapsira_core.ivp import STEP_TOO_SMALL, solve_ivp
 from hapsira_core.ivp import build
 from hapsira_core.jit import hjit
+from hapsira_core import settings
 from hapsira_core.targets import active
+
+#: A real GPU contracts a * b + c into fused multiply-adds: last-bit differences may
+#: move one accept/reject decision (the simulator and the host do not fuse).
+FMA = settings.TARGET == "cuda" and not settings.cuda_simulator_enabled()
 
 METHODS = ("DOP853", "RK45", "RK23")
 
@@ -37,14 +42,16 @@ def assert_as_scipy(res, t_span, method, t_eval=None, **options):
         assert obj.status == ref.status, obj.message
         if ref.status != 0:
             continue
-        if t_eval is None or active.KEEP_STAGES:
+        if FMA:  # one accept/reject decision may move: one step's evaluations
+            assert abs(int(obj.nfev) - ref.nfev) <= 16
+        elif t_eval is None or active.KEEP_STAGES:
             assert obj.nfev == ref.nfev
         else:  # the GPU's tuple form evaluates a step's stages again for its interpolant
             assert obj.nfev >= ref.nfev
         # the same steps; states apart by rounding, amplified at loose tolerances
         close = max(1e-11, 1e-5 * options.get("rtol", 1e-3))
         if t_eval is None:
-            assert obj.nsteps == len(ref.t) - 1
+            assert abs(int(obj.nsteps) - (len(ref.t) - 1)) <= (1 if FMA else 0)
             np.testing.assert_allclose(obj.y[:, -1], ref.y[:, -1], rtol=close, atol=close)
         else:
             np.testing.assert_allclose(obj.y, ref.y, rtol=close, atol=close)

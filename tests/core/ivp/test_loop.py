@@ -14,7 +14,12 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core.ivp import solve_ivp
 from hapsira_core.jit import hjit
+from hapsira_core import settings
 from hapsira_core.targets import active
+
+#: A real GPU contracts a * b + c into fused multiply-adds: last-bit differences may
+#: move one accept/reject decision (the simulator and the host do not fuse).
+FMA = settings.TARGET == "cuda" and not settings.cuda_simulator_enabled()
 
 METHODS = ("DOP853", "RK45", "RK23")
 
@@ -76,7 +81,9 @@ def test_nfev_njev_nlu_equal_scipys_default_and_explicit_t_eval(name, method, si
                 assert (obj.njev, obj.nlu) == (ref.njev, ref.nlu) == (0, 0), where
                 # the GPU's tuple form evaluates a step's stages again for an interpolant
                 # (KEEP_STAGES False): more evaluations, the same steps and numbers
-                if active.KEEP_STAGES or (label == "default" and method == "DOP853"):
+                if FMA:  # one accept/reject decision may move: one step's evaluations
+                    assert abs(int(obj.nfev) - ref.nfev) <= 16, where
+                elif active.KEEP_STAGES or (label == "default" and method == "DOP853"):
                     assert obj.nfev == ref.nfev, where
                 else:
                     assert obj.nfev >= ref.nfev, where
@@ -86,7 +93,7 @@ def test_nfev_njev_nlu_equal_scipys_default_and_explicit_t_eval(name, method, si
                 close = max(1e-10, 1e-5 * rtol)
                 scale = close * np.abs(ref.y).max()
                 if label == "default":
-                    assert obj.nsteps == len(ref.t) - 1, where
+                    assert abs(int(obj.nsteps) - (len(ref.t) - 1)) <= (1 if FMA else 0), where
                     # scipy's default output is the last step's state: ours too
                     np.testing.assert_allclose(obj.y[:, -1], ref.y[:, -1], rtol=close,
                                                atol=scale, err_msg=where)
