@@ -464,6 +464,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     _require_dask()
     from ..ivp import api, checks
     from ..ivp.layout import INFO
+    checks.refuse_per_object_times(t_span, t_eval, "Dask")
     if is_dask_array(y0):
         y0, single = dask_rows(y0, "y0")
     else:

@@ -123,6 +123,10 @@ class Problem:
     choice): scipy's, checked (`checks.step_sizes`); ``end_states``: an output time
     at a step's end takes the step's end state (the default ``t_eval``; see
     `layout.ICONF`). These three are data: new values never recompile.
+    ``t_eval``: ``(M,)`` shared by all objects or ``(N, M)``, one row per object
+    (trailing NaN: no output there); kept as ``(1 or N, M)``. With `run`'s ``t0``
+    and ``tf`` (numbers or ``(N,)`` arrays) these are data too: the kernel takes
+    them as per-object rows, a shared one broadcast.
     """
 
     def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
@@ -132,7 +136,7 @@ class Problem:
         self.events = tuple(events)
         self.n_events = len(self.events)
         self.slots = max(self.n_events, 1)  # at least one slot: zero-size rows upset gufuncs
-        self.t_eval = t_eval
+        self.t_eval = t_eval if t_eval.ndim == 2 else t_eval[None, :]
         self.records = records
         self.y_records = y_records if self.n_events else 0
         self.max_steps = max_steps
@@ -146,7 +150,9 @@ class Problem:
                                    self.y_records > 0)
 
     def shared_inputs(self, t0, tf, rtol, atol):
-        """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays."""
+        """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays;
+        ``t_eval`` ``(1 or N, M)``, ``conf`` ``(1, nc)``, or ``(N, nc)`` where ``t0`` or
+        ``tf`` is an ``(N,)`` array (per-object spans)."""
         width = max([len(e.constants) for e in self.events] + [1])
         ev_direction = np.zeros(self.slots)
         ev_max = np.zeros(self.slots, dtype=np.int64)
@@ -155,8 +161,13 @@ class Problem:
             ev_direction[index] = event.direction
             ev_max[index] = event.max_occurrences
             ev_consts[index, : len(event.constants)] = event.constants
-        conf = config_row(self.n).pack(t0=t0, tf=tf, rtol=rtol, atol=atol,
-                                       max_step=self.max_step, first_step=self.first_step)
+        layout = config_row(self.n)
+        conf = layout.pack(t0=0.0, tf=0.0, rtol=rtol, atol=atol, max_step=self.max_step,
+                           first_step=self.first_step)
+        objects = max(np.size(t0), np.size(tf))
+        conf = np.repeat(conf[None, :], objects, axis=0)
+        conf[:, layout.t0] = t0
+        conf[:, layout.tf] = tf
         iconf = ICONF.pack(max_steps=self.max_steps, n_events=self.n_events,
                            y_event_records=self.y_records, end_states=int(self.end_states))
         return self.t_eval, conf, iconf, ev_direction, ev_max, ev_consts
@@ -167,7 +178,7 @@ class Problem:
         # without events the kernel still gets one slot; keep it one number wide
         records = max(self.records, 1) if self.n_events else 1
         return {
-            "y": ((n_objects, self.t_eval.size, n), np.float64),
+            "y": ((n_objects, self.t_eval.shape[-1], n), np.float64),
             "info": ((n_objects, INFO.size), np.int64),
             "t_events": ((n_objects, slots, records), np.float64),
             "y_events": ((n_objects, slots, max(self.y_records, 1), n), np.float64),
@@ -187,8 +198,9 @@ class Problem:
         try:
             for start in range(0, max(n_objects, 1), chunk):
                 stop = min(start + chunk, n_objects)
-                build.run(self.kernel, (_rows(y0, start, stop), t_eval,
-                                        _rows(params, start, stop), *rows,
+                build.run(self.kernel, (_rows(y0, start, stop), _rows(t_eval, start, stop),
+                                        _rows(params, start, stop),
+                                        _rows(rows[0], start, stop), *rows[1:],
                                         *(out[start:stop] for out in outputs.values())),
                           self.user_functions, diagnose, sample)
                 bar.update(stop - start)
@@ -213,22 +225,24 @@ class Problem:
         every object's numbers are the same as in one call (objects are independent).
         """
         shapes = self.output_shapes(y0.shape[0])
-        memory.check(shapes, y0.shape[0], self.t_eval.size)
+        memory.check(shapes, y0.shape[0], self.t_eval.shape[-1])
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
         diagnose = None
         on_host = isinstance(y0, np.ndarray) or (
             isinstance(y0, Columns) and all(isinstance(b, np.ndarray) for b in y0.blocks))
         if self.diagnose is not None and on_host and len(y0):
+            first_t0 = float(np.ravel(t0)[0])
+
             def diagnose():
-                self.diagnose(np.asarray(y0[:1]), params, t0)
+                self.diagnose(np.asarray(y0[:1]), params, first_t0)
         # Every path of the loop writes a status: one left at ABORTED means the object's
         # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
         # gufunc dropped the exception, as it does outside a thread's first object.
         outputs["info"][:, INFO.status] = ABORTED
         sample = None
         if on_host and len(y0):
-            sample = (t0, np.array(np.asarray(y0[:1])[0], dtype=np.float64),
+            sample = (float(np.ravel(t0)[0]), np.array(np.asarray(y0[:1])[0], dtype=np.float64),
                       np.array(params[0], dtype=np.float64))
         if progress:
             self._run_chunks(y0, params, t_eval, rows, outputs, diagnose, sample)
@@ -249,7 +263,8 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
               max_step=math.inf, first_step=None, end_states=False):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
-    ``y0`` ``(N, n)``, ``t_eval`` ``(M,)``, ``rtol``/``atol`` ``(n,)``,
+    ``y0`` ``(N, n)``, ``t0``/``tf`` numbers or ``(N,)``, ``t_eval`` ``(M,)`` or
+    ``(N, M)``, ``rtol``/``atol`` ``(n,)``,
     ``params`` ``(1 or N, P)``; see `Problem` for the rest (``max_step``,
     ``first_step``, ``end_states`` too). Returns
     ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events`` ``(N, E, C)``,
@@ -261,21 +276,15 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
-def _times(t_span, t_eval):
-    t0, tf = checks.time_span(t_span)
-    if t_eval is None:
-        return t0, tf, np.array([tf])
-    times = checks.real_array(t_eval, "t_eval")
-    times = np.atleast_1d(times)
-    if times.ndim != 1 or times.size == 0:
-        raise ValueError(f"t_eval: expected a non-empty 1-D array, got shape {times.shape}")
-    low, high = min(t0, tf), max(t0, tf)
-    if not np.all(np.isfinite(times)) or times.min() < low or times.max() > high:
-        raise ValueError(f"t_eval: expected times within t_span [{t0}, {tf}]")
-    direction = 1.0 if tf >= t0 else -1.0
-    if np.any(direction * np.diff(times) < 0):
-        raise ValueError("t_eval: expected times sorted in the direction of integration")
-    return t0, tf, times
+def _times(t_span, t_eval, n_objects=None):
+    """``(t0, tf, t_eval)`` checked (`checks.time_spans`, `checks.output_times`): numbers
+    and ``(M,)``, or with ``n_objects`` per-object ``(N,)`` spans and ``(N, M)`` rows.
+    Without ``n_objects`` (the JAX and Dask fronts) per-object times are refused."""
+    if n_objects is None:
+        checks.refuse_per_object_times(t_span, t_eval, "JAX or Dask")
+        n_objects = 1
+    t0, tf = checks.time_spans(t_span, n_objects)
+    return t0, tf, checks.output_times(t_eval, t0, tf, n_objects)
 
 
 def _diagnose(fun, events, y0, params, t0):
@@ -311,15 +320,24 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         array; any n, compiled in the same time whatever n is); ``p`` the
         object's params row. The form chooses the state's shape (`.state`).
     t_span : (t0, tf)
-        Shared by all objects; ``tf < t0`` integrates backward.
+        Shared by all objects; ``tf < t0`` integrates backward. Or per object:
+        ``t0`` and ``tf`` arrays of shape ``(N,)`` (a number beside an array is
+        shared), each object integrated over its own span, in its own direction;
+        ``t0 == tf`` gives that object its initial state. NaN and infinite
+        times are refused up front (naming the object). Data: new spans never
+        recompile.
     y0 : array_like, (n,) or (N, n)
         Initial states (any n >= 1; above ``TUPLE_MAX_N`` with the array form of ``fun``).
     method : "DOP853", "RK45" or "RK23"
         scipy's explicit methods, with scipy's error estimate, step-size
         control, first step and dense output.
-    t_eval : array_like, (M,), optional
+    t_eval : array_like, (M,) or (N, M), optional
         Output times within ``t_span``, sorted in the direction of
-        integration; default ``[tf]``.
+        integration; default ``[tf]`` (with per-object spans, each object's
+        own ``tf``: ``t`` of shape ``(N, 1)``). ``(N, M)``: one row per object,
+        within its own span and sorted in its own direction; a row shorter
+        than M is padded with trailing NaN (its states there are NaN, and
+        ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
     rtol, atol : float or (n,)
         Tolerances as in scipy (rtol below 100 eps is raised to it, with a
         warning).
@@ -366,7 +384,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     progress = check_progress(progress)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = _times(t_span, t_eval)
+    t0, tf, times = _times(t_span, t_eval, n_objects)
     params_given = params
     params = checks.params(params, n_objects)
     if not isinstance(stm, (bool, np.bool_)):
@@ -432,7 +450,8 @@ class Statuses:
 class IVPResult(Statuses):
     """What `solve_ivp()` returns, for N objects.
 
-    ``t`` ``(M,)``; ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
+    ``t`` ``(M,)``, or ``(N, M)`` with per-object output times or spans
+    (``res.t[i]`` object i's times, trailing NaN as given); ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
     ``sol.y``), NaN after a terminal event or a failure; ``status`` ``(N,)``
     (`STATUS_MESSAGES`); ``t_events`` per event
     ``(N, C)`` and ``y_events`` per event ``(N, C, n)``, NaN-padded;
@@ -444,7 +463,7 @@ class IVPResult(Statuses):
 
     def __init__(self, t, raw, single=False):
         info = raw["info"]
-        self.t = t
+        self.t = t[0] if single and t.ndim == 2 else t
         #: states as written by the kernel, ``(N, M, n)``
         self.y_rows = raw["y"]
         self.y = raw["y"].transpose(0, 2, 1)
@@ -486,8 +505,11 @@ class ObjectResult:
 
     def __init__(self, result, i):
         pick = (lambda a: a) if i is None else (lambda a: a[i])
-        self.t = result.t
+        self.t = result.t if result.t.ndim == 1 else pick(result.t)
         self.y = pick(result.y)
+        if self.t.ndim == 1 and np.isnan(self.t[-1]):  # an (N, M) row's NaN padding
+            kept = int(np.count_nonzero(~np.isnan(self.t)))
+            self.t, self.y = self.t[:kept], self.y[..., :kept]
         self.status = int(pick(result.status))
         self.nfev = int(pick(result.nfev))
         self.nsteps = int(pick(result.nsteps))
@@ -504,7 +526,7 @@ class ObjectResult:
         self.message = STATUS_MESSAGES[self.status]
         self.success = self.status >= 0
         if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
-            self.stm = pick(result.stm)
+            self.stm = pick(result.stm)[..., :self.t.shape[-1]]
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

@@ -24,6 +24,9 @@ KERNELS = {}
 def arguments(events=True, event_states=True):
     """The kernel's array arguments, in the order the loop takes them.
 
+    ``t_eval`` and ``conf`` (which holds t0 and tf) are per-object arguments,
+    given with one row where all objects share them (broadcast, as ``params``):
+    per-object spans and output times are data, never a new kernel.
     What a kernel never fills is working memory, which a GPU never copies
     back: the event rows of a kernel without events (16 MB per 10^6
     objects), ``y_events`` without ``event_states`` (48 MB for 6 components).
@@ -31,9 +34,9 @@ def arguments(events=True, event_states=True):
     f64, i64 = np.float64, np.int64
     return (
         Arg("y0", f64, ("n",)),
-        Arg("t_eval", f64, ("m",), per_object=False),
+        Arg("t_eval", f64, ("m",)),  # (1, M) shared, (N, M) per object
         Arg("params", f64, ("np",)),
-        Arg("conf", f64, ("nc",), per_object=False),
+        Arg("conf", f64, ("nc",)),  # (1, nc) shared; (N, nc) with per-object spans
         Arg("iconf", i64, ("ni",), per_object=False),
         Arg("ev_direction", f64, ("e",), per_object=False),
         Arg("ev_max", i64, ("e",), per_object=False),

@@ -219,9 +219,11 @@ def step_sizes(max_step, first_step, t0=None, tf=None):
     first = _real_scalar(first_step, "first_step", "a positive number or None")
     if not (first > 0.0 and math.isfinite(first)):
         raise ValueError(f"first_step: must be positive (as in scipy), got {first!r}")
-    if t0 is not None and tf is not None and first > abs(tf - t0):
+    if t0 is not None and tf is not None and first > np.min(np.abs(np.subtract(tf, t0))):
+        # per-object spans: the shortest, as scipy refuses it for that object
         raise ValueError(f"first_step: exceeds the time span: {first!r} > |tf - t0| = "
-                         f"{abs(tf - t0)!r} (scipy: `first_step` exceeds bounds)")
+                         f"{float(np.min(np.abs(np.subtract(tf, t0))))!r} (scipy: `first_step` "
+                         "exceeds bounds)")
     return max_step, first
 
 
@@ -294,6 +296,117 @@ def time_span(t_span):
     if not all(np.isfinite(times)):
         raise ValueError(f"t_span: expected finite times, got {t_span!r}")
     return times[0], times[1]
+
+
+#: Said where a front other than numpy's is given per-object times.
+NUMPY_FRONT_ONLY = ("are taken by the numpy front only for now (hapsira_core.ivp.solve_ivp "
+                    "with numpy arrays); give one (t0, tf) and one (M,) t_eval here, or "
+                    "call the numpy front per batch")
+
+
+def per_object_times(t_span, t_eval):
+    """Whether ``t_span`` holds an array (per-object spans) or ``t_eval`` is 2-D:
+    read from shapes only (traced JAX values too)."""
+    if t_eval is not None and np.ndim(t_eval) == 2:
+        return True
+    if isinstance(t_span, (str, bytes)):
+        return False
+    try:
+        items = list(t_span)
+    except TypeError:
+        return False
+    return len(items) == 2 and any(np.ndim(item) >= 1 for item in items)
+
+
+def refuse_per_object_times(t_span, t_eval, front):
+    """A ValueError naming the argument where ``front`` (its name) gets per-object
+    spans or output times (`per_object_times`), which only the numpy front takes."""
+    if t_eval is not None and np.ndim(t_eval) == 2:
+        raise ValueError(f"t_eval: per-object output times (N, M) {NUMPY_FRONT_ONLY} "
+                         f"(the {front} front)")
+    if per_object_times(t_span, None):
+        raise ValueError(f"t_span: per-object spans ((N,) arrays of t0 and tf) "
+                         f"{NUMPY_FRONT_ONLY} (the {front} front)")
+
+
+def time_spans(t_span, n_objects):
+    """``(t0, tf)``: two floats (`time_span`) or, where either is an array, two
+    ``(N,)`` float arrays, one start and end per object (a number with an
+    array: shared by all objects). NaN and infinite times are refused (with
+    the first such object's index); ``t0 == tf`` is allowed per object (its
+    initial state is the answer), and directions may differ between objects
+    (the loop reads each object's own)."""
+    if not per_object_times(t_span, None):
+        return time_span(t_span)
+    what = f"two real numbers (t0, tf) or two arrays of shape ({n_objects},)"
+    items = [real_array(item, "t_span", what) for item in list(t_span)]
+    for item in items:
+        if item.ndim > 1 or (item.ndim == 1 and item.shape[0] != n_objects):
+            raise ValueError(f"t_span: expected {what} (one t0 and one tf per object), got "
+                             f"shapes {items[0].shape} and {items[1].shape}")
+    t0, tf = (np.ascontiguousarray(np.broadcast_to(item, (n_objects,))) for item in items)
+    bad = ~(np.isfinite(t0) & np.isfinite(tf))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"t_span: expected finite times, got t0 = {t0[i]!r}, tf = {tf[i]!r} "
+                         f"for object {i} ({int(bad.sum())} objects with NaN or infinite "
+                         "times)")
+    return t0, tf
+
+
+def output_times(t_eval, t0, tf, n_objects):
+    """``t_eval`` checked against the spans (`time_spans`): ``(M,)`` for all objects,
+    or ``(N, M)``, one row per object: each row's times inside its object's span,
+    sorted in its direction (ties allowed), trailing NaN padding allowed (no output
+    there). Errors name the argument and the first object at fault. None:
+    the end of each span, ``[tf]`` or ``(N, 1)``."""
+    per_object_span = np.ndim(t0) == 1
+    if t_eval is None:
+        return tf[:, None].copy() if per_object_span else np.array([tf])
+    times = np.atleast_1d(real_array(t_eval, "t_eval"))
+    if times.ndim == 1:
+        if times.size == 0:
+            raise ValueError(f"t_eval: expected a non-empty 1-D array, got shape {times.shape}")
+        if not per_object_span:
+            low, high = min(t0, tf), max(t0, tf)
+            if not np.all(np.isfinite(times)) or times.min() < low or times.max() > high:
+                raise ValueError(f"t_eval: expected times within t_span [{t0}, {tf}]")
+            direction = 1.0 if tf >= t0 else -1.0
+            if np.any(direction * np.diff(times) < 0):
+                raise ValueError("t_eval: expected times sorted in the direction of "
+                                 "integration")
+            return times
+        if not np.all(np.isfinite(times)):
+            raise ValueError("t_eval: expected finite times (NaN padding is for (N, M) rows)")
+        rows = np.broadcast_to(times, (n_objects, times.size))
+    elif times.ndim == 2:
+        if times.shape[0] != n_objects or times.shape[1] == 0:
+            raise ValueError(f"t_eval: expected shape (M,) or ({n_objects}, M) with M >= 1 "
+                             f"(one row per object), got {times.shape}")
+        rows = times
+    else:
+        raise ValueError(f"t_eval: expected shape (M,) or ({n_objects}, M), got {times.shape}")
+    t0s = np.broadcast_to(t0, (n_objects,))
+    tfs = np.broadcast_to(tf, (n_objects,))
+
+    def refuse(mask, what):
+        if mask.any():
+            i = int(np.argmax(mask))
+            raise ValueError(f"t_eval: {what} (object {i}: t_span [{t0s[i]!r}, {tfs[i]!r}], "
+                             f"times {rows[i]!r}; {int(mask.sum())} objects in all)")
+
+    nan = np.isnan(rows)
+    refuse(np.isinf(rows).any(axis=1), "expected finite times or trailing NaN padding")
+    refuse((nan[:, :-1] & ~nan[:, 1:]).any(axis=1),
+           "expected NaN only as trailing padding of a row")
+    low, high = np.minimum(t0s, tfs)[:, None], np.maximum(t0s, tfs)[:, None]
+    with np.errstate(invalid="ignore"):
+        refuse(((rows < low) | (rows > high)).any(axis=1),
+               "expected each object's times within its own t_span")
+        direction = np.where(tfs >= t0s, 1.0, -1.0)[:, None]
+        refuse((direction * np.diff(rows, axis=1) < 0).any(axis=1),
+               "expected each row sorted in its object's direction of integration")
+    return times
 
 
 def event_list(events, kind):

@@ -195,7 +195,10 @@ def test_solve_ivp_events_of_the_wrong_kind_name_themselves():
     ((0.0, 1.0, 2.0), r"t_span: expected two real numbers \(t0, tf\), got 3 values"),
     (("0", "1"), r"t_span: expected two real numbers \(t0, tf\), got text"),
     ((0.0, 1j), r"t_span: expected two real numbers \(t0, tf\), got complex"),
-    ((0.0, [1.0, 2.0]), r"t_span: expected two real numbers \(t0, tf\), got an element"),
+    # arrays are per-object spans now: an (M,) one of another length than N is told so
+    ((0.0, [1.0, 2.0]), r"t_span: expected two real numbers \(t0, tf\) or two arrays of "
+                        r"shape \(1,\) \(one t0 and one tf per object\), got shapes \(\) and "
+                        r"\(2,\)"),
     ((0.0, math.nan), r"t_span: expected finite times, got \(0.0, nan\)"),
     ((0.0, math.inf), r"t_span: expected finite times"),
     (5.0, r"t_span: expected two real numbers \(t0, tf\), got float 5.0"),

@@ -123,6 +123,7 @@ def _states(y0):
 
 def _span(t_span, t_eval):
     """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does."""
+    checks.refuse_per_object_times(t_span, t_eval, "JAX")
     if isinstance(t_span, (str, bytes)):
         checks.time_span(t_span)  # refused with the numpy call's message
     try:
@@ -168,7 +169,7 @@ def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"
     else:  # a traced time span: the row's other numbers are known, set t0, tf in the program
         t_eval, conf, *rows = problem.shared_inputs(0.0, 0.0, rtol, atol)
         layout = config_row(problem.n)
-        conf = jnp.asarray(conf).at[layout.t0].set(t0).at[layout.tf].set(tf)
+        conf = jnp.asarray(conf).at[:, layout.t0].set(t0).at[:, layout.tf].set(tf)
     n_objects = y0.shape[0]
     shapes = problem.output_shapes(n_objects)
     try:
