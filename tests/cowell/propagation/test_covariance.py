@@ -60,7 +60,7 @@ def whitened_statistic(sample_P, linear_P, clones):
     deviation about 13 (21 distinct entries, each of variance 8 after scaling). In 3000
     numpy trials of 6-dimensional normal samples its largest value was 132 (n = 100) and
     111 (n = 2000): 150 is beyond 99.99 % for every n used here, and a wrong
-    covariance (P0 itself, or Phi^T P0 Phi) gives thousands."""
+    covariance (P0 itself, or Phi^T P0 Phi) gives far more."""
     L = np.linalg.cholesky(linear_P)
     W = np.linalg.solve(L, np.linalg.solve(L, sample_P).T)
     return (clones - 1) * ((W - np.eye(6)) ** 2).sum()
@@ -78,8 +78,9 @@ def test_sampled_covariance_matches_the_linear_one_over_one_orbit():
     for i in range(2):
         for j in range(TOFS.size):
             assert whitened_statistic(sampled[i, j], linear[i, j], clones) < 150, (i, j)
-        # not vacuous: the initial covariance is far from the propagated clouds
-        assert whitened_statistic(sampled[i, -1], P0, clones) > 1e3
+        # not vacuous: the initial covariance is far from the propagated clouds (1e8 and
+        # more after one orbit; over the simulator's 600 s, 400 and more)
+        assert whitened_statistic(sampled[i, -1], P0, clones) > 2 * 150
 
 
 def test_sample_is_seeded_object_major_and_takes_quantities():

@@ -109,14 +109,21 @@ def test_states_and_steps_identical_with_and_without_stm():
     kwargs = dict(f=j2, events=[event])
     plain = cowell(K, r0, v0, TOFS, **kwargs)
     both = cowell(K, r0, v0, TOFS, stm=True, **kwargs)
-    for name in ("rr", "vv", "status", "nsteps", "nfev", "n_events"):
+    for name in ("rr", "vv", "status", "nsteps", "n_events"):
         np.testing.assert_array_equal(getattr(both, name), getattr(plain, name), err_msg=name)
+    if not SIMULATOR:
+        # on cuda the tuple shape evaluates the stages again for its dense output, the
+        # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
+        np.testing.assert_array_equal(both.nfev, plain.nfev)
     np.testing.assert_array_equal(both.t_events[0], plain.t_events[0])
     assert plain.stm is None
     # NaN exactly where the states are NaN
     np.testing.assert_array_equal(np.isnan(both.stm).all(axis=(2, 3)), np.isnan(both.rr[..., 0]))
 
 
+# the CUDA simulator runs kernels as Python on numpy scalars, which warn where r = 0
+# makes inf * 0 (the compiled targets give the same NaN silently)
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_a_bad_object_fails_alone():
     r0 = np.concatenate([R0[:1], [[0.0, 0.0, 0.0]], R0[1:]])
     v0 = np.concatenate([V0[:1], [[1.0, 0.0, 0.0]], V0[1:]])
