@@ -167,3 +167,15 @@ def test_jax_front_refuses_stm():
 
     with pytest.raises(NotImplementedError, match="stm.*numpy front only.*JAX"):
         jax_cowell(K, R0, V0, TOFS, stm=True)
+
+
+@pytest.mark.skipif(settings.TARGET != "cuda", reason="device arrays exist on the cuda target only")
+def test_device_arrays_with_stm(monkeypatch):
+    """Device states beside the host identity block (`Columns` joins them by chunk)."""
+    from numba import cuda
+
+    host = cowell(K, R0, V0, TOFS, stm=True)
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 1)
+    res = cowell(K, cuda.to_device(R0), cuda.to_device(V0), TOFS, stm=True)
+    np.testing.assert_array_equal(res.rr, host.rr)
+    np.testing.assert_array_equal(res.stm, host.stm)
