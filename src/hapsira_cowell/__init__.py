@@ -2,7 +2,8 @@
 
 The folders say what is where, imports running downward: ``constants``, ``units``;
 ``models/`` (forces, ephemeris, events); ``propagation/`` (the orbit adapter, the
-numpy, JAX and Dask fronts and the router the public `cowell` is, Orbit objects);
+numpy, JAX and Dask fronts and the router the public `cowell` is, Orbit objects,
+covariance propagation);
 ``inputs/`` (elements, TLE) and ``outputs/`` (OEM files); ``cli/`` above all of them.
 """
 

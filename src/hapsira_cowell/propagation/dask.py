@@ -16,7 +16,7 @@ from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
 from ..units import is_quantity, to_value
-from .forms import call_options, check_gm, check_tofs, check_units, units_unchecked
+from .forms import call_options, check_gm, check_tofs, check_units, refuse_stm, units_unchecked
 from .propagator import CowellResult, STATUS_MESSAGES
 from .propagator import cowell as cowell_numpy
 
@@ -69,7 +69,7 @@ def _states(value, name, unit):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64):
+           max_steps=100_000, max_event_records=64, stm=False):
     """``hapsira_cowell.cowell`` for Dask arrays ``r0``, ``v0`` and/or ``params``.
 
     Arguments as ``cowell()``; the per-object arrays are chunked along the
@@ -79,6 +79,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     for units as by the numpy call (`UnitsWarning`), but Dask arrays of
     states are not (that would compute them), nor are the results.
     """
+    refuse_stm(stm, "Dask")
     plain = [not is_quantity(x) for x in (k, r0, v0)]
     r0, single = _states(r0, "r0", u.km)
     v0, single_v = _states(v0, "v0", u.km / u.s)

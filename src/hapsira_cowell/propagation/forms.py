@@ -25,7 +25,8 @@ from ..constants import K_EARTH
 from ..units import UnitsWarning, to_value
 
 __all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
-           "check_units", "warn_if_all_failed", "units_unchecked", "bounds_checked", "problem"]
+           "check_units", "warn_if_all_failed", "units_unchecked", "bounds_checked", "problem",
+           "check_stm", "refuse_stm"]
 
 #: km^3/s^2: above any solar-system body's GM (the Sun's is 1.327e11); the Moon's GM in
 #: m^3/s^2 is 4.9e12, the Earth's 3.986e14
@@ -268,12 +269,47 @@ def _diagnose(f, events, y0, params, t0):
         check_returns(event.g, sample, is_real, "a float (the event function's value)")
 
 
-def problem(f, events, tofs, max_steps, records):
+def _diagnose_state(f, events, y0, params, t0):
+    """`_diagnose` of an augmented run (``stm=True``) on the state's 6 columns."""
+    _diagnose(f, events, y0[:, :6], params, t0)
+
+
+def check_stm(stm):
+    """``stm`` as a bool: True or False only (a matrix of 36 numbers per output time is
+    not something to ask for by accident with a truthy value)."""
+    if not isinstance(stm, (bool, np.bool_)):
+        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    return bool(stm)
+
+
+def refuse_stm(stm, front):
+    """The JAX and Dask fronts: ``stm=True`` is the numpy front's only (for now)."""
+    if check_stm(stm):
+        raise NotImplementedError(
+            f"stm: the state transition matrix is computed by the numpy front only, not by "
+            f"the {front} front; call hapsira_cowell.cowell(..., stm=True) on numpy arrays")
+
+
+def problem(f, events, tofs, max_steps, records, stm=False, user_f=None):
     """The core's `Problem` of an orbit propagation.
 
     DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
     ``tofs``, no event states kept; shared with the JAX front
     (`hapsira_cowell.propagation.jax`), which runs it on XLA's buffers.
+
+    ``stm``: ``y = (rr, vv, Phi)``, 42 numbers, Phi row-major with the
+    variational equations of ``orbit_rhs(user_f)`` (its automatic Jacobian,
+    `hapsira_core.ivp.sensitivities.variational`) and the state's derivatives
+    from ``orbit_rhs(f)`` (``f`` the bounds-checked twin of ``user_f``), so
+    that the state and the accepted steps are those of the call without.
     """
-    return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
-                       [f] + [e.g for e in events], functools.partial(_diagnose, f, events))
+    if not stm:
+        return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
+                           [f] + [e.g for e in events], functools.partial(_diagnose, f, events))
+    from hapsira_core.ivp import sensitivities
+    user = orbit_rhs(user_f)
+    sensitivities.value_and_jacobian(user, 6)  # refuses what it cannot differentiate
+    fun = sensitivities.variational(orbit_rhs(f), user, 6)
+    return ivp.Problem("DOP853", fun, 42, events, tofs, max_steps, records, 0,
+                       [user_f] + [e.g for e in events],
+                       functools.partial(_diagnose_state, f, events))

@@ -23,6 +23,7 @@ from hapsira_core.ivp.layout import INFO  # noqa: E402
 from ..units import is_quantity  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
 from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
+from .forms import refuse_stm  # noqa: E402
 from .forms import check_gm as _numpy_gm  # noqa: E402
 from .forms import check_state as _numpy_state  # noqa: E402
 from .forms import check_tofs as _numpy_tofs  # noqa: E402
@@ -93,7 +94,7 @@ def _gm(k):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64):
+           max_steps=100_000, max_event_records=64, stm=False):
     """:func:`hapsira_cowell.cowell` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call, in km, km/s, s
@@ -112,6 +113,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     CowellResult
         A named tuple of JAX arrays.
     """
+    refuse_stm(stm, "JAX")
     require_x64("hapsira_cowell.propagation.jax.cowell")
     # the order of the numpy call's checks
     k = _gm(k)

@@ -14,8 +14,8 @@ from hapsira_core.kernels.kernel import Columns
 from hapsira_core.progress import check as check_progress
 
 from ..units import is_quantity
-from .forms import (bounds_checked, call_options, check_gm, check_states, check_tofs,
-                    check_units, problem, warn_if_all_failed)
+from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
+                    check_tofs, check_units, problem, warn_if_all_failed)
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
 
@@ -38,13 +38,17 @@ class CowellResult(ivp.Statuses):
     the object had stopped); ``status``: ``(N,)`` codes, see
     `STATUS_MESSAGES`; ``t_events``: one ``(N, C)`` array of event times
     (s, NaN-padded) per event; ``n_events``: ``(N, E)`` occurrence counts;
-    ``nfev``, ``nsteps``: ``(N,)`` work done. For a single object (``r0`` of
-    shape ``(3,)``) the leading N axis is dropped everywhere.
+    ``nfev``, ``nsteps``: ``(N,)`` work done; ``stm``: ``(N, M, 6, 6)``
+    state transition matrices d(rr, vv)(tofs[j]) / d(r0, v0) (NaN where the
+    object had stopped) with ``cowell(..., stm=True)``, else None. For a
+    single object (``r0`` of shape ``(3,)``) the leading N axis is dropped
+    everywhere.
     """
 
     MESSAGES = STATUS_MESSAGES
 
-    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps):
+    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps, stm=None):
+        self.stm = stm
         self.rr = rr
         self.vv = vv
         self.status = status
@@ -55,7 +59,7 @@ class CowellResult(ivp.Statuses):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64, progress=False):
+           max_steps=100_000, max_event_records=64, progress=False, stm=False):
     """Propagate objects with Cowell's method: DOP853 on ``f`` (default two-body).
 
     Parameters
@@ -86,6 +90,17 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         Show a tqdm progress bar on stderr (``pip install 'hapsira-cowell[progress]'``),
         for runs of minutes: the objects are propagated in chunks (about 100), the
         bar advancing after each; the results are the same, bit for bit, as without.
+    stm : bool
+        Also integrate the state transition matrix ``Phi(t) = d(rr, vv)(t) / d(r0, v0)``
+        (the variational equations with the automatic Jacobian of ``f``:
+        `hapsira_core.ivp.jacobian`; ``f`` must be differentiable from its source,
+        e.g. `two_body`, `J2_perturbation`, `J3_perturbation`,
+        `atmospheric_drag_exponential`; `atmospheric_drag_us76`'s table lookup
+        is not): ``res.stm`` ``(N, M, 6, 6)``, in km and s units (blocks
+        dr/dr0, dr/dv0 [s], dv/dr0 [1/s], dv/dv0), plain numbers even where
+        the states are Quantities. The error control takes the state alone: the
+        states and accepted steps are those of the call without ``stm``. See
+        `hapsira_cowell.covariance` and docs/covariance.md.
 
     Returns
     -------
@@ -106,6 +121,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         failing in flight; see docs/guide.md#units.
     """
     progress = check_progress(progress)
+    stm = check_stm(stm)
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
     plain = [not is_quantity(x) for x in (k, r0, v0)]
     k = check_gm(k)
@@ -122,15 +138,23 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     for event in events:
         event.check_params(rows[:, :checks.columns_given(params)])
     params = rows
+    user_f = f
     f, events = bounds_checked(f, events)
     # GM first in every row: k is data, never a compile-time constant
     params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
     y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
+    if stm:
+        # Phi(0) = I after each state; the matrix's tolerances are never read (the
+        # norm takes the state's 6 components: `sensitivities.variational`)
+        y0 = Columns(r0, v0, np.ascontiguousarray(np.broadcast_to(np.eye(6).ravel(), (n, 36))))
+        rtol = np.concatenate([rtol, np.full(36, rtol[0])])
+        atol = np.concatenate([atol, np.full(36, atol[0])])
 
-    raw = problem(f, events, tofs, max_steps, records).run(y0, params, 0.0, float(tofs[-1]),
-                                                           rtol, atol, progress)
+    raw = problem(f, events, tofs, max_steps, records, stm, user_f).run(
+        y0, params, 0.0, float(tofs[-1]), rtol, atol, progress)
     y = raw["y"]
-    rr, vv = y[:, :, :3], y[:, :, 3:]
+    rr, vv = y[:, :, :3], y[:, :, 3:6]
+    matrices = y[:, :, 6:].reshape(y.shape[0], y.shape[1], 6, 6) if stm else None
     t_events = [raw["t_events"][:, e] for e in range(len(events))]
     n_events = raw["n_events"]
     info = raw["info"]
@@ -144,4 +168,5 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
         t_events = [t[0] for t in t_events]
         n_events = n_events[0]
-    return CowellResult(rr, vv, status, t_events, n_events, nfev, nsteps)
+        matrices = None if matrices is None else matrices[0]
+    return CowellResult(rr, vv, status, t_events, n_events, nfev, nsteps, matrices)

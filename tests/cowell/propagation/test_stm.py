@@ -1,0 +1,181 @@
+"""``cowell(..., stm=True)``: the state transition matrix of an orbit, on every target.
+
+Against central differences of cowell itself (all perturbed runs in one batch), for
+two-body, two-body + J2 and the differentiable built-in perturbations together;
+det(Phi) = 1 for two-body (a Hamiltonian flow); the states and accepted steps identical
+to the call without ``stm``; NaN after an object stops, the others unaffected; the
+argument checked and the JAX and Dask fronts refusing it by name.
+"""
+
+import numpy as np
+import pytest
+from astropy import units as u
+
+from hapsira_core import settings
+from hapsira_core.ivp import NotDifferentiable
+from hapsira_core.jit import hjit
+from hapsira_cowell import cowell
+from hapsira_cowell.events import AltitudeCrossEvent
+from hapsira_cowell.models.perturbations import (J2_EARTH, J3_EARTH, R_EARTH, J2_perturbation,
+                                                 J3_perturbation, atmospheric_drag_exponential,
+                                                 atmospheric_drag_us76, two_body)
+
+SIMULATOR = settings.TARGET == "cuda"  # CI runs cuda under the simulator: short spans
+K = 398600.4418
+R0 = np.array([[7000.0, 0.0, 0.0], [-2000.0, 7800.0, 1500.0]])
+V0 = np.array([[0.0, 7.0, 3.2], [-6.0, -1.2, 4.0]])
+#: one LEO orbit is about 5800 s; the simulator interprets every step in Python
+TOFS = np.array([300.0, 600.0]) if SIMULATOR else np.array([1500.0, 3000.0, 5800.0])
+
+
+@hjit
+def j2(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    a = J2_perturbation(t, rr, vv, k, J2_EARTH, R_EARTH)
+    return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
+
+
+@hjit
+def perturbed(t, rr, vv, k, p):
+    """J2, J3 and drag in an exponential atmosphere (p[0]: C_D, p[1]: A/m km^2/kg): a
+    dense one (50 kg/km^3 at the surface, 60 km scale height), so that drag at 600 km is
+    about 1e-6 km/s^2 and shows in the matrix."""
+    drr, dvv = two_body(t, rr, vv, k, p)
+    a = J2_perturbation(t, rr, vv, k, J2_EARTH, R_EARTH)
+    b = J3_perturbation(t, rr, vv, k, J3_EARTH, R_EARTH)
+    d = atmospheric_drag_exponential(t, rr, vv, k, R_EARTH, p[0], p[1], 60.0, 50.0)
+    return drr, (dvv[0] + a[0] + b[0] + d[0], dvv[1] + a[1] + b[1] + d[1],
+                 dvv[2] + a[2] + b[2] + d[2])
+
+
+@hjit
+def us76(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    d = atmospheric_drag_us76(t, rr, vv, k, R_EARTH, 2.2, 1e-8)
+    return drr, (dvv[0] + d[0], dvv[1] + d[1], dvv[2] + d[2])
+
+
+FORCES = {"two_body": (None, None), "j2": (j2, None),
+          "j2_j3_drag": (perturbed, np.array([2.2, 1e-5]))}
+
+
+def differences(r0, v0, f, params, steps):
+    """Central differences of cowell's states: ``(M, 6, 6)``, tight tolerances."""
+    x0 = np.concatenate([r0, v0])
+    rows = []
+    for j in range(6):
+        for sign in (1.0, -1.0):
+            x = x0.copy()
+            x[j] += sign * steps[j]
+            rows.append(x)
+    rows = np.array(rows)
+    res = cowell(K, rows[:, :3], rows[:, 3:], TOFS, rtol=1e-13, atol=1e-15, f=f, params=params)
+    assert np.all(res.status == 0)
+    y = np.concatenate([res.rr, res.vv], axis=2)  # (12, M, 6)
+    return np.stack([(y[2 * j] - y[2 * j + 1]) / (2.0 * steps[j]) for j in range(6)], axis=2)
+
+
+def block_errors(stm, fd):
+    """The largest error of each 3 x 3 block (dr/dr0, dr/dv0, dv/dr0, dv/dv0) relative
+    to the block's largest entry: the blocks differ in size by 1e7 (s vs 1/s)."""
+    errors = []
+    for i in (slice(0, 3), slice(3, 6)):
+        for j in (slice(0, 3), slice(3, 6)):
+            scale = np.abs(fd[:, i, j]).max()
+            errors.append(np.abs(stm[:, i, j] - fd[:, i, j]).max() / scale)
+    return max(errors)
+
+
+@pytest.mark.parametrize("force", list(FORCES))
+def test_stm_matches_central_differences_of_cowell(force):
+    f, params = FORCES[force]
+    res = cowell(K, R0[0], V0[0], TOFS, rtol=1e-13, atol=1e-15, f=f, params=params, stm=True)
+    assert res.stm.shape == (TOFS.size, 6, 6)
+    # 10 m and 1 cm/s: truncation (step / r)^2 ~ 1e-12, far above the integration noise
+    fd = differences(R0[0], V0[0], f, params, [1e-2] * 3 + [1e-5] * 3)
+    assert block_errors(res.stm, fd) < 1e-6
+
+
+def test_two_body_stm_has_determinant_one():
+    res = cowell(K, R0, V0, TOFS, rtol=1e-12, atol=1e-14, stm=True)
+    assert res.stm.shape == (2, TOFS.size, 6, 6)
+    np.testing.assert_allclose(np.linalg.det(res.stm), 1.0, rtol=0, atol=1e-9)
+
+
+def test_states_and_steps_identical_with_and_without_stm():
+    r0 = np.concatenate([R0, [[6500.0, 0.0, 0.0]]])
+    v0 = np.concatenate([V0, [[0.0, 7.0, 0.0]]])  # falls: the altitude event stops it
+    event = AltitudeCrossEvent(100.0, R_EARTH)
+    kwargs = dict(f=j2, events=[event])
+    plain = cowell(K, r0, v0, TOFS, **kwargs)
+    both = cowell(K, r0, v0, TOFS, stm=True, **kwargs)
+    for name in ("rr", "vv", "status", "nsteps", "n_events"):
+        np.testing.assert_array_equal(getattr(both, name), getattr(plain, name), err_msg=name)
+    if not SIMULATOR:
+        # on cuda the tuple shape evaluates the stages again for its dense output, the
+        # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
+        np.testing.assert_array_equal(both.nfev, plain.nfev)
+    np.testing.assert_array_equal(both.t_events[0], plain.t_events[0])
+    assert plain.stm is None
+    # NaN exactly where the states are NaN
+    np.testing.assert_array_equal(np.isnan(both.stm).all(axis=(2, 3)), np.isnan(both.rr[..., 0]))
+
+
+# the CUDA simulator runs kernels as Python on numpy scalars, which warn where r = 0
+# makes inf * 0 (the compiled targets give the same NaN silently)
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_bad_object_fails_alone():
+    r0 = np.concatenate([R0[:1], [[0.0, 0.0, 0.0]], R0[1:]])
+    v0 = np.concatenate([V0[:1], [[1.0, 0.0, 0.0]], V0[1:]])
+    res = cowell(K, r0, v0, TOFS, f=j2, stm=True)
+    assert list(res.status) == [0, -3, 0]
+    assert np.isnan(res.stm[1]).all()
+    alone = cowell(K, R0, V0, TOFS, f=j2, stm=True)
+    np.testing.assert_array_equal(res.stm[[0, 2]], alone.stm)
+
+
+def test_quantities_in_give_plain_matrices():
+    res = cowell(K * u.km ** 3 / u.s ** 2, R0[0] * u.km, V0[0] * u.km / u.s, TOFS * u.s,
+                 stm=True)
+    assert res.rr.unit == u.km and not isinstance(res.stm, u.Quantity)
+    np.testing.assert_array_equal(res.stm, cowell(K, R0[0], V0[0], TOFS, stm=True).stm)
+
+
+@pytest.mark.parametrize("stm", [1, "yes", None, np.array([True])])
+def test_stm_must_be_a_bool(stm):
+    with pytest.raises(TypeError, match="stm: expected True or False"):
+        cowell(K, R0, V0, TOFS, stm=stm)
+
+
+def test_a_table_lookup_is_named_as_not_differentiable():
+    with pytest.raises(NotDifferentiable, match="density_us76"):
+        cowell(K, R0, V0, TOFS, f=us76, stm=True)
+
+
+def test_dask_front_refuses_stm():
+    da = pytest.importorskip("dask.array")
+    from hapsira_cowell.propagation.dask import cowell as dask_cowell
+
+    with pytest.raises(NotImplementedError, match="stm.*numpy front only.*Dask"):
+        cowell(K, da.from_array(R0), da.from_array(V0), TOFS, stm=True)
+    dask_cowell(K, da.from_array(R0), da.from_array(V0), TOFS, stm=False)  # accepted
+
+
+def test_jax_front_refuses_stm():
+    pytest.importorskip("jax")
+    from hapsira_cowell.jax import cowell as jax_cowell
+
+    with pytest.raises(NotImplementedError, match="stm.*numpy front only.*JAX"):
+        jax_cowell(K, R0, V0, TOFS, stm=True)
+
+
+@pytest.mark.skipif(settings.TARGET != "cuda", reason="device arrays exist on the cuda target only")
+def test_device_arrays_with_stm(monkeypatch):
+    """Device states beside the host identity block (`Columns` joins them by chunk)."""
+    from numba import cuda
+
+    host = cowell(K, R0, V0, TOFS, stm=True)
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 1)
+    res = cowell(K, cuda.to_device(R0), cuda.to_device(V0), TOFS, stm=True)
+    np.testing.assert_array_equal(res.rr, host.rr)
+    np.testing.assert_array_equal(res.stm, host.stm)
