@@ -11,12 +11,11 @@ the disk cache and Dask workers rebuild them from the recipe).
 
 import ast
 import inspect
-import linecache
 import math
 import textwrap
 
 from ..jit import hjit, rsqrt
-from ..kernels import derivatives
+from ..kernels import derivatives, twins
 from ..kernels.cache import factory
 from .state import fun_form
 
@@ -44,10 +43,7 @@ def derivative_twin(function, spec):
     namespace[derivatives.MATH] = math
     for name, callee, callee_spec in made.calls:
         namespace[name] = derivative_twin(callee, callee_spec)
-    source = made.source
-    linecache.cache[made.filename] = (len(source), None, source.splitlines(True), made.filename)
-    exec(compile(source, made.filename, "exec"), namespace)
-    twin = namespace[made.name]
+    twin = twins.run(made.source, made.filename, namespace)[made.name]
     twin.__module__ = py.__module__
     twin.__qualname__ = f"{py.__qualname__}.<jacobian>"
     compiled = hjit(twin)
@@ -170,9 +166,7 @@ def variational(state_fun, fun, n):
             lines.append(f"    dz[{n + i * n + j}] = {' + '.join(terms) or '0.0'}")
     source = "\n".join(lines) + "\n"
     filename = f"<hapsira variational equations of {_name(fun)}, n={n}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"fun": state_fun, "jac": jac, "__name__": __name__}
-    exec(compile(source, filename, "exec"), namespace)
+    namespace = twins.run(source, filename, {"fun": state_fun, "jac": jac, "__name__": __name__})
     made = hjit(namespace["variational_equations"])
     made.hapsira_error_components = n
     made.hapsira_as_written = True

@@ -30,11 +30,11 @@ import ast
 import builtins
 import inspect
 import math
-import textwrap
 
 import numpy as np
 
-from .guard import SourceUnavailable
+from . import twins
+from .twins import SourceUnavailable  # noqa: F401  (raised here)
 
 #: The name the generated code calls ``math`` by (bound by the factory).
 MATH = "_hapsira_math"
@@ -175,25 +175,11 @@ class Derivative:
 
 
 def _source_tree(py_func):
-    try:
-        source = textwrap.dedent(inspect.getsource(py_func))
-    except (OSError, TypeError) as error:
-        raise SourceUnavailable(f"{py_func.__qualname__}: its source cannot be read "
-                                f"({error})") from None
-    tree = ast.parse(source)
-    definition = tree.body[0]
-    if not isinstance(definition, ast.FunctionDef) or definition.name != py_func.__name__:
-        raise SourceUnavailable(f"{py_func.__qualname__}: not a def statement")
-    return definition
+    return twins.definition(py_func)[2]
 
 
-def namespace(py_func):
-    """The names ``py_func`` reads: its globals and the values of its closure cells."""
-    names = dict(py_func.__globals__)
-    code = py_func.__code__
-    for name, cell in zip(code.co_freevars, py_func.__closure__ or ()):
-        names[name] = cell.cell_contents
-    return names
+#: The names a function reads (`twins.namespace`).
+namespace = twins.namespace
 
 
 def transform(py_func, spec, known=(), _depth=0):

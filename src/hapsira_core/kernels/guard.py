@@ -17,8 +17,9 @@ twins (`hapsira_core.ivp.checks.checked_helpers`).
 """
 
 import ast
-import inspect
-import textwrap
+
+from . import twins
+from .twins import SourceUnavailable  # noqa: F401  (raised here, caught by callers)
 
 #: The names the rewritten source calls the guarded read, the guarded store and
 #: the poisoning of ``dydt`` by, and its flag of a store past the end.
@@ -26,10 +27,6 @@ READ = "_hapsira_guarded_read"
 STORE = "_hapsira_guarded_store"
 POISON = "_hapsira_poison"
 FLAG = "_hapsira_stored_past"
-
-
-class SourceUnavailable(ValueError):
-    """The function's source cannot be read (made by ``exec``, a lambda inside an expression)."""
 
 
 class _GuardReads(ast.NodeTransformer):
@@ -113,15 +110,7 @@ def guarded_source(py_func, position, output=None):
     computed index through ``READ``, and how many reads were rewritten; with
     ``output`` (the position of an output array, ``dydt``) every store into it
     through ``STORE`` too (counted with the reads)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(py_func))
-    except (OSError, TypeError) as error:
-        raise SourceUnavailable(f"{py_func.__qualname__}: its source cannot be read "
-                                f"({error})") from None
-    tree = ast.parse(source)
-    definition = tree.body[0]
-    if not isinstance(definition, ast.FunctionDef) or definition.name != py_func.__name__:
-        raise SourceUnavailable(f"{py_func.__qualname__}: not a def statement")
+    _, tree, definition = twins.definition(py_func)
     definition.decorator_list = []
     guard = _GuardReads(definition.args.args[position].arg)
     tree = guard.visit(tree)
@@ -145,17 +134,8 @@ def guarded_function(py_func, position, read, names=None, output=None, store=Non
     calls for it (``store(row, i, v) -> bool``, true past the end;
     ``poison(row, flag)``, NaN into the row where the flag is set)."""
     source, _ = guarded_source(py_func, position, output)
-    namespace = dict(py_func.__globals__)
-    code = py_func.__code__
-    for name, cell in zip(code.co_freevars, py_func.__closure__ or ()):
-        namespace[name] = cell.cell_contents
+    namespace = twins.namespace(py_func)
     namespace.update(names or {})
     namespace[READ] = read
     namespace[STORE], namespace[POISON] = store, poison
-    exec(compile(source, f"<guarded reads of {py_func.__qualname__}>", "exec"), namespace)
-    twin = namespace[py_func.__name__]
-    twin.__defaults__ = py_func.__defaults__
-    twin.__kwdefaults__ = py_func.__kwdefaults__
-    twin.__module__ = py_func.__module__
-    twin.__qualname__ = py_func.__qualname__
-    return twin
+    return twins.twin(py_func, source, f"<guarded reads of {py_func.__qualname__}>", namespace)

@@ -29,11 +29,9 @@ evaluation).
 """
 
 import ast
-import inspect
-import linecache
-import textwrap
 
-from .guard import SourceUnavailable
+from . import twins
+from .twins import SourceUnavailable  # noqa: F401  (raised here, caught by callers)
 
 PREFIX = "_hapsira_inv_"
 RSQRT = "_hapsira_rsqrt"
@@ -171,15 +169,7 @@ def rewritten_source(py_func):
     """``(source, divisions rewritten)``: ``py_func``'s source (without decorators)
     with shared reciprocals; ``0`` and the source unchanged where that would
     save no division and use no ``rsqrt``."""
-    try:
-        source = textwrap.dedent(inspect.getsource(py_func))
-    except (OSError, TypeError) as error:
-        raise SourceUnavailable(f"{py_func.__qualname__}: its source cannot be read "
-                                f"({error})") from None
-    tree = ast.parse(source)
-    definition = tree.body[0]
-    if not isinstance(definition, ast.FunctionDef) or definition.name != py_func.__name__:
-        raise SourceUnavailable(f"{py_func.__qualname__}: not a def statement")
+    source, tree, definition = twins.definition(py_func)
     definition.decorator_list = []
     plan = _Plan(definition)
     divisions = 0
@@ -246,19 +236,9 @@ def twin(py_func, rsqrt):
     if not divisions:
         return None
     filename = f"<hapsira reciprocals of {py_func.__module__}.{py_func.__qualname__}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = dict(py_func.__globals__)
-    code = py_func.__code__
-    for name, cell in zip(code.co_freevars, py_func.__closure__ or ()):
-        namespace[name] = cell.cell_contents
+    namespace = twins.namespace(py_func)
     namespace[RSQRT] = rsqrt
-    exec(compile(source, filename, "exec"), namespace)
-    made = namespace[py_func.__name__]
-    made.__defaults__ = py_func.__defaults__
-    made.__kwdefaults__ = py_func.__kwdefaults__
-    made.__module__ = py_func.__module__
-    made.__qualname__ = py_func.__qualname__
-    return made
+    return twins.twin(py_func, source, filename, namespace)
 
 
 def as_written(function):
