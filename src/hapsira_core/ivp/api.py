@@ -471,8 +471,8 @@ class IVPResult(Statuses):
         self.nfev = info[:, INFO.nfev]
         self.nsteps = info[:, INFO.nsteps]
         #: Jacobian evaluations and LU decompositions: 0 for the explicit methods, as scipy's
-        self.njev = np.zeros_like(self.nfev)
-        self.nlu = np.zeros_like(self.nfev)
+        self.njev = info[:, INFO.njev]
+        self.nlu = info[:, INFO.nlu]
         self.t_events = [raw["t_events"][:, e] for e in range(raw["t_events"].shape[1])]
         self.y_events = [raw["y_events"][:, e] for e in range(raw["y_events"].shape[1])]
         self.n_events = raw["n_events"]

@@ -167,9 +167,9 @@ def work_rows(method, n, fun=None):
     """Rows of the per-object ``work`` array the active target's loop needs (>= 1):
     the stages of a step where the dense output reuses them; for array-shaped
     states (``fun(t, y, p, dydt)``, `.state`) every state of the loop too."""
-    rows = methods.get(method).rows
-    if fun is not None and fun_form(fun) == "array":
-        return rows.total
+    found = methods.get(method)
+    if found.state_shape == "array" or (fun is not None and fun_form(fun) == "array"):
+        return found.rows.total
     if not target.KEEP_STAGES:
         return 1
-    return max(1, methods.get(method).tableau.n_stages + 1)
+    return max(1, found.tableau.n_stages + 1)

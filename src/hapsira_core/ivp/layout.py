@@ -50,8 +50,9 @@ def config_row(n):
 #: builds no interpolant for it); 0 for explicit output times (scipy interpolates).
 ICONF = Row(np.int64, ("max_steps", 1), ("n_events", 1), ("y_event_records", 1),
             ("end_states", 1))
-#: What the loop reports per object.
-INFO = Row(np.int64, ("status", 1), ("nfev", 1), ("nsteps", 1))
+#: What the loop reports per object (``njev``/``nlu``: Jacobians evaluated and LU
+#: decompositions made, scipy's counts; 0 for the explicit methods).
+INFO = Row(np.int64, ("status", 1), ("nfev", 1), ("nsteps", 1), ("njev", 1), ("nlu", 1))
 #: Per event and object, between steps: g at the last step's end, the root in this step.
 SCRATCH = Row(np.float64, ("g", 1), ("root", 1))
 

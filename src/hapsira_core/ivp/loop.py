@@ -19,6 +19,16 @@ from .state import fun_form, rhs
 from .state import ops as state_ops
 
 
+@hjit
+def _no_begin(t, y, fy, h_abs, direction, conf, tol, p, work):
+    return 0
+
+
+@hjit
+def _no_counts(work):
+    return 0, 0
+
+
 @factory
 def make_solve(method_name, n, keep, f, g, event_states=True):
     """The loop for ``method_name`` on n-component states (built once).
@@ -39,15 +49,22 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     ``n_events[e]`` (how many occurred). ``scratch`` and ``work`` are working
     memory (``work``: the step's stages where the dense output reuses them).
     """
-    shape = fun_form(f) or "tuple"
+    method = methods.get(method_name)
+    # a method that keeps matrices in ``work`` (the implicit ones) asks for array states
+    shape = method.state_shape or fun_form(f) or "tuple"
     # an augmented right-hand side (stm=True) says how many components its norm takes
     ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
-    method = methods.get(method_name)
     parts = method.build(ops, keep, f)
     rows = method.rows
-    fun = rhs(f, shape)  # fun(t, y, p, dst) -> state, in either shape
-    step = make_step(parts)
-    initial_step = make_initial_step(ops, rows, method.tableau.error_estimator_order, fun)
+    fun = rhs(f, shape, n)  # fun(t, y, p, dst) -> state, in either shape
+    # A method may bring its own step (an implicit method: Newton iterations, its own
+    # step-size rule) and memory that lives from step to step in ``work`` (``begin``
+    # fills it once per object; ``counts`` reads scipy's njev and nlu from it);
+    # the explicit pairs share `make_step` and need neither.
+    step = getattr(parts, "step", None) or make_step(parts)
+    begin = getattr(parts, "begin", None) or _no_begin
+    counts = getattr(parts, "counts", None) or _no_counts
+    initial_step = make_initial_step(ops, rows, method.error_estimator_order, fun)
     locate = make_locate(parts.evaluate, g)
     coefficients, evaluate, placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     dense_nfev = parts.dense_nfev
@@ -59,7 +76,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
     MAX, N_EV, Y_RECORDS = ICONF.max_steps, ICONF.n_events, ICONF.y_event_records
     END_STATES = ICONF.end_states
-    STATUS, NFEV, NSTEPS = INFO.status, INFO.nfev, INFO.nsteps
+    STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
     G, ROOT = SCRATCH.g, SCRATCH.root
 
     @hjit
@@ -91,6 +108,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         y = load(y0, 0, row(work, Y))
         info[NFEV] = 0
         info[NSTEPS] = 0
+        info[NJEV] = 0
+        info[NLU] = 0
         if not is_finite(y):
             info[STATUS] = BAD_INITIAL_STATE
             return
@@ -123,6 +142,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         if not h_abs > 0.0:  # scipy's choice, at one more evaluation of f
             h_abs = initial_step(t, y, fy, t_end, direction, max_step, conf, TOL, p, work)
             nfev += 1
+        nfev += begin(t, y, fy, h_abs, direction, conf, TOL, p, work)
         nsteps = 0
         status = SUCCESS
         while True:
@@ -211,5 +231,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         info[STATUS] = status
         info[NFEV] = nfev
         info[NSTEPS] = nsteps
+        njev, nlu = counts(work)
+        info[NJEV] = njev
+        info[NLU] = nlu
 
     return solve

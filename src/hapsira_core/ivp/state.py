@@ -22,6 +22,7 @@ import math
 import types
 
 from ..jit import hjit
+from ..kernels import twins
 from ..kernels.cache import factory
 
 #: Largest n for which a tuple-form ``fun(t, y, p) -> tuple`` is accepted. Measured
@@ -257,15 +258,27 @@ def _returns_value(fun):
 
 
 @factory
-def rhs(fun, shape):
+def rhs(fun, shape, n=None):
     """``f(t, y, p, dst) -> state``: the right-hand side in the loop's call form.
 
     Tuple shape: ``fun(t, y, p)`` (``dst`` ignored); array shape: ``fun`` fills
-    ``dst`` and the row is returned."""
+    ``dst`` and the row is returned. A tuple-form ``fun`` in the array shape (a
+    method that keeps its states in ``work``, `..methods.base.Method.state_shape`)
+    needs ``n``: it is called on the row's n components as a tuple and its
+    result written to ``dst``."""
     if shape == "tuple":
         @hjit
         def f(t, y, p, dst):
             return fun(t, y, p)
+    elif fun_form(fun) == "tuple":
+        if n is None:
+            raise TypeError("rhs: a tuple-form fun in the array shape needs n")
+        components = ", ".join(f"y[{i}]" for i in range(n)) + ("," if n == 1 else "")
+        writes = "".join(f"    dst[{i}] = out[{i}]\n" for i in range(n))
+        source = (f"def f(t, y, p, dst):\n    out = fun(t, ({components}), p)\n"
+                  f"{writes}    return dst\n")
+        names = twins.run(source, f"<hapsira tuple-to-row rhs n={n}>", {"fun": fun})
+        f = hjit(names["f"])
     else:
         @hjit
         def f(t, y, p, dst):

@@ -54,6 +54,14 @@ class Method:
         self._builder = builder
         self._built = {}
 
+    #: the state shape the method needs (None: the form of the user's function decides)
+    state_shape = None
+
+    @property
+    def error_estimator_order(self):
+        """The order the starting step size assumes (`..control.make_initial_step`)."""
+        return self.tableau.error_estimator_order
+
     @property
     def error_exponent(self):
         return -1.0 / (self.tableau.error_estimator_order + 1)
