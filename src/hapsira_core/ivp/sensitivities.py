@@ -189,3 +189,24 @@ def split(raw, n, single):
     raw["y_events"] = raw["y_events"][..., :n]
     stm = full[..., n:].reshape(full.shape[0], full.shape[1], n, n).transpose(0, 2, 3, 1)
     return stm[0] if single else stm
+
+
+@factory
+def jacobian_rows(fun, n):
+    """``jac_into(t, y, p, J) -> J``: d fun / d y written into the first n rows of the
+    2-D array ``J`` (``J[i, j] = d fun_i / d y_j``), ``y`` a row of n floats; the
+    form the implicit methods keep their matrices in (rows of ``work``).
+
+    ``fun`` in the tuple form: its automatic Jacobian (`jacobian`). ``fun`` already
+    of the form ``jac(t, y, p, J)`` (a user's ``jac=`` for the array shape) is
+    returned as it is."""
+    if fun_form(fun) == "array":
+        return fun
+    jac = jacobian(fun, n)
+    components = ", ".join(f"y[{i}]" for i in range(n)) + ("," if n == 1 else "")
+    writes = "".join(f"    J[{i}, {j}] = flat[{i * n + j}]\n"
+                     for i in range(n) for j in range(n))
+    source = (f"def jac_into(t, y, p, J):\n    flat = jac(t, ({components}), p)\n"
+              f"{writes}    return J\n")
+    names = twins.run(source, f"<hapsira jacobian rows n={n} of {_name(fun)}>", {"jac": jac})
+    return hjit(names["jac_into"])

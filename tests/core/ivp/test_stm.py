@@ -138,3 +138,24 @@ def test_the_jacobian_inside_a_kernel_is_the_lorenz_jacobian():
 def test_stm_refuses_what_is_not_a_flag():
     with pytest.raises(TypeError, match="stm"):
         solve_ivp(vdp, (0.0, 1.0), [1.0, 0.0], params=[1.0], stm="yes")
+
+
+def test_jacobian_rows_write_the_robertson_jacobian_into_rows():
+    """The implicit methods' form: d f / d y written into rows of a 2-D array."""
+    from hapsira_core.ivp.sensitivities import jacobian_rows
+
+    @hjit
+    def robertson(t, y, p):
+        return (-0.04 * y[0] + 1e4 * y[1] * y[2],
+                0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2)
+
+    into = jacobian_rows(robertson, 3)
+    y = np.array([0.9, 2.5e-5, 0.1])
+    rows = np.full((4, 3), 7.0)
+    into.py_func(0.0, y, np.zeros(1), rows)
+    a, b, c = y
+    expected = [[-0.04, 1e4 * c, 1e4 * b],
+                [0.04, -1e4 * c - 6e7 * b, -1e4 * b],
+                [0.0, 6e7 * b, 0.0]]
+    np.testing.assert_allclose(rows[:3], expected, rtol=1e-15)
+    assert (rows[3] == 7.0).all()  # rows past n untouched
