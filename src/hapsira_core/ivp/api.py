@@ -131,7 +131,7 @@ class Problem:
 
     def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
                  user_functions, diagnose=None, *, max_step=math.inf, first_step=None,
-                 end_states=False):
+                 end_states=False, jac=None):
         self.method, self.fun, self.n = method, fun, n
         self.events = tuple(events)
         self.n_events = len(self.events)
@@ -147,7 +147,7 @@ class Problem:
         #: ``diagnose(y0, params, t0)``: run when the kernel fails, raises a clearer error
         self.diagnose = diagnose
         self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events),
-                                   self.y_records > 0)
+                                   self.y_records > 0, jac=jac)
 
     def shared_inputs(self, t0, tf, rtol, atol):
         """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays;
@@ -260,7 +260,7 @@ class Problem:
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
               records, y_records, user_functions, diagnose=None, progress=False, *,
-              max_step=math.inf, first_step=None, end_states=False):
+              max_step=math.inf, first_step=None, end_states=False, jac=None):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t0``/``tf`` numbers or ``(N,)``, ``t_eval`` ``(M,)`` or
@@ -272,7 +272,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     """
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
                       user_functions, diagnose, max_step=max_step, first_step=first_step,
-                      end_states=end_states)
+                      end_states=end_states, jac=jac)
     return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
@@ -308,7 +308,8 @@ def diagnosis(fun, events):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False, max_step=math.inf, first_step=None, args=None, stm=False):
+              progress=False, max_step=math.inf, first_step=None, args=None, stm=False,
+              jac=None):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -397,6 +398,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
         extra_columns=len(args))
     diagnose = diagnosis(fun, events)
+    jac = checks.jacobian_option(jac, method, n, stm)
     if stm:
         from . import sensitivities
         sensitivities.value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
@@ -409,7 +411,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [user_fun if stm else fun]
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
-                    first_step=first_step, end_states=t_eval is None)
+                    first_step=first_step, end_states=t_eval is None, jac=jac)
     matrices = sensitivities.split(raw, n, single) if stm else None
     result = IVPResult(times, raw, single)
     if stm:

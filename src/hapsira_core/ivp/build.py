@@ -69,18 +69,20 @@ class KernelSpec:
     event_functions: tuple = ()
     event_states: bool = False
     keep_stages: bool = dataclasses.field(default_factory=lambda: target.KEEP_STAGES)
+    #: the user's ``jac=`` (an hjit function) for the implicit methods; None: automatic
+    jac: object = None
 
-    def source(self, fun, events):
-        """The module that defines the kernel's ``body``, with ``fun`` and ``events``
-        the source of the expressions that give the functions."""
+    def source(self, fun, events, jac="None"):
+        """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
+        ``jac`` the source of the expressions that give the functions."""
         return _BODY.format(method=self.method, n=self.n, keep=self.keep_stages, fun=fun,
-                            events=events, event_states=self.event_states)
+                            events=events, event_states=self.event_states, jac=jac)
 
     def body(self):
         """The per-object ``body``, made in memory from the same `source` as the
         cache's module, the functions bound by name."""
-        namespace = {"_fun": self.fun, "_events": self.event_functions}
-        exec(compile(self.source("_fun", "_events"), f"<hapsira kernel {self.method} "
+        namespace = {"_fun": self.fun, "_events": self.event_functions, "_jac": self.jac}
+        exec(compile(self.source("_fun", "_events", "_jac"), f"<hapsira kernel {self.method} "
                      f"n={self.n}>", "exec"), namespace)
         return namespace["body"]
 
@@ -90,10 +92,14 @@ class KernelSpec:
         imports = {}
         fun_source = cache.expression(self.fun, imports)
         events_source = cache.expression(self.event_functions, imports)
-        if fun_source is None or events_source is None:
+        jac_source = "None" if self.jac is None else cache.expression(self.jac, imports)
+        if fun_source is None or events_source is None or jac_source is None:
             return None
-        prelude = cache.import_lines(imports) + "\n" + self.source(fun_source, events_source)
-        key = cache.key(self.fun, self.event_functions, prelude,
+        prelude = cache.import_lines(imports) + "\n" + self.source(fun_source, events_source,
+                                                                    jac_source)
+        functions = self.event_functions if self.jac is None else (
+            self.event_functions + (self.jac,))
+        key = cache.key(self.fun, functions, prelude,
                         code_options=ObjectKernel.code_options())
         return key, prelude
 
@@ -102,10 +108,10 @@ class KernelSpec:
                                                    self.event_states), self.recipe())
 
 
-def kernel(method, n, fun, event_functions, event_states=False):
+def kernel(method, n, fun, event_functions, event_states=False, jac=None):
     """The compiled solver for ``fun`` and these event functions (built once per
-    `KernelSpec` and process)."""
-    spec = KernelSpec(method, n, fun, tuple(event_functions), event_states)
+    `KernelSpec` and process); ``jac``: the user's ``jac=`` for an implicit method."""
+    spec = KernelSpec(method, n, fun, tuple(event_functions), event_states, jac=jac)
     if spec not in KERNELS:
         KERNELS[spec] = spec.build()
     return KERNELS[spec]
@@ -115,7 +121,8 @@ _BODY = """
 from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r})
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
+                   {jac})
 
 
 @hjit
@@ -169,7 +176,7 @@ def work_rows(method, n, fun=None):
     states (``fun(t, y, p, dydt)``, `.state`) every state of the loop too."""
     found = methods.get(method)
     if found.state_shape == "array" or (fun is not None and fun_form(fun) == "array"):
-        return found.rows.total
+        return found.rows_for(n).total
     if not target.KEEP_STAGES:
         return 1
     return max(1, found.tableau.n_stages + 1)

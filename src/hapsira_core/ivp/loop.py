@@ -30,7 +30,7 @@ def _no_counts(work):
 
 
 @factory
-def make_solve(method_name, n, keep, f, g, event_states=True):
+def make_solve(method_name, n, keep, f, g, event_states=True, jac=None):
     """The loop for ``method_name`` on n-component states (built once).
 
     ``solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
@@ -48,14 +48,17 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     ``t_events[e]``/``y_events[e]`` (first occurrences of ``e``) and
     ``n_events[e]`` (how many occurred). ``scratch`` and ``work`` are working
     memory (``work``: the step's stages where the dense output reuses them).
+    ``jac``: the user's ``jac=`` (an hjit function, `..sensitivities.method_jacobian`),
+    handed to the method's builder where given (the explicit methods never get it).
     """
     method = methods.get(method_name)
     # a method that keeps matrices in ``work`` (the implicit ones) asks for array states
     shape = method.state_shape or fun_form(f) or "tuple"
     # an augmented right-hand side (stm=True) says how many components its norm takes
     ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
-    parts = method.build(ops, keep, f)
-    rows = method.rows
+    parts = method.build(ops, keep, f) if jac is None else method.build(ops, keep, f, jac=jac)
+    # an implicit method's matrices take n rows of work each: its rows depend on n
+    rows = method.rows_for(n)
     fun = rhs(f, shape, n)  # fun(t, y, p, dst) -> state, in either shape
     # A method may bring its own step (an implicit method: Newton iterations, its own
     # step-size rule) and memory that lives from step to step in ``work`` (``begin``
