@@ -92,3 +92,30 @@ def test_max_step_quantity_in_minutes():
     b = cowell(K_EARTH, R0, V0, tofs, max_step=300.0)
     np.testing.assert_array_equal(a.rr, b.rr)
     assert a.nsteps.min() >= 10
+
+
+def test_jax_and_dask_fronts_take_step_sizes_and_jax_per_object_tofs(monkeypatch):
+    """The JAX front: (N, M) rows (concrete) and max_step as the numpy call, bit for bit;
+    the Dask front: max_step as the numpy call, and (N, M) rows refused naming tofs."""
+    numpy = cowell(K_EARTH, R0, V0, TOFS, max_step=400.0)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import hapsira_core.fronts.jax as front
+    from hapsira_cowell.propagation.jax import cowell as jax_cowell
+    from core.fronts import test_jax
+    if test_jax.SIM:
+        monkeypatch.setattr(front, "xla_kernel", test_jax._simulated_kernel)
+    got = jax_cowell(K_EARTH, R0, V0, TOFS, max_step=400.0)
+    np.testing.assert_array_equal(np.asarray(got.rr), numpy.rr)
+    np.testing.assert_array_equal(np.asarray(got.nsteps), numpy.nsteps)
+    da = pytest.importorskip("dask.array")
+    import dask
+    shared = np.array([1000.0, 5000.0])
+    with dask.config.set(scheduler="synchronous"):
+        lazy = cowell(K_EARTH, da.from_array(R0, chunks=2), V0, shared, max_step=400.0)
+        np.testing.assert_array_equal(lazy.compute().rr,
+                                      cowell(K_EARTH, R0, V0, shared, max_step=400.0).rr)
+    with pytest.raises(ValueError, match=r"^tofs: per-object .* numpy front only .*Dask"):
+        cowell(K_EARTH, da.from_array(R0, chunks=2), V0, TOFS)
+    with pytest.raises(ValueError, match=r"^max_step: must be positive"):
+        cowell(K_EARTH, da.from_array(R0, chunks=2), V0, shared, max_step=-1.0)
