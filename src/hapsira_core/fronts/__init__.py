@@ -27,16 +27,13 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         if jac is not None:
             raise NotImplementedError("jac: not on the Dask front yet; compute the arrays "
                                       "first (numpy) to pass jac=")
-        if stm:
-            raise NotImplementedError("stm: not on the Dask front yet; compute the arrays "
-                                      "first (numpy) to get res.stm")
         if check(progress):
             raise ValueError("progress: not for Dask arrays, which are computed later "
                              "(use distributed.progress on the result's arrays)")
         from .dask import solve_ivp as front
         return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                      events=events, max_steps=max_steps, max_event_records=max_event_records,
-                     max_step=max_step, first_step=first_step, args=args)
+                     max_step=max_step, first_step=first_step, args=args, stm=stm)
     return api.solve_ivp(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                          events=events, max_steps=max_steps,
                          max_event_records=max_event_records, progress=progress,

@@ -374,7 +374,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         the matrix of object i at ``t[j]``. The error control takes the state
         alone, so that the accepted steps and the states are those of the same
         call without ``stm``. Events get ``y`` with the matrix after the state
-        (n + n * n numbers, an array).
+        (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
+        recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
+        held fixed: `hapsira_core.ivp.sensitivities.event_matrices`).
 
     Returns
     -------
@@ -401,21 +403,19 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     jac = checks.jacobian_option(jac, method, n, stm)
     if stm:
         from . import sensitivities
-        sensitivities.value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
-        fun = sensitivities.variational(fun, user_fun, n)
+        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
         y0 = sensitivities.augmented_states(y0, n)
-        # the matrix's tolerances are never read: its components take no part in the norm
-        rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
-        atol = np.concatenate([atol, np.full(n * n, atol[0])])
         diagnose = functools.partial(_diagnose_state, diagnose, n)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [user_fun if stm else fun]
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
                     first_step=first_step, end_states=t_eval is None, jac=jac)
-    matrices = sensitivities.split(raw, n, single) if stm else None
+    if stm:
+        at_events = sensitivities.event_matrices(raw, n, single)
+        matrices = sensitivities.split(raw, n, single)
     result = IVPResult(times, raw, single)
     if stm:
-        result.stm = matrices
+        result.stm, result.stm_events = matrices, at_events
     return result
 
 
@@ -529,6 +529,8 @@ class ObjectResult:
         self.success = self.status >= 0
         if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
             self.stm = pick(result.stm)[..., :self.t.shape[-1]]
+            self.stm_events = [pick(m)[:len(t)] for m, t in zip(result.stm_events,
+                                                                 self.t_events)]
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

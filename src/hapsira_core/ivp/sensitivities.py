@@ -174,11 +174,43 @@ def variational(state_fun, fun, n):
     return made
 
 
-def augmented_states(y0, n):
-    """``(N, n + n * n)``: each state followed by the identity, row-major."""
+def augmented_states(y0, n, xp=None):
+    """``(N, n + n * n)``: each state followed by the identity, row-major; ``xp`` the
+    array module of ``y0`` (numpy by default; ``jax.numpy`` on the JAX front)."""
     import numpy as np
+    if xp is not None and xp is not np:
+        eye = xp.broadcast_to(xp.eye(n).ravel(), (y0.shape[0], n * n))
+        return xp.concatenate([y0, eye], axis=1)
     eye = np.broadcast_to(np.eye(n).ravel(), (y0.shape[0], n * n))
     return np.ascontiguousarray(np.concatenate([y0, eye], axis=1))
+
+
+def augmented(fun, user_fun, n, rtol, atol):
+    """``(fun, rtol, atol)`` of a run with ``stm=True``, for every front of ``solve_ivp``:
+    the variational right-hand side (`variational`; `NotDifferentiable` first where
+    ``user_fun`` cannot be differentiated) and the tolerances widened to n + n * n
+    components (the matrix's are never read: its components take no part in the norm)."""
+    import numpy as np
+    value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
+    fun = variational(fun, user_fun, n)
+    rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
+    atol = np.concatenate([atol, np.full(n * n, atol[0])])
+    return fun, rtol, atol
+
+
+def event_matrices(raw, n, single):
+    """Phi at each recorded event of an augmented run, before `split`: a list with one
+    ``(N, C, n, n)`` array per event (``(C, n, n)`` for one object), NaN-padded as
+    ``y_events``. It is the matrix at the event's time, interpolated as the state is
+    (the dense output of the augmented system): d y(t) / d y0 at t = t_event held fixed,
+    without the motion of t_event itself with y0."""
+    full = raw["y_events"]  # (N, E, C, n + n * n)
+    out = []
+    for e in range(full.shape[1]):
+        block = full[:, e, :, n:]
+        block = block.reshape(block.shape[0], block.shape[1], n, n)
+        out.append(block[0] if single else block)
+    return out
 
 
 def split(raw, n, single):
