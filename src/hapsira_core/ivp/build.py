@@ -136,7 +136,7 @@ from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
 solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
-                   jac={jac})
+                   {jac})
 
 
 @hjit
@@ -152,7 +152,7 @@ from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
 solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
-                   jac={jac}, records=True)
+                   {jac}, True)
 
 
 @hjit
