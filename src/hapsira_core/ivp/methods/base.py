@@ -62,6 +62,11 @@ class Method:
         """The order the starting step size assumes (`..control.make_initial_step`)."""
         return self.tableau.error_estimator_order
 
+    def work_rows(self, n):
+        """Rows of ``work`` in the array shape: ``rows.total``; a method that keeps
+        n x n matrices there (the implicit ones) adds rows that depend on n."""
+        return self.rows.total
+
     @property
     def error_exponent(self):
         return -1.0 / (self.tableau.error_estimator_order + 1)
