@@ -61,21 +61,40 @@ COL0 = RU0 + (MAX_ORDER + 1) ** 2
 FLAT_SIZE = COL0 + MAX_ORDER + 1
 
 
-def _table(name, values):
-    """``name(k) -> values[k]``: an if chain (a tuple indexed at run time is not
-    portable to every target, see DESIGN.md), the numbers as Python writes them."""
-    lines = [f"def {name}(k):"]
-    for k, value in enumerate(values):
-        lines.append(f"    if k == {k}:\n        return {float(value)!r}")
-    lines.append("    return math.nan")
-    namespace = {"math": math, "__name__": __name__}
-    exec(compile("\n".join(lines) + "\n", f"<hapsira bdf {name}>", "exec"), namespace)
-    return hjit(namespace[name])
+@hjit
+def _pick(k, v0, v1, v2, v3, v4, v5):
+    # a table read at a run-time index as an if chain: portable to every target
+    if k == 0:
+        return v0
+    if k == 1:
+        return v1
+    if k == 2:
+        return v2
+    if k == 3:
+        return v3
+    if k == 4:
+        return v4
+    return v5
 
 
-gamma = _table("gamma", _GAMMA)
-alpha = _table("alpha", _ALPHA)
-error_const = _table("error_const", _ERROR_CONST)
+G0, G1, G2, G3, G4, G5 = (float(v) for v in _GAMMA)
+A0, A1, A2, A3, A4, A5 = (float(v) for v in _ALPHA)
+E0, E1, E2, E3, E4, E5 = (float(v) for v in _ERROR_CONST)
+
+
+@hjit
+def gamma(k):
+    return _pick(k, G0, G1, G2, G3, G4, G5)
+
+
+@hjit
+def alpha(k):
+    return _pick(k, A0, A1, A2, A3, A4, A5)
+
+
+@hjit
+def error_const(k):
+    return _pick(k, E0, E1, E2, E3, E4, E5)
 
 
 def _layout(n):
