@@ -82,15 +82,15 @@ def hires_jac(t, y, p):
 #: name: (fun, its Jacobian for scipy, y0, t_span, params, tolerances)
 PROBLEMS = {
     "robertson": (robertson, robertson_jac, [1.0, 0.0, 0.0], (0.0, 1e3), [0.0],
-                  dict(rtol=1e-6, atol=1e-10)),
+                  {"rtol": 1e-6, "atol": 1e-10}),
     "van_der_pol": (van_der_pol, van_der_pol_jac, [2.0, 0.0], (0.0, 2000.0), [1000.0],
-                    dict(rtol=1e-6, atol=1e-8)),
+                    {"rtol": 1e-6, "atol": 1e-8}),
     "hires": (hires, hires_jac, [1.0, 0, 0, 0, 0, 0, 0, 0.0057], (0.0, 321.8122), [0.0],
-              dict(rtol=1e-6, atol=1e-9)),
+              {"rtol": 1e-6, "atol": 1e-9}),
     # OREGO to 60 (689 steps): further on, rounding (scipy's BLAS/LAPACK sum in another
     # order) moves one accept/reject decision (t = 120: 760 steps against 759)
     "orego": (orego, orego_jac, [1.0, 2.0, 3.0], (0.0, 60.0), [0.0],
-              dict(rtol=1e-6, atol=1e-8)),
+              {"rtol": 1e-6, "atol": 1e-8}),
 }
 SHORT = {"van_der_pol": 100.0, "hires": 5.0, "orego": 3.0, "robertson": 10.0}
 
@@ -144,7 +144,7 @@ def test_per_object_parameters_each_as_scipy(simulated):
 
 def test_terminal_event_located_on_scipy_dense_output(simulated):
     span = (0.0, 1e3 if not simulated else 10.0)
-    fun, _, y0, _, params, tol = PROBLEMS["robertson"]
+    fun, _, y0, _, _params, tol = PROBLEMS["robertson"]
     threshold = 0.5 if not simulated else 0.9
     expected = scipy_bdf("robertson", t_span=span, events=_shifted(threshold))
     res = solve_ivp(fun, span, np.array(y0), method="BDF", params=[threshold],
