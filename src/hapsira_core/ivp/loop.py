@@ -29,6 +29,20 @@ def _no_counts(work):
     return 0, 0
 
 
+def _placeholder_with_work(parts):
+    """``placeholder(y, work)``: a method that keeps its interpolant in ``work`` (an
+    implicit method's history, ``parts.interpolant_in_work``) hands ``work`` itself
+    out as its coefficients, so its placeholder needs it; the others ignore it."""
+    if getattr(parts, "interpolant_in_work", False):
+        return parts.placeholder
+    own = parts.placeholder
+
+    @hjit
+    def placeholder(y, work):
+        return own(y)
+    return placeholder
+
+
 @factory
 def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=False):
     """The loop for ``method_name`` on n-component states (built once).
@@ -79,7 +93,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     counts = getattr(parts, "counts", None) or _no_counts
     initial_step = make_initial_step(ops, rows, method.error_estimator_order, fun)
     locate = make_locate(parts.evaluate, g)
-    coefficients, evaluate, placeholder = parts.coefficients, parts.evaluate, parts.placeholder
+    coefficients, evaluate = parts.coefficients, parts.evaluate
+    placeholder = _placeholder_with_work(parts)
     dense_nfev = parts.dense_nfev
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     row, copy = ops.row, ops.copy
@@ -218,7 +233,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
                 if is_triggered(scratch[e, G], g(e, t_new, y_new, p, ev_consts[e]),
                                 ev_direction[e]):
                     need_dense = True
-            coeffs = placeholder(y)
+            coeffs = placeholder(y, work)
             if need_dense:
                 coeffs = coefficients(t, y, fy, y_new, f_new, h, p, work)
                 nfev += dense_nfev
