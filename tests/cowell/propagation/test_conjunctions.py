@@ -72,6 +72,12 @@ def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_me
     assert len(table) == len(PLANTED)
     assert stats["candidates"] >= len(PLANTED) and stats["windows"] > 0
     assert np.all((table.speed > 4.0) & (table.speed < 9.0))
+    # in chunks of 7 windows (the propagation restarts at each chunk's first sample)
+    chunked = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
+    np.testing.assert_array_equal(chunked.i, table.i)
+    np.testing.assert_array_equal(chunked.j, table.j)
+    np.testing.assert_allclose(chunked.tca, table.tca, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(chunked.miss, table.miss, rtol=0, atol=1e-6)
 
 
 def test_the_result_on_a_time_axis_and_with_quantities():
