@@ -18,6 +18,7 @@ def test_every_public_name_resolves(name):
     ("hapsira_cowell.jax", "hapsira_cowell.propagation.jax"),
     ("hapsira_cowell.dask", "hapsira_cowell.propagation.dask"),
     ("hapsira_cowell.covariance", "hapsira_cowell.propagation.covariance"),
+    ("hapsira_cowell.conjunctions", "hapsira_cowell.propagation.conjunctions"),
 ])
 def test_documented_paths_re_export_the_same_objects(documented, module):
     if documented.endswith(("jax", "dask")):

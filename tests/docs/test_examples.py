@@ -33,7 +33,7 @@ HOST_ONLY = re.compile(r"#\s*host only:\s*(.*)")
 MAX_NOT_RUN = 10
 #: Where signature blocks' names are looked up, first match wins.
 MODULES = ["hapsira_cowell", "hapsira_cowell.events", "hapsira_cowell.perturbations",
-           "hapsira_core.ivp"]
+           "hapsira_core.ivp", "hapsira_cowell.conjunctions"]
 
 
 def _blocks():

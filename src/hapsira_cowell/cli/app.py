@@ -16,7 +16,7 @@ import re
 import sys
 import time
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 PROG = "hapsira-cowell"
 
@@ -42,7 +42,7 @@ def build_parser():
     parser = _Parser(prog=PROG, description="Cowell orbit propagation (DOP853) of debris "
                      "catalogs on cpu, parallel cpu or CUDA GPUs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{propagate,demo,cache}",
+    commands = parser.add_subparsers(dest="command", metavar="{propagate,screen,demo,cache}",
                                      parser_class=_Parser)
     commands.required = True
     inputs = _lib("inputs")
@@ -99,6 +99,31 @@ def build_parser():
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="also write an altitude-vs-time plot (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    s = commands.add_parser("screen", help="every close approach of a catalog's objects",
+                            description="Screen every pair of CATALOG's objects (TLE or CSV "
+                            "of states, as for propagate) for approaches below --threshold "
+                            "over --days, with two-body + J2 (hapsira_cowell.conjunctions."
+                            "screen), and write them as CSV. See docs/screening.md.")
+    s.add_argument("catalog", metavar="CATALOG", nargs="?", default=None,
+                   help="TLE file or CSV of state vectors (default: the embedded Iridium 33 "
+                   "debris catalog)")
+    s.add_argument("--days", type=inputs.positive_float, default=1.0,
+                   help="screening span after the epoch, days (default 1)")
+    s.add_argument("--threshold", default="5km", help="report approaches closer than this, "
+                   "e.g. 5km or 500m (default 5km)")
+    s.add_argument("--epoch", default=None, help="ISO UTC time where SGP4 takes a TLE "
+                   "catalog (default its latest epoch); the epoch of a CSV catalog's states")
+    s.add_argument("--dt", type=inputs.positive_float, default=None,
+                   help="broad-phase sampling interval, s (default: from the threshold)")
+    s.add_argument("--out", default="conjunctions.csv", help="CSV output (default "
+                   "conjunctions.csv)")
+    s.add_argument("--plot", default=None, metavar="PNG",
+                   help="also write a histogram of the miss distances")
+    s.add_argument("--max-input-mb", type=inputs.positive_float,
+                   default=_lib("catalog").MAX_INPUT_MB, metavar="MB",
+                   help="refuse a catalog file larger than this, MB")
+    s.add_argument("--target", default=None, help=target_help)
 
     d = commands.add_parser("demo", help="propagate a synthetic debris cloud and plot it",
                             description="Propagate a synthetic LEO debris cloud (made in "
@@ -157,6 +182,13 @@ def _validate(args):
             except ImportError:
                 raise UsageError("--scheduler needs dask and distributed, which are not "
                                  "installed (pip install 'hapsira-cowell[dask]')") from None
+    elif args.command == "screen":
+        screening = _lib("screening")
+        args.threshold = screening.parse_distance(args.threshold)
+        screening.check_output(args.out)
+        writers.check_plot_output(args.plot, "--plot")
+        if args.catalog is not None:
+            _lib("catalog").check_file(args.catalog, args.max_input_mb)
     elif args.command == "demo":
         writers.check_plot_output(args.out, "--out")
 
@@ -259,6 +291,19 @@ def _propagate_command(args, started):
     return 0
 
 
+def _screen_command(args, started):
+    screening = _lib("screening")
+    catalog = _lib("catalog").read_catalog(args.catalog, args.epoch, args.max_input_mb)
+    table, stats = screening.run_screen(catalog, args.days, args.threshold, args.dt)
+    screening.write_csv(args.out, table, catalog.names, catalog.epoch)
+    if args.plot:
+        screening.miss_histogram(args.plot, table, args.threshold)
+    for line in screening.describe(table, stats, time.perf_counter() - started):
+        print(line)
+    print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
 def _cache_command(args):
     from hapsira_core.kernels import cache
     print("\n".join(cache.clear_lines() if args.action == "clear" else cache.info_lines()))
@@ -301,6 +346,8 @@ def main(argv=None):
             return _propagate_command(args, started)
         if args.command == "cache":
             return _cache_command(args)
+        if args.command == "screen":
+            return _screen_command(args, started)
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

@@ -1,0 +1,165 @@
+"""Conjunction screening (`hapsira_cowell.conjunctions.screen`): planted encounters found to
+1e-3 s and 1 m, real debris equal to brute force, the table and the argument checks."""
+
+import numpy as np
+import pytest
+from astropy import units as u
+from reference import DATA_DIR
+
+from hapsira_cowell import cowell, from_tle
+from hapsira_cowell.conjunctions import ConjunctionTable, screen, two_body_j2
+from hapsira_cowell.constants import K_EARTH
+from hapsira_cowell.propagation import conjunctions
+
+k = K_EARTH
+
+
+def circular(a, inc, raan):
+    """Position and velocity on a circular orbit at its ascending node."""
+    speed = np.sqrt(k / a)
+    r = a * np.array([np.cos(raan), np.sin(raan), 0.0])
+    v = speed * np.array([-np.sin(raan) * np.cos(inc), np.cos(raan) * np.cos(inc), np.sin(inc)])
+    return r, v
+
+
+def planted_pair(tca, miss, a, inc_a, inc_b, raan):
+    """Two objects whose closest approach is at ``tca`` (s) at ``miss`` (km): built at the
+    meeting (separation perpendicular to the relative velocity, so the range rate is zero
+    there) and integrated back to t = 0 under `two_body_j2`."""
+    r_a, v_a = circular(a, inc_a, raan)
+    r_b, v_b = circular(a, inc_b, raan)
+    v_b = 1.02 * v_b  # another period: they meet once in the span
+    side = np.cross(v_a - v_b, r_a)
+    r_b = r_b + miss * side / np.linalg.norm(side)
+    res = cowell(k, np.array([r_a, r_b]), np.array([v_a, v_b]), [-tca], f=two_body_j2)
+    return res.rr[:, 0], res.vv[:, 0]
+
+
+def background(n, seed):
+    rng = np.random.default_rng(seed)
+    states = [circular(rng.uniform(6800, 7600), rng.uniform(0, np.pi), rng.uniform(0, 2 * np.pi))
+              for _ in range(n)]
+    # spread along the orbit: a quarter period on at most
+    r = np.array([s[0] for s in states])
+    v = np.array([s[1] for s in states])
+    res = cowell(k, r, v, [1500.0], f=two_body_j2)
+    return res.rr[:, 0], res.vv[:, 0]
+
+
+PLANTED = [(1234.5, 0.3), (2500.25, 2.0), (3000.0, 4.5), (400.125, 0.004)]
+
+
+def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_metre():
+    r, v = background(12, seed=1)
+    truth = []
+    for q, (tca, miss) in enumerate(PLANTED):
+        pair_r, pair_v = planted_pair(tca, miss, 6900 + 150 * q, 0.5 + 0.1 * q, 1.3 + 0.25 * q,
+                                      0.9 * q)
+        truth.append((len(r), tca, miss))
+        r = np.concatenate((r, pair_r))
+        v = np.concatenate((v, pair_v))
+    stats = {}
+    table = screen(k, r, v, (0.0, 3600.0), 5.0, stats=stats)
+    assert isinstance(table, ConjunctionTable)
+    assert np.all(np.diff(table.tca) >= 0)
+    found = {(int(i), int(j)): (t, m) for i, j, t, m in zip(table.i, table.j, table.tca,
+                                                             table.miss)}
+    for first, tca, miss in truth:
+        t, m = found[(first, first + 1)]
+        assert abs(t - tca) < 1e-3
+        assert abs(m - miss) < 1e-3  # km: 1 m
+    # nothing else comes within 5 km of anything in this cloud
+    assert len(table) == len(PLANTED)
+    assert stats["candidates"] >= len(PLANTED) and stats["windows"] > 0
+    assert np.all((table.speed > 4.0) & (table.speed < 9.0))
+    # in chunks of 7 windows (the propagation restarts at each chunk's first sample)
+    chunked = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
+    np.testing.assert_array_equal(chunked.i, table.i)
+    np.testing.assert_array_equal(chunked.j, table.j)
+    np.testing.assert_allclose(chunked.tca, table.tca, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(chunked.miss, table.miss, rtol=0, atol=1e-6)
+
+
+def test_the_result_on_a_time_axis_and_with_quantities():
+    r, v = planted_pair(500.0, 1.0, 7000.0, 0.3, 1.2, 0.4)
+    table = screen(k * u.km ** 3 / u.s ** 2, r * u.km, v * u.km / u.s, (100.0, 1100.0) * u.s,
+                   2000 * u.m)
+    # the states are at t0 = 100 s: the meeting is 500 s later
+    assert len(table) == 1
+    assert abs(table["tca"][0] - 600.0) < 1e-3 and abs(table.miss[0] - 1.0) < 1e-3
+    assert table["i"][0] == 0 and table.j[0] == 1
+
+
+def _catalog(n):
+    catalog = from_tle(DATA_DIR / "fengyun-1c-debris.tle")
+    r, v, ok = catalog.states_at(catalog.epochs.max())
+    r, v = r[ok][:n], v[ok][:n]
+    assert len(r) == n
+    return r, v
+
+
+def _brute_force(r, v, span, threshold, dt, rtol, atol):
+    """Every pair and every window, flagged by the distance on a dense grid (1 s) with a
+    margin for what falls between its points, then the same refinement as `screen`."""
+    n = len(r)
+    windows = int(np.ceil(span / dt - 1e-9))
+    times = np.linspace(0.0, span, windows + 1)
+    dt = span / windows
+    dense_step = dt / max(1, int(np.ceil(dt / 1.0)))
+    dense = np.linspace(0.0, span, round(span / dense_step) + 1)
+    pos_dense, _ = conjunctions.sample_cloud(k, r, v, dense, two_body_j2,
+                                                     np.zeros((n, 0)), rtol, atol)
+    # between two dense points two objects close by at most |v_i - v_j| h / 2 plus curvature
+    slack = 20.0 * dense_step / 2 + 1.0
+    which = np.minimum(np.searchsorted(times, dense, side="right") - 1, windows - 1)
+    ii, jj, ww = [], [], []
+    for i in range(n - 1):
+        d = np.linalg.norm(pos_dense[i + 1:] - pos_dense[i], axis=-1)  # (n - i - 1, M)
+        close = d <= threshold + slack
+        js, ks = np.nonzero(close)
+        # a dense point on a window's edge belongs to both windows
+        for w in (which[ks], np.clip(np.searchsorted(times, dense[ks], side="left") - 1,
+                                     0, windows - 1)):
+            ii.append(np.full(len(js), i))
+            jj.append(js + i + 1)
+            ww.append(w)
+    key = np.unique((np.concatenate(ww) * n + np.concatenate(ii)) * n + np.concatenate(jj))
+    w, rest = np.divmod(key, n * n)
+    i, j = np.divmod(rest, n)
+    pos, vel = conjunctions.sample_cloud(k, r, v, times, two_body_j2, np.zeros((n, 0)),
+                                         rtol, atol)
+    found = conjunctions.refine(k, two_body_j2, np.zeros((n, 0)), pos[i, w], vel[i, w],
+                                pos[j, w], vel[j, w], i, j, times[w], times[w + 1], threshold,
+                                rtol, atol)
+    return ConjunctionTable(*conjunctions._dedupe(*found)), len(key)
+
+
+def test_real_debris_equal_brute_force(simulated):
+    n, span, threshold = (60, 600.0, 100.0) if simulated else (1000, 1800.0, 10.0)
+    r, v = _catalog(n)
+    stats = {}
+    table = screen(k, r, v, (0.0, span), threshold, stats=stats)
+    brute, flagged = _brute_force(r, v, span, threshold, stats["dt"], 1e-11, 1e-12)
+    assert len(table) > 0 and flagged > 0  # not vacuous
+    assert np.all(table.miss < threshold) and np.all(table.i < table.j)
+    for column in ConjunctionTable.columns:
+        np.testing.assert_array_equal(table[column], brute[column])
+
+
+def test_table_columns_csv_and_errors(tmp_path):
+    table = ConjunctionTable([3, 0], [5, 1], [20.0, 10.0], [1.5, 0.25], [7.0, 3.0])
+    assert len(table) == 2 and list(table.i) == [0, 3] and list(table["tca"]) == [10.0, 20.0]
+    table.to_csv(tmp_path / "t.csv")
+    back = np.loadtxt(tmp_path / "t.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(back[:, 3], [0.25, 1.5])
+    with pytest.raises(KeyError, match="'distance': not a column"):
+        table["distance"]
+    r, v = planted_pair(500.0, 1.0, 7000.0, 0.3, 1.2, 0.4)
+    with pytest.raises(ValueError, match="threshold"):
+        screen(k, r, v, (0.0, 10.0), -1.0)
+    with pytest.raises(ValueError, match="t_span"):
+        screen(k, r, v, (10.0, 0.0), 1.0)
+    with pytest.raises(ValueError, match="r0, v0: screening needs"):
+        screen(k, r[0], v[0], (0.0, 10.0), 1.0)
+    with pytest.raises(ValueError, match="threshold"):
+        screen(k, r, v, (0.0, 10.0), 1.0 * u.s)
