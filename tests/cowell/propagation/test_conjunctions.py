@@ -49,6 +49,29 @@ def background(n, seed):
 PLANTED = [(1234.5, 0.3), (2500.25, 2.0), (3000.0, 4.5), (400.125, 0.004)]
 
 
+def test_a_minimum_on_the_border_of_two_windows_is_found_once():
+    """Each window starts from its own sample: rounding may leave g = range rate just
+    negative at one window's end and just positive at the next one's start (an H100's
+    fused multiply-adds did, and lost a planted approach). Two windows that miss the
+    minimum by 1e-7 s on either side stand for that; the refinement's overlap finds it."""
+    tca, miss = 600.0, 1.5
+    r, v = planted_pair(tca, miss, 7000.0, 0.6, 1.4, 0.3)
+    gap = 1e-7
+    at = cowell(k, r, v, [tca - 60.0, tca - gap, tca + gap], f=two_body_j2)
+    rows = np.zeros((2, 0))
+    found = []
+    for w, (t_a, t_b) in enumerate([(tca - 60.0, tca - gap), (tca + gap, tca + 60.0)]):
+        c = 0 if w == 0 else 2
+        found.append(conjunctions.refine(
+            k, two_body_j2, rows, at.rr[0:1, c], at.vv[0:1, c], at.rr[1:2, c], at.vv[1:2, c],
+            np.array([0]), np.array([1]), np.array([t_a]), np.array([t_b]), 5.0, 1e-11, 1e-12,
+            t_end=tca + 60.0))
+    i, j, t, m, speed = (np.concatenate(c) for c in zip(*found))
+    i, j, t, m, speed = conjunctions._dedupe(i, j, t, m, speed)
+    assert len(t) == 1
+    assert abs(t[0] - tca) < 1e-6 and abs(m[0] - miss) < 1e-6
+
+
 def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_metre():
     r, v = background(12, seed=1)
     truth = []
