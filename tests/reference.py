@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from hapsira_core import settings
+
 #: The real debris catalogs, read in place beside the repository (``../shared/data``);
 #: HAPSIRA_TEST_DATA points elsewhere (e.g. on a GPU machine that has no ../shared).
 DATA_DIR = Path(os.environ.get("HAPSIRA_TEST_DATA",
@@ -15,6 +17,18 @@ DATA_DIR = Path(os.environ.get("HAPSIRA_TEST_DATA",
 K_EARTH = 398600.4418  # km^3/s^2
 R_EARTH = 6378.137  # km
 J2_EARTH = 1.08262668e-3
+
+
+#: numba's CUDA simulator interprets every GPU thread in Python: there a test's cost is
+#: objects x steps x statements, nothing is compiled (tests/conftest.py's `simulated`)
+SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+
+
+def sized(host, simulator):
+    """``host`` on the compiled targets, ``simulator`` (smaller: fewer objects, a shorter
+    span) under the CUDA simulator. The smaller size must still fail on a wrong answer:
+    say in the test why it does."""
+    return simulator if SIMULATED else host
 
 
 def coe_to_rv(k, p, ecc, inc, raan, argp, nu):
