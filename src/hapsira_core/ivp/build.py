@@ -169,7 +169,7 @@ def work_rows(method, n, fun=None):
     states (``fun(t, y, p, dydt)``, `.state`) every state of the loop too."""
     found = methods.get(method)
     if found.state_shape == "array" or (fun is not None and fun_form(fun) == "array"):
-        return found.rows.total
+        return found.total_rows(n)
     if not target.KEEP_STAGES:
         return 1
     return max(1, found.tableau.n_stages + 1)

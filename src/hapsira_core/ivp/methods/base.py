@@ -62,6 +62,11 @@ class Method:
         """The order the starting step size assumes (`..control.make_initial_step`)."""
         return self.tableau.error_estimator_order
 
+    def total_rows(self, n):
+        """Rows of ``work`` per object at n components in the array shape: ``rows.total``;
+        a method with n x n matrices in ``work`` (the implicit ones) adds their rows."""
+        return self.rows.total
+
     @property
     def error_exponent(self):
         return -1.0 / (self.tableau.error_estimator_order + 1)
