@@ -133,7 +133,7 @@ PROBLEMS = {
     "van_der_pol_mu1000": (van_der_pol, van_der_pol_np,
                            [[2.0, 0.0], [1.0, 0.0], [2.0, 0.0], [-2.0, 0.1]],
                            [[1000.0], [1000.0], [500.0], [800.0]],
-                           (0.0, 100.0 if SIMULATED else 3000.0), 1e-6, 1e-6, 1e-2),
+                           (0.0, 500.0 if SIMULATED else 3000.0), 1e-6, 1e-6, 1e-2),
     "orego": (orego, orego_np, [[1.0, 2.0, 3.0], [2.0, 2.0, 3.0], [1.0, 1.0, 1.0]],
               None, (0.0, 10.0 if SIMULATED else 50.0), 1e-6, 1e-8, 1e-4),
     "hires": (hires, hires_np, [HIRES_Y0, [1.0, 0.1] + HIRES_Y0[2:], HIRES_Y0[:7] + [0.006]],
