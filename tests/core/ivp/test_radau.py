@@ -264,6 +264,12 @@ def test_array_form_fun_names_jac():
         solve_ivp(decay_rows, (0.0, 1.0), [1.0], method="Radau")
 
 
+def test_a_fun_without_readable_source_names_jac():
+    # a lambda inside an expression: its own source cannot be told from the line's
+    with pytest.raises(ValueError, match="jac: method='Radau'.*source"):
+        solve_ivp(hjit(lambda t, y, p: (-y[0],)), (0.0, 1.0), [1.0], method="Radau")
+
+
 def test_explicit_methods_report_no_jacobians():
     res = solve_ivp(van_der_pol, (0.0, 1.0), [2.0, 0.0], method="RK45", params=[1.0])
     assert res.njev == 0 and res.nlu == 0

@@ -137,7 +137,11 @@ def _build(ops, fun, rows):
             "from a tuple-form fun(t, y, p) -> tuple only, and the array form "
             "fun(t, y, p, dydt) takes no jac= yet: write fun in the tuple form (n <= 16)")
     f = rhs(fun, "array", n)
-    jac_into = jacobian_rows(fun, n)
+    try:
+        jac_into = jacobian_rows(fun, n)
+    except ValueError as error:  # its source cannot be read, or a construct not differentiated
+        raise ValueError(f"jac: method='Radau' needs the Jacobian of fun, derived "
+                         f"automatically from its source, which failed: {error}") from error
     error_scale, row = ops.error_scale, ops.row
     Y_NEW, Q_ROW = rows.y_new, rows.coeffs
     J_ROW = rows.total
