@@ -270,6 +270,11 @@ def test_a_fun_without_readable_source_names_jac():
         solve_ivp(hjit(lambda t, y, p: (-y[0],)), (0.0, 1.0), [1.0], method="Radau")
 
 
+def test_stm_is_refused_naming_it():
+    with pytest.raises(ValueError, match="stm: method='Radau'"):
+        solve_ivp(van_der_pol, (0.0, 1.0), [2.0, 0.0], method="Radau", params=[1.0], stm=True)
+
+
 def test_explicit_methods_report_no_jacobians():
     res = solve_ivp(van_der_pol, (0.0, 1.0), [2.0, 0.0], method="RK45", params=[1.0])
     assert res.njev == 0 and res.nlu == 0

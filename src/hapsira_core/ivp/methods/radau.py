@@ -131,6 +131,10 @@ def _build(ops, fun, rows):
     n = ops.n
     if ops.shape != "array":  # pragma: no cover - state_shape forces the array shape
         raise ValueError("Radau keeps its states in work: the array shape")
+    if getattr(fun, "hapsira_error_components", None) is not None:
+        raise ValueError("stm: method='Radau' does not integrate the state transition matrix "
+                         "yet (its Newton matrices would be n(n+1) wide); use DOP853, RK45 "
+                         "or RK23 with stm=True")
     if fun_form(fun) == "array":
         raise ValueError(
             "jac: method='Radau' needs the Jacobian of fun; it is derived automatically "
