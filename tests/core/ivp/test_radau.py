@@ -234,6 +234,18 @@ def test_backward_integration_matches_scipy():
     np.testing.assert_allclose(res.y[:, -1], ref.y[:, -1], rtol=1e-9, atol=1e-12)
 
 
+def test_max_step_and_first_step_as_scipy():
+    p = [0.04, 1e4, 3e7]
+    options = {"method": "Radau", "rtol": 1e-6, "atol": 1e-10, "max_step": 2.0,
+               "first_step": 1e-4}
+    res = solve_ivp(robertson, (0.0, 40.0), [1.0, 0.0, 0.0], params=p, **options)
+    fun, jac = robertson_np(p)
+    ref = scipy_solve_ivp(fun, (0.0, 40.0), [1.0, 0.0, 0.0], jac=jac, **options)
+    assert res.nsteps == len(ref.t) - 1 > 20  # at least 40 / 2 steps
+    assert (res.nfev, res.njev, res.nlu) == (ref.nfev, ref.njev, ref.nlu)
+    np.testing.assert_allclose(res.y[:, -1], ref.y[:, -1], rtol=1e-9)
+
+
 @hjit
 def blow_up(t, y, p):
     return (p[0] * y[0] * y[0],)
