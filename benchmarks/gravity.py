@@ -1,6 +1,12 @@
 """Time per evaluation of `gravity_field` (EGM96) at 8x8, 20x20 and 70x70 on the cpu target.
 
     HAPSIRA_TARGET=cpu python benchmarks/gravity.py [--label NAME] [--points N] [--repeat K]
+    HAPSIRA_TARGET=cuda python benchmarks/gravity.py --propagate N [--label NAME]
+
+With ``--propagate N``: N LEO orbits propagated for one orbit (about 95 min)
+with `cowell` and two-body + the field at each degree (degree = order) on the
+active target, warm (second) call timed; the time per right-hand-side
+evaluation is the wall time over the objects' total ``nfev``.
 
 A compiled loop evaluates the field at N points (LEO to GEO, all latitudes) and
 sums the results (so nothing is optimised away); the best of K runs over N gives
@@ -50,12 +56,55 @@ def points(n, seed=1):
     return d * rng.uniform(6700.0, 42200.0, n)[:, None]
 
 
+def propagate(n_objects, label, repeat):
+    import workloads
+    from hapsira_core import settings
+    from hapsira_cowell import cowell
+    from hapsira_cowell.perturbations import two_body
+
+    @hjit
+    def field_f(t, rr, vv, k, p):
+        drr, dvv = two_body(t, rr, vv, k, p)
+        g = gravity_field(t, rr, vv, EGM96_K, EGM96_R, EGM96, int(p[0]), int(p[1]), p[2])
+        return drr, (dvv[0] + g[0], dvv[1] + g[1], dvv[2] + g[2])
+
+    r0, v0 = workloads.leo_cloud(n_objects)[:2]
+    tofs = np.array([5700.0])
+    rows = {}
+    for degree in (2, 8, 20, 70):
+        params = np.tile([float(degree), float(degree), 0.3], (n_objects, 1))
+        cowell(EGM96_K, r0[:2], v0[:2], tofs, f=field_f, params=params[:2])  # compile
+        out = {}
+
+        def call():
+            out["res"] = cowell(EGM96_K, r0, v0, tofs, f=field_f, params=params,
+                                rtol=1e-11, atol=1e-12)
+
+        best, samples, _ = harness.best_of(call, repeat)
+        res = out["res"]
+        nfev = int(np.asarray(res.nfev).sum())
+        rows[f"{degree}x{degree}"] = {
+            "wall_s": best, "samples_s": samples, "ok": int((np.asarray(res.status) == 0).sum()),
+            "nfev_total": nfev, "ns_per_rhs_eval": best / nfev * 1e9,
+            "steps_mean": float(np.asarray(res.nsteps).mean())}
+        print(f"{degree:>3}x{degree:<3}: {best:.3f} s, {best / nfev * 1e9:.2f} ns per f "
+              f"evaluation, {rows[f'{degree}x{degree}']['steps_mean']:.0f} steps", flush=True)
+    harness.write_result(f"gravity_{label}", {
+        "what": f"cowell, two-body + gravity_field (EGM96), {n_objects} LEO orbits, one "
+                f"orbit (5700 s), rtol 1e-11, atol 1e-12, target {settings.TARGET}",
+        "objects": n_objects, "results": rows})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="2core")
     parser.add_argument("--points", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--propagate", type=int, default=0,
+                        help="objects to propagate (0: time evaluations alone)")
     args = parser.parse_args()
+    if args.propagate:
+        return propagate(args.propagate, args.label, min(args.repeat, 3))
     p = points(args.points)
     rows = {}
     _j2_sum(p[:2])

@@ -115,18 +115,21 @@ def nbytes(shapes):
     return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in shapes.values())
 
 
-def check(shapes, n_objects, n_times):
+def check(shapes, n_objects, n_times, what=None):
     """Refuse (`OutputTooLargeError`) arrays ``{name: (shape, dtype)}`` over the limit.
 
     ``n_objects``, ``n_times``: told in the message, with the size and the way
-    out (Dask arrays in, Zarr out).
+    out (Dask arrays in, Zarr out); ``what``: the outputs' description instead
+    (step records: ``"N objects x S steps (...)"``).
     """
     needed = nbytes(shapes)
     allowed, source = limit()
     if needed <= allowed:
         return
+    if what is None:
+        what = f"{n_objects} objects x {n_times} output times"
     raise OutputTooLargeError(
-        f"the outputs of {n_objects} objects x {n_times} output times need "
+        f"the outputs of {what} need "
         f"{format_bytes(needed)}, more than the {format_bytes(allowed)} allowed ({source}); "
         "nothing was allocated. Pass the initial states as Dask arrays chunked along the "
         "object axis and write the result to Zarr chunk by chunk (res.to_zarr(path)), "

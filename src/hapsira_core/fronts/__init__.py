@@ -15,7 +15,7 @@ the type of the inputs, for the public ``hapsira_core.ivp.solve_ivp``.
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
               progress=False, max_step=float("inf"), first_step=None, args=None,
-              stm=False):
+              stm=False, jac=None, dense_output=False):
     # Dask arrays (chunked along the object axis) go to the Dask front, which
     # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md.
     # (`hapsira_core.ivp` gives this function the numpy front's docstring.)
@@ -24,17 +24,22 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     from ..progress import check
 
     if any_dask(y0, params):
-        if stm:
-            raise NotImplementedError("stm: not on the Dask front yet; compute the arrays "
-                                      "first (numpy) to get res.stm")
+        if jac is not None:
+            raise NotImplementedError("jac: not on the Dask front yet; compute the arrays "
+                                      "first (numpy) to pass jac=")
+        if dense_output or isinstance(t_eval, str):
+            raise NotImplementedError("dense_output=True and t_eval=\"steps\": not on the Dask "
+                                      "front yet (their size is known only after a counting "
+                                      "pass); compute the arrays first (numpy)")
         if check(progress):
             raise ValueError("progress: not for Dask arrays, which are computed later "
                              "(use distributed.progress on the result's arrays)")
         from .dask import solve_ivp as front
         return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                      events=events, max_steps=max_steps, max_event_records=max_event_records,
-                     max_step=max_step, first_step=first_step, args=args)
+                     max_step=max_step, first_step=first_step, args=args, stm=stm)
     return api.solve_ivp(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                          events=events, max_steps=max_steps,
                          max_event_records=max_event_records, progress=progress,
-                         max_step=max_step, first_step=first_step, args=args, stm=stm)
+                         max_step=max_step, first_step=first_step, args=args, stm=stm,
+                         jac=jac, dense_output=dense_output)

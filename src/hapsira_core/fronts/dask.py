@@ -370,6 +370,18 @@ def _status_repr(self, name):
     return f"{name}(objects={n}, chunks={chunks}, Dask arrays: .compute() or .to_zarr(path))"
 
 
+def _stm_fields(result, raw, single):
+    """``result.stm`` and ``result.stm_events`` (a list, one per event) from a chunk
+    task's ``stm``/``stm_events`` outputs (`_solve_block`), where ``stm=True``."""
+    if "stm" not in raw:
+        return result
+    result.stm = raw["stm"][0] if single else raw["stm"]
+    events = raw["stm_events"]
+    result.stm_events = [events[0, e] if single else events[:, e]
+                         for e in range(events.shape[1])]
+    return result
+
+
 class DaskIVPResult(DaskResult, IVPResult):
     """`hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
     shapes (``t`` stays numpy), computed when asked (`compute`,
@@ -378,6 +390,7 @@ class DaskIVPResult(DaskResult, IVPResult):
     def __init__(self, t, raw, single=False):
         IVPResult.__init__(self, t, raw, single)
         self._raw = raw
+        _stm_fields(self, raw, single)
 
     @property
     def success(self):
@@ -402,7 +415,8 @@ class DaskIVPResult(DaskResult, IVPResult):
             return self.compute()[i]
         index = range(len(self))[i]
         rows = dask.compute({k: v[index:index + 1] for k, v in self._raw.items()})[0]
-        return IVPResult(self.t, rows)[0]
+        t = self.t[index:index + 1] if self.t.ndim == 2 else self.t  # per-object times
+        return _stm_fields(IVPResult(t, rows), rows, False)[0]
 
     def __repr__(self):
         return _status_repr(self, "DaskIVPResult")
@@ -411,7 +425,7 @@ class DaskIVPResult(DaskResult, IVPResult):
         return dict(self._raw)
 
     def _numpy(self, computed):
-        return IVPResult(self.t, computed, self.single)
+        return _stm_fields(IVPResult(self.t, computed, self.single), computed, self.single)
 
     def _rebuild(self, lazy):
         return DaskIVPResult(self.t, lazy, self.single)
@@ -421,6 +435,9 @@ class DaskIVPResult(DaskResult, IVPResult):
                   "nsteps": self.nsteps, "n_events": self.n_events}
         fields.update({f"t_events_{e}": t for e, t in enumerate(self.t_events)})
         fields.update({f"y_events_{e}": y for e, y in enumerate(self.y_events)})
+        if getattr(self, "stm", None) is not None:
+            fields["stm"] = self.stm
+            fields.update({f"stm_events_{e}": m for e, m in enumerate(self.stm_events)})
         return fields
 
     def _attrs(self):
@@ -434,43 +451,75 @@ class DaskIVPResult(DaskResult, IVPResult):
 # ----------------------------------------------------------------------- solve_ivp
 
 _RAW = ("y", "info", "t_events", "y_events", "n_events")
+#: With ``stm=True`` a chunk's task returns these too (`_solve_block`).
+_STM = ("stm", "stm_events")
 
 
-def _solve_block(blob, y0, params=None):
-    """One chunk of `solve_ivp`, on a worker: the numpy front on its objects."""
+def _solve_block(blob, y0, *rows):
+    """One chunk of `solve_ivp`, on a worker: the numpy front on its objects.
+
+    ``rows``: the chunk's per-object inputs that the blob names in
+    ``spec["per_object"]``, in that order: ``params`` ``(k, P)``, ``span``
+    ``(k, 2)`` (t0, tf) and ``t_eval`` ``(k, M)``."""
     from ..ivp import api, checks
     spec = unpack(blob)
+    given = dict(zip(spec["per_object"], rows))
     y0, _ = checks.states(y0)
-    params = spec["params"] if params is None else checks.with_args(
-        checks.params(params, y0.shape[0]), params.shape[-1], spec["args"])
-    events = spec["events"]
-    raw = api.integrate(spec["method"], spec["fun"], y0, spec["t0"], spec["tf"], spec["t_eval"],
-                        spec["rtol"], spec["atol"], params, events, spec["max_steps"],
-                        spec["records"], spec["records"], [spec["fun"]] + [e.g for e in events],
-                        api.diagnosis(spec["fun"], events), max_step=spec["max_step"],
-                        first_step=spec["first_step"], end_states=spec["end_states"])
-    return tuple(raw[name] for name in _RAW)
+    n = y0.shape[1]
+    params = spec["params"]
+    if "params" in given:
+        params = checks.with_args(checks.params(given["params"], y0.shape[0]),
+                                  given["params"].shape[-1], spec["args"])
+    t0, tf = spec["t0"], spec["tf"]
+    if "span" in given:
+        t0 = np.ascontiguousarray(given["span"][:, 0])
+        tf = np.ascontiguousarray(given["span"][:, 1])
+    t_eval = given.get("t_eval", spec["t_eval"])
+    events, fun, rtol, atol = spec["events"], spec["fun"], spec["rtol"], spec["atol"]
+    diagnose = api.diagnosis(fun, events)
+    kernel_fun = fun
+    if spec["stm"]:  # as the numpy front: the state and its matrix, one system
+        from ..ivp import sensitivities
+        kernel_fun, rtol, atol = sensitivities.augmented(fun, spec["user_fun"], n, rtol, atol)
+        y0 = sensitivities.augmented_states(y0, n)
+        diagnose = functools.partial(api._diagnose_state, diagnose, n)
+    raw = api.integrate(spec["method"], kernel_fun, y0, t0, tf, t_eval, rtol, atol, params,
+                        events, spec["max_steps"], spec["records"], spec["records"],
+                        [spec["user_fun"] if spec["stm"] else fun] + [e.g for e in events],
+                        diagnose, max_step=spec["max_step"], first_step=spec["first_step"],
+                        end_states=spec["end_states"])
+    if not spec["stm"]:
+        return tuple(raw[name] for name in _RAW)
+    at_events = sensitivities.event_matrices(raw, n, False)
+    matrices = sensitivities.split(raw, n, False)
+    stacked = (np.stack(at_events, axis=1) if at_events
+               else np.empty((y0.shape[0], 0, raw["y_events"].shape[2], n, n)))
+    return tuple(raw[name] for name in _RAW) + (matrices, stacked)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              max_step=float("inf"), first_step=None, args=None):
+              max_step=float("inf"), first_step=None, args=None, stm=False):
     """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
 
     Arguments are checked here (the Dask arrays without computing them); each
     chunk of objects is then solved by a worker, on the worker's target.
-    Returns a `DaskIVPResult`.
+    Per-object spans (``(N,)`` t0 and tf) and output times (``t_eval`` ``(N, M)``)
+    are numpy arrays, cut into the chunks of ``y0``; ``stm=True`` adds ``stm``
+    ``(N, n, n, M)`` and ``stm_events`` (one ``(N, C, n, n)`` per event) as in
+    the numpy front. Returns a `DaskIVPResult`.
     """
     _require_dask()
     from ..ivp import api, checks
     from ..ivp.layout import INFO
-    checks.refuse_per_object_times(t_span, t_eval, "Dask")
     if is_dask_array(y0):
         y0, single = dask_rows(y0, "y0")
     else:
         y0, single = checks.states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = api._times(t_span, t_eval)
+    t0, tf, times = api._times(t_span, t_eval, n_objects)
+    if not isinstance(stm, (bool, np.bool_)):
+        raise TypeError(f"stm: expected True or False, got {stm!r}")
     if is_dask_array(params):
         shared, per_object = dask_params(params, n_objects)
     else:
@@ -482,22 +531,45 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
         shared = checks.with_args(shared, checks.columns_given(params), args)
     # the numpy front's checks, its messages
+    user_fun = fun
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, rtol, atol, events, api.Event, max_steps, max_event_records, params,
         stacklevel=5, extra_columns=len(args))
-    blob = pack(fun=fun, events=events, method=method, t0=t0, tf=tf, t_eval=times,
-                rtol=rtol, atol=atol, params=shared, max_steps=max_steps, records=records,
-                max_step=max_step, first_step=first_step, end_states=t_eval is None,
-                args=args)
-    arrays = object_arrays([y0] if per_object is None else [y0, per_object])
+    if stm:  # refused here, not on a worker, where fun cannot be differentiated
+        from ..ivp import sensitivities
+        sensitivities.value_and_jacobian(user_fun, n)
+    # per-object inputs travel with their chunk of objects, shared ones in the blob
+    names, arrays = [], [y0]
+    if per_object is not None:
+        names.append("params")
+        arrays.append(per_object)
+    if np.ndim(t0) == 1:
+        names.append("span")
+        arrays.append(np.stack([t0, tf], axis=1))
+    if times.ndim == 2:
+        names.append("t_eval")
+        arrays.append(times)
+    blob = pack(fun=fun, user_fun=user_fun, events=events, method=method,
+                t0=None if "span" in names else t0, tf=None if "span" in names else tf,
+                t_eval=None if "t_eval" in names else times, rtol=rtol, atol=atol,
+                params=shared, max_steps=max_steps, records=records, max_step=max_step,
+                first_step=first_step, end_states=t_eval is None, args=args,
+                per_object=tuple(names), stm=bool(stm))
+    arrays = object_arrays(arrays)
     n_ev = len(events)
+    m = times.shape[-1]
     # as Problem.trim leaves them: without events, one padding record of times is kept
     t_records = records if n_ev else min(records, 1)
-    outputs = [((times.size, n), np.float64), ((INFO.size,), np.int64),
-               ((n_ev, t_records), np.float64), ((n_ev, records if n_ev else 0, n), np.float64),
+    y_records = records if n_ev else 0
+    outputs = [((m, n), np.float64), ((INFO.size,), np.int64),
+               ((n_ev, t_records), np.float64), ((n_ev, y_records, n), np.float64),
                ((n_ev,), np.int64)]
+    names = _RAW
+    if stm:
+        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64)]
+        names = _RAW + _STM
     fields = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")
-    return DaskIVPResult(times, dict(zip(_RAW, fields)), single)
+    return DaskIVPResult(times, dict(zip(names, fields)), single)
 
 
 # ------------------------------------------------------------------------ workers

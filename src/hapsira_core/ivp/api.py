@@ -11,8 +11,9 @@ from .. import memory
 from ..jit import hjit
 from ..kernels.kernel import Columns
 from ..progress import check as check_progress
-from . import build, checks
-from .layout import ICONF, INFO, STATUS_MESSAGES, config_row
+from . import build, checks, methods
+from . import dense as dense_output_module
+from .layout import ICONF, INFO, RECORD_DENSE, RECORD_STATES, STATUS_MESSAGES, config_row
 from .state import fun_form
 
 #: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
@@ -126,12 +127,14 @@ class Problem:
     ``t_eval``: ``(M,)`` shared by all objects or ``(N, M)``, one row per object
     (trailing NaN: no output there); kept as ``(1 or N, M)``. With `run`'s ``t0``
     and ``tf`` (numbers or ``(N,)`` arrays) these are data too: the kernel takes
-    them as per-object rows, a shared one broadcast.
+    them as per-object rows, a shared one broadcast. ``records``: the step records
+    to keep (``step_records``: `layout.RECORD_STATES`, `layout.RECORD_DENSE` or their sum; 0: none),
+    which `run` sizes with a first pass that counts steps (`.dense`).
     """
 
     def __init__(self, method, fun, n, events, t_eval, max_steps, records, y_records,
                  user_functions, diagnose=None, *, max_step=math.inf, first_step=None,
-                 end_states=False):
+                 end_states=False, jac=None, step_records=0):
         self.method, self.fun, self.n = method, fun, n
         self.events = tuple(events)
         self.n_events = len(self.events)
@@ -143,13 +146,15 @@ class Problem:
         self.max_step = float(max_step)
         self.first_step = 0.0 if first_step is None else float(first_step)
         self.end_states = bool(end_states)
+        self.step_records = int(step_records)
         self.user_functions = user_functions
         #: ``diagnose(y0, params, t0)``: run when the kernel fails, raises a clearer error
         self.diagnose = diagnose
         self.kernel = build.kernel(method, n, fun, tuple(e.device_function for e in events),
-                                   self.y_records > 0)
+                                   self.y_records > 0, jac=jac,
+                                   records=bool(self.step_records))
 
-    def shared_inputs(self, t0, tf, rtol, atol):
+    def shared_inputs(self, t0, tf, rtol, atol, records=None):
         """``(t_eval, conf, iconf, ev_direction, ev_max, ev_consts)`` as numpy arrays;
         ``t_eval`` ``(1 or N, M)``, ``conf`` ``(1, nc)``, or ``(N, nc)`` where ``t0`` or
         ``tf`` is an ``(N,)`` array (per-object spans)."""
@@ -169,23 +174,34 @@ class Problem:
         conf[:, layout.t0] = t0
         conf[:, layout.tf] = tf
         iconf = ICONF.pack(max_steps=self.max_steps, n_events=self.n_events,
-                           y_event_records=self.y_records, end_states=int(self.end_states))
+                           y_event_records=self.y_records, end_states=int(self.end_states),
+                           records=self.step_records if records is None else records)
         return self.t_eval, conf, iconf, ev_direction, ev_max, ev_consts
 
-    def output_shapes(self, n_objects):
-        """``{name: (shape, dtype)}`` of the kernel's outputs, in argument order."""
+    def output_shapes(self, n_objects, steps=0):
+        """``{name: (shape, dtype)}`` of the kernel's outputs, in argument order;
+        with step records, room for ``steps`` steps per object."""
         n, slots = self.n, self.slots
         # without events the kernel still gets one slot; keep it one number wide
         records = max(self.records, 1) if self.n_events else 1
-        return {
-            "y": ((n_objects, self.t_eval.shape[-1], n), np.float64),
+        outputs = self.t_eval.shape[-1]
+        if self.step_records & RECORD_STATES:  # t_eval="steps": a state per breakpoint
+            outputs = steps + 1
+        shapes = {
+            "y": ((n_objects, outputs, n), np.float64),
             "info": ((n_objects, INFO.size), np.int64),
             "t_events": ((n_objects, slots, records), np.float64),
             "y_events": ((n_objects, slots, max(self.y_records, 1), n), np.float64),
             "n_events": ((n_objects, slots), np.int64),
-            "scratch": ((n_objects, slots, 2), np.float64),
-            "work": ((n_objects, build.work_rows(self.method, n, self.fun), n), np.float64),
         }
+        if self.step_records:
+            k1 = dense_output_module.coefficient_states(self.method) + 1
+            shapes["steps"] = ((n_objects, steps + 1, 2), np.float64)
+            shapes["dense"] = ((n_objects, max(steps, 1) if self.step_records & RECORD_DENSE else 1,
+                                k1 if self.step_records & RECORD_DENSE else 1, n), np.float64)
+        shapes["scratch"] = ((n_objects, slots, 2), np.float64)
+        shapes["work"] = ((n_objects, build.work_rows(self.method, n, self.fun), n), np.float64)
+        return shapes
 
     def _run_chunks(self, y0, params, t_eval, rows, outputs, diagnose, sample):
         """The kernel on chunks of objects (`progress_chunk`), a tqdm bar advanced after
@@ -224,10 +240,33 @@ class Problem:
         on chunks of objects (`progress_chunk`) and advance a tqdm bar after each;
         every object's numbers are the same as in one call (objects are independent).
         """
-        shapes = self.output_shapes(y0.shape[0])
-        memory.check(shapes, y0.shape[0], self.t_eval.shape[-1])
+        if not self.step_records:
+            return self.trim(self._run(y0, params, t0, tf, rtol, atol, progress))
+        # How many steps to record: a first pass that only counts them (`.dense`)
+        counted = self._run(y0, params, t0, tf, rtol, atol, progress, 0, 0)
+        steps = int(counted["info"][:, INFO.nsteps].max(initial=0))
+        outputs = self._run(y0, params, t0, tf, rtol, atol, progress, steps, self.step_records)
+        trimmed = self.trim(outputs)
+        trimmed["steps"], trimmed["dense"] = outputs["steps"], outputs["dense"]
+        return trimmed
+
+    def _run(self, y0, params, t0, tf, rtol, atol, progress, steps=0, records=None):
+        """One run of the kernel: its outputs (untrimmed); with step records, room for
+        ``steps`` steps per object and the records ``records`` (`layout.ICONF`)."""
+        shapes = self.output_shapes(y0.shape[0], steps)
+        if records:
+            k1 = shapes["dense"][0][2]
+            what = (f"{y0.shape[0]} objects x {steps} steps ("
+                    + (f"an interpolant of {k1} x {self.n} numbers"
+                       if records & RECORD_DENSE else f"a state of {self.n} numbers")
+                    + " per step)")
+            memory.check(shapes, y0.shape[0], self.t_eval.shape[-1], what=what)
+        else:
+            memory.check(shapes, y0.shape[0], self.t_eval.shape[-1])
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
-        t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol)
+        t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol, records)
+        if self.step_records & RECORD_STATES:  # no output times: a state per breakpoint
+            t_eval = np.full((1, steps + 1), np.nan)
         diagnose = None
         on_host = isinstance(y0, np.ndarray) or (
             isinstance(y0, Columns) and all(isinstance(b, np.ndarray) for b in y0.blocks))
@@ -255,12 +294,13 @@ class Problem:
                                      "objects stopped by a bounds check)"), self.user_functions,
                           sample=sample)
             raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
-        return self.trim(outputs)
+        return outputs
 
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
               records, y_records, user_functions, diagnose=None, progress=False, *,
-              max_step=math.inf, first_step=None, end_states=False):
+              max_step=math.inf, first_step=None, end_states=False, jac=None,
+              step_records=0):
     """Run the kernel on checked arrays; the arrays it wrote, as a dict.
 
     ``y0`` ``(N, n)``, ``t0``/``tf`` numbers or ``(N,)``, ``t_eval`` ``(M,)`` or
@@ -268,11 +308,12 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     ``params`` ``(1 or N, P)``; see `Problem` for the rest (``max_step``,
     ``first_step``, ``end_states`` too). Returns
     ``y`` ``(N, M, n)``, ``info`` ``(N, 3)``, ``t_events`` ``(N, E, C)``,
-    ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``.
+    ``y_events`` ``(N, E, C, n)``, ``n_events`` ``(N, E)``; with ``step_records``
+    also ``steps`` ``(N, S + 1, 2)`` and ``dense`` (`Problem.run`, `.loop.make_solve`).
     """
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
                       user_functions, diagnose, max_step=max_step, first_step=first_step,
-                      end_states=end_states)
+                      end_states=end_states, jac=jac, step_records=step_records)
     return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
@@ -308,7 +349,8 @@ def diagnosis(fun, events):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False, max_step=math.inf, first_step=None, args=None, stm=False):
+              progress=False, max_step=math.inf, first_step=None, args=None, stm=False,
+              jac=None, dense_output=False):
     """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -331,10 +373,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     method : "DOP853", "RK45" or "RK23"
         scipy's explicit methods, with scipy's error estimate, step-size
         control, first step and dense output.
-    t_eval : array_like, (M,) or (N, M), optional
+    t_eval : array_like, (M,) or (N, M), or "steps", optional
         Output times within ``t_span``, sorted in the direction of
         integration; default ``[tf]`` (with per-object spans, each object's
-        own ``tf``: ``t`` of shape ``(N, 1)``). ``(N, M)``: one row per object,
+        own ``tf``: ``t`` of shape ``(N, 1)``). ``"steps"``: every accepted
+        step, as scipy's ``t_eval=None`` gives them (``res[i].t``, ``res[i].y``
+        the object's t0, each step's end and a terminal event's time last;
+        ``res.t`` ``(N, S + 1)`` and ``res.y`` NaN-padded to the most steps S
+        of any object). Not the default: a million objects' steps rarely fit in
+        memory. The kernel runs twice (a first pass counts the steps, then the
+        size is checked against the memory limit: `hapsira_core.ivp.dense`). ``(N, M)``: one row per object,
         within its own span and sorted in its own direction; a row shorter
         than M is padded with trailing NaN (its states there are NaN, and
         ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
@@ -373,7 +421,18 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         the matrix of object i at ``t[j]``. The error control takes the state
         alone, so that the accepted steps and the states are those of the same
         call without ``stm``. Events get ``y`` with the matrix after the state
-        (n + n * n numbers, an array).
+        (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
+        recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
+        held fixed: `hapsira_core.ivp.sensitivities.event_matrices`).
+    dense_output : bool
+        scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
+        coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
+        ``res[i].sol(t)`` is object i's continuous solution, as scipy's
+        ``OdeSolution``, and ``res.sol(t)`` all objects' (``(N, n, len(t))``).
+        Every step then builds its interpolant, as in scipy (``nfev`` as
+        scipy's: DOP853 3 more per step). The kernel runs twice (a first pass
+        counts the steps; the records' size, steps x coefficients x objects,
+        is checked against the memory limit before the second: `hapsira_core.ivp.dense`).
 
     Returns
     -------
@@ -384,7 +443,23 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     progress = check_progress(progress)
     y0, single = checks.states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = _times(t_span, t_eval, n_objects)
+    if not isinstance(dense_output, (bool, np.bool_)):
+        raise TypeError(f"dense_output: expected True or False, got {dense_output!r}")
+    all_steps = isinstance(t_eval, str)
+    if all_steps and t_eval != "steps":
+        raise ValueError(f"t_eval: expected an array of times, None or \"steps\", "
+                         f"got {t_eval!r}")
+    if dense_output and methods.get(method).state_shape == "array":
+        raise NotImplementedError(f"dense_output: not yet for the implicit method {method!r} "
+                                  "(its interpolant lives in its own memory); use t_eval or "
+                                  "t_eval=\"steps\"")
+    if stm and (dense_output or all_steps):
+        raise NotImplementedError("stm: not with dense_output=True or t_eval=\"steps\" yet; "
+                                  "ask for the times you need in t_eval")
+    t0, tf, times = _times(t_span, None if all_steps else t_eval, n_objects)
+    step_records = (RECORD_STATES if all_steps else 0) + (RECORD_DENSE if dense_output else 0)
+    if all_steps:
+        times = np.full(1, np.nan)  # no output time: the loop writes a state per step
     params_given = params
     params = checks.params(params, n_objects)
     if not isinstance(stm, (bool, np.bool_)):
@@ -397,23 +472,27 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
         extra_columns=len(args))
     diagnose = diagnosis(fun, events)
+    jac = checks.jacobian_option(jac, method, n, stm)
     if stm:
         from . import sensitivities
-        sensitivities.value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
-        fun = sensitivities.variational(fun, user_fun, n)
+        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
         y0 = sensitivities.augmented_states(y0, n)
-        # the matrix's tolerances are never read: its components take no part in the norm
-        rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
-        atol = np.concatenate([atol, np.full(n * n, atol[0])])
         diagnose = functools.partial(_diagnose_state, diagnose, n)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [user_fun if stm else fun]
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
-                    first_step=first_step, end_states=t_eval is None)
-    matrices = sensitivities.split(raw, n, single) if stm else None
-    result = IVPResult(times, raw, single)
+                    first_step=first_step, end_states=t_eval is None, jac=jac,
+                    step_records=step_records)
     if stm:
-        result.stm = matrices
+        at_events = sensitivities.event_matrices(raw, n, single)
+        matrices = sensitivities.split(raw, n, single)
+    if all_steps:
+        times = raw["steps"][:, :, 0]
+    result = IVPResult(times, raw, single)
+    if dense_output:
+        result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
+    if stm:
+        result.stm, result.stm_events = matrices, at_events
     return result
 
 
@@ -477,6 +556,8 @@ class IVPResult(Statuses):
         self.y_events = [raw["y_events"][:, e] for e in range(raw["y_events"].shape[1])]
         self.n_events = raw["n_events"]
         self.single = single
+        #: scipy's ``sol`` with ``dense_output=True`` (`set_dense`); None otherwise
+        self.sol = None
         if single:
             self.y, self.status, self.nfev, self.nsteps, self.njev, self.nlu = (
                 self.y[0], self.status[0], self.nfev[0], self.nsteps[0], self.njev[0],
@@ -484,6 +565,12 @@ class IVPResult(Statuses):
             self.t_events = [t[0] for t in self.t_events]
             self.y_events = [y[0] for y in self.y_events]
             self.n_events = self.n_events[0]
+
+    def set_dense(self, records):
+        """Keep the step records of ``dense_output=True`` (``(method, n, fun, steps,
+        dense, info)``, `.dense`): ``sol(t)`` gives ``(N, n, len(t))`` (``(N, n)``
+        for a number; without the N axis for one object)."""
+        self.sol = dense_output_module.BatchSolution(records, self.single)
 
     def __len__(self):
         return 1 if self.single else len(self.status)
@@ -525,8 +612,12 @@ class ObjectResult:
             self.y_events.append(pick(states)[:min(kept, pick(states).shape[0])])
         self.message = STATUS_MESSAGES[self.status]
         self.success = self.status >= 0
+        #: scipy's ``OdeSolution`` of this object (``dense_output=True``), else None
+        self.sol = None if result.sol is None else result.sol.object(0 if i is None else i)
         if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
             self.stm = pick(result.stm)[..., :self.t.shape[-1]]
+            self.stm_events = [pick(m)[:len(t)] for m, t in zip(result.stm_events,
+                                                                 self.t_events)]
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

@@ -21,7 +21,7 @@ from .state import fun_form
 KERNELS = {}
 
 
-def arguments(events=True, event_states=True):
+def arguments(events=True, event_states=True, records=False):
     """The kernel's array arguments, in the order the loop takes them.
 
     ``t_eval`` and ``conf`` (which holds t0 and tf) are per-object arguments,
@@ -30,9 +30,11 @@ def arguments(events=True, event_states=True):
     What a kernel never fills is working memory, which a GPU never copies
     back: the event rows of a kernel without events (16 MB per 10^6
     objects), ``y_events`` without ``event_states`` (48 MB for 6 components).
+    ``records``: the step records of ``dense_output`` and ``t_eval="steps"``
+    (`.loop.make_solve`), ``steps`` ``(S + 1, 2)`` and ``dense`` ``(S, k + 1, n)``.
     """
     f64, i64 = np.float64, np.int64
-    return (
+    inputs, outputs, scratch = (
         Arg("y0", f64, ("n",)),
         Arg("t_eval", f64, ("m",)),  # (1, M) shared, (N, M) per object
         Arg("params", f64, ("np",)),
@@ -41,14 +43,20 @@ def arguments(events=True, event_states=True):
         Arg("ev_direction", f64, ("e",), per_object=False),
         Arg("ev_max", i64, ("e",), per_object=False),
         Arg("ev_consts", f64, ("e", "q"), per_object=False),
+    ), (
         Arg("y", f64, ("m", "n"), output=True),
         Arg("info", i64, ("ninfo",), output=True),
         Arg("t_events", f64, ("e", "c"), output=True, scratch=not events),
         Arg("y_events", f64, ("e", "cy", "n"), output=True, scratch=not event_states),
         Arg("n_events", i64, ("e",), output=True, scratch=not events),
+    ), (
         Arg("scratch", f64, ("e", "two"), scratch=True),
         Arg("work", f64, ("s", "n"), scratch=True),
     )
+    if records:
+        outputs = outputs + (Arg("steps", f64, ("s1", "two"), output=True),
+                             Arg("dense", f64, ("sd", "k1", "n"), output=True))
+    return inputs + outputs + scratch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,18 +77,23 @@ class KernelSpec:
     event_functions: tuple = ()
     event_states: bool = False
     keep_stages: bool = dataclasses.field(default_factory=lambda: target.KEEP_STAGES)
+    #: the user's ``jac=`` (an hjit function) for the implicit methods; None: automatic
+    jac: object = None
+    #: whether the kernel takes the step records ``steps`` and ``dense`` (`arguments`)
+    records: bool = False
 
-    def source(self, fun, events):
-        """The module that defines the kernel's ``body``, with ``fun`` and ``events``
-        the source of the expressions that give the functions."""
-        return _BODY.format(method=self.method, n=self.n, keep=self.keep_stages, fun=fun,
-                            events=events, event_states=self.event_states)
+    def source(self, fun, events, jac="None"):
+        """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
+        ``jac`` the source of the expressions that give the functions."""
+        return (_RECORDS_BODY if self.records else _BODY).format(
+            method=self.method, n=self.n, keep=self.keep_stages, fun=fun, events=events,
+            event_states=self.event_states, jac=jac)
 
     def body(self):
         """The per-object ``body``, made in memory from the same `source` as the
         cache's module, the functions bound by name."""
-        namespace = {"_fun": self.fun, "_events": self.event_functions}
-        exec(compile(self.source("_fun", "_events"), f"<hapsira kernel {self.method} "
+        namespace = {"_fun": self.fun, "_events": self.event_functions, "_jac": self.jac}
+        exec(compile(self.source("_fun", "_events", "_jac"), f"<hapsira kernel {self.method} "
                      f"n={self.n}>", "exec"), namespace)
         return namespace["body"]
 
@@ -90,22 +103,29 @@ class KernelSpec:
         imports = {}
         fun_source = cache.expression(self.fun, imports)
         events_source = cache.expression(self.event_functions, imports)
-        if fun_source is None or events_source is None:
+        jac_source = "None" if self.jac is None else cache.expression(self.jac, imports)
+        if fun_source is None or events_source is None or jac_source is None:
             return None
-        prelude = cache.import_lines(imports) + "\n" + self.source(fun_source, events_source)
-        key = cache.key(self.fun, self.event_functions, prelude,
+        prelude = cache.import_lines(imports) + "\n" + self.source(fun_source, events_source,
+                                                                    jac_source)
+        functions = self.event_functions if self.jac is None else (
+            self.event_functions + (self.jac,))
+        key = cache.key(self.fun, functions, prelude,
                         code_options=ObjectKernel.code_options())
         return key, prelude
 
     def build(self):
         return ObjectKernel(self.body(), arguments(bool(self.event_functions),
-                                                   self.event_states), self.recipe())
+                                                   self.event_states, self.records),
+                            self.recipe())
 
 
-def kernel(method, n, fun, event_functions, event_states=False):
+def kernel(method, n, fun, event_functions, event_states=False, jac=None, records=False):
     """The compiled solver for ``fun`` and these event functions (built once per
-    `KernelSpec` and process)."""
-    spec = KernelSpec(method, n, fun, tuple(event_functions), event_states)
+    `KernelSpec` and process); ``jac``: the user's ``jac=`` for an implicit method;
+    ``records``: a kernel that also takes the step records (`arguments`)."""
+    spec = KernelSpec(method, n, fun, tuple(event_functions), event_states, jac=jac,
+                      records=records)
     if spec not in KERNELS:
         KERNELS[spec] = spec.build()
     return KERNELS[spec]
@@ -115,14 +135,31 @@ _BODY = """
 from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r})
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
+                   {jac})
 
 
 @hjit
 def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
          y, info, t_events, y_events, n_events, scratch, work):
+    # no step records: typed stand-ins, never written (records=False)
     solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work)
+          y, info, t_events, y_events, n_events, scratch, work, scratch, y_events)
+"""
+
+_RECORDS_BODY = """
+from hapsira_core.ivp.loop import make_solve
+from hapsira_core.jit import hjit, switch
+
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
+                   {jac}, True)
+
+
+@hjit
+def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+         y, info, t_events, y_events, n_events, steps, dense, scratch, work):
+    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+          y, info, t_events, y_events, n_events, scratch, work, steps, dense)
 """
 
 
@@ -169,7 +206,7 @@ def work_rows(method, n, fun=None):
     states (``fun(t, y, p, dydt)``, `.state`) every state of the loop too."""
     found = methods.get(method)
     if found.state_shape == "array" or (fun is not None and fun_form(fun) == "array"):
-        return found.total_rows(n)
+        return found.rows_for(n).total
     if not target.KEEP_STAGES:
         return 1
     return max(1, found.tableau.n_stages + 1)

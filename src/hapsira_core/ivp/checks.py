@@ -842,3 +842,23 @@ def bounds_checked_events(events, position):
                 event.g = checked
         out.append(event)
     return tuple(out)
+
+
+def jacobian_option(jac, method, n, stm=False, stacklevel=4):
+    """``jac=`` of `solve_ivp` for ``method`` (a name) at n components: None, or the user's
+    hjit function, checked (`hapsira_core.ivp.sensitivities.check_jac`: a TypeError
+    naming ``jac`` for a wrong form). The explicit methods do not use it and, as scipy's
+    (1.17: "The following arguments have no effect for a chosen solver: `jac`."), say so
+    with a UserWarning; then None."""
+    if jac is None:
+        return None
+    from . import methods, sensitivities
+    sensitivities.check_jac(jac, n)
+    if methods.get(method).state_shape != "array":
+        warnings.warn("The following arguments have no effect for a chosen solver: `jac`.",
+                      UserWarning, stacklevel=stacklevel)
+        return None
+    if stm:
+        raise ValueError("jac: not with stm=True in this version (the transition matrix "
+                         "uses the automatic Jacobian of fun)")
+    return jac

@@ -48,8 +48,14 @@ def config_row(n):
 #: step's end takes the step's end state instead of the interpolant (the default
 #: ``t_eval``, ``[tf]``: scipy's ``t_eval=None`` returns the last step's state and
 #: builds no interpolant for it); 0 for explicit output times (scipy interpolates).
+#: ``records``: what a kernel with step records (`.loop.make_solve`'s ``records``) writes,
+#: the sum of the flags below (0 in the pass that only counts steps).
 ICONF = Row(np.int64, ("max_steps", 1), ("n_events", 1), ("y_event_records", 1),
-            ("end_states", 1))
+            ("end_states", 1), ("records", 1))
+#: Record the state at each breakpoint (scipy's ``t_eval=None``; ``t_eval="steps"`` here).
+RECORD_STATES = 1
+#: Record each step's interpolant (scipy's ``dense_output=True``).
+RECORD_DENSE = 2
 #: What the loop reports per object (``njev``/``nlu``: Jacobians evaluated and LU
 #: decompositions made, scipy's counts; 0 for the explicit methods).
 INFO = Row(np.int64, ("status", 1), ("nfev", 1), ("nsteps", 1), ("njev", 1), ("nlu", 1))

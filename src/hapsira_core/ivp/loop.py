@@ -13,8 +13,8 @@ from ..jit import hjit
 from . import methods
 from .control import make_initial_step, make_step
 from .events import is_triggered, make_locate
-from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, SCRATCH, STEP_TOO_SMALL,
-                     SUCCESS, TERMINATED, config_row)
+from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, RECORD_DENSE, RECORD_STATES,
+                     SCRATCH, STEP_TOO_SMALL, SUCCESS, TERMINATED, config_row)
 from .state import fun_form, rhs
 from .state import ops as state_ops
 
@@ -30,7 +30,7 @@ def _no_counts(work):
 
 
 @factory
-def make_solve(method_name, n, keep, f, g, event_states=True):
+def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=False):
     """The loop for ``method_name`` on n-component states (built once).
 
     ``solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
@@ -48,14 +48,27 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     ``t_events[e]``/``y_events[e]`` (first occurrences of ``e``) and
     ``n_events[e]`` (how many occurred). ``scratch`` and ``work`` are working
     memory (``work``: the step's stages where the dense output reuses them).
+    ``jac``: the user's ``jac=`` (an hjit function, `..sensitivities.method_jacobian`),
+    handed to the method's builder where given (the explicit methods never get it).
+
+    With ``records`` the loop also takes ``steps`` ``(S + 1, 2)`` and ``dense``
+    ``(S, k + 1, n)`` (``k``: the interpolant's coefficient states) and, as
+    ``iconf[ICONF.records]`` asks (`layout.RECORD_STATES`, `layout.RECORD_DENSE`),
+    writes per accepted step what scipy's ``t_eval=None`` and ``dense_output=True``
+    keep: ``steps[s, 0]`` the breakpoints of scipy's ``OdeSolution`` (t0, each step's
+    end, a terminal event's root last), ``steps[s, 1]`` step s's ``h``; the state at
+    each breakpoint in ``out_y[s]``; ``dense[s]`` step s's ``y_old`` and coefficients.
+    Steps past ``S`` are counted, not written (a counting pass gives S: `.dense`).
+    Unwritten entries are NaN.
     """
     method = methods.get(method_name)
     # a method that keeps matrices in ``work`` (the implicit ones) asks for array states
     shape = method.state_shape or fun_form(f) or "tuple"
     # an augmented right-hand side (stm=True) says how many components its norm takes
     ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
-    parts = method.build(ops, keep, f)
-    rows = method.rows
+    parts = method.build(ops, keep, f) if jac is None else method.build(ops, keep, f, jac=jac)
+    # an implicit method's matrices take n rows of work each: its rows depend on n
+    rows = method.rows_for(n)
     fun = rhs(f, shape, n)  # fun(t, y, p, dst) -> state, in either shape
     # A method may bring its own step (an implicit method: Newton iterations, its own
     # step-size rule) and memory that lives from step to step in ``work`` (``begin``
@@ -78,6 +91,31 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
     END_STATES = ICONF.end_states
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
     G, ROOT = SCRATCH.g, SCRATCH.root
+    RECORDS = ICONF.records
+    n_coeffs = rows.total - rows.coeffs  # the interpolant's coefficient states
+
+    @hjit
+    def record_reset(steps, dense, mode):
+        for s in range(steps.shape[0]):
+            steps[s, 0] = math.nan
+            steps[s, 1] = math.nan
+        if mode & RECORD_DENSE:
+            for s in range(dense.shape[0]):
+                for r in range(dense.shape[1]):
+                    fill_row(dense[s], r, math.nan)
+
+    @hjit
+    def record_step(steps, dense, mode, s, t_stop, h, y, coeffs, out_y, state):
+        """Step s (0-based) ended at ``t_stop`` with ``state``: write what ``mode`` asks."""
+        if s + 1 < steps.shape[0]:
+            steps[s + 1, 0] = t_stop
+            steps[s, 1] = h
+            if mode & RECORD_STATES:
+                store_row(out_y, s + 1, state)
+        if mode & RECORD_DENSE and s < dense.shape[0]:
+            store_row(dense[s], 0, y)
+            for r in range(n_coeffs):
+                store_row(dense[s], r + 1, coeffs[r])
 
     @hjit
     def reset(out_y, t_events, n_events):
@@ -91,8 +129,9 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
 
     @hjit
     def solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-              out_y, info, t_events, y_events, n_events, scratch, work):
+              out_y, info, t_events, y_events, n_events, scratch, work, steps, dense):
         reset(out_y, t_events, n_events)
+        mode = iconf[RECORDS] if records else 0
         max_steps = iconf[MAX]
         n_ev = iconf[N_EV]
         y_records = iconf[Y_RECORDS]
@@ -110,6 +149,13 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
         info[NSTEPS] = 0
         info[NJEV] = 0
         info[NLU] = 0
+        if records:
+            record_reset(steps, dense, mode)
+            steps[0, 0] = t
+            if mode & RECORD_STATES:
+                store_row(out_y, 0, y)
+            if mode & RECORD_DENSE:  # scipy's constant interpolant where t0 == tf
+                store_row(dense[0], 0, y)
         if not is_finite(y):
             info[STATUS] = BAD_INITIAL_STATE
             return
@@ -166,6 +212,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
             need_dense = dense_first or (j < n_out and (direction * (t_eval[j] - t_new) < 0.0
                                                         or (t_eval[j] == t_new
                                                             and not end_states)))
+            need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
             dense_first = False
             for e in range(n_ev):
                 if is_triggered(scratch[e, G], g(e, t_new, y_new, p, ev_consts[e]),
@@ -218,6 +265,11 @@ def make_solve(method_name, n, keep, f, g, event_states=True):
                 else:
                     store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
                 j += 1
+            if records:
+                state = y_new
+                if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state
+                    state = evaluate(coeffs, t, h, y, t_stop, row(work, EVAL))
+                record_step(steps, dense, mode, nsteps - 1, t_stop, h, y, coeffs, out_y, state)
 
             if e_stop < n_ev:
                 status = TERMINATED

@@ -174,11 +174,43 @@ def variational(state_fun, fun, n):
     return made
 
 
-def augmented_states(y0, n):
-    """``(N, n + n * n)``: each state followed by the identity, row-major."""
+def augmented_states(y0, n, xp=None):
+    """``(N, n + n * n)``: each state followed by the identity, row-major; ``xp`` the
+    array module of ``y0`` (numpy by default; ``jax.numpy`` on the JAX front)."""
     import numpy as np
+    if xp is not None and xp is not np:
+        eye = xp.broadcast_to(xp.eye(n).ravel(), (y0.shape[0], n * n))
+        return xp.concatenate([y0, eye], axis=1)
     eye = np.broadcast_to(np.eye(n).ravel(), (y0.shape[0], n * n))
     return np.ascontiguousarray(np.concatenate([y0, eye], axis=1))
+
+
+def augmented(fun, user_fun, n, rtol, atol):
+    """``(fun, rtol, atol)`` of a run with ``stm=True``, for every front of ``solve_ivp``:
+    the variational right-hand side (`variational`; `NotDifferentiable` first where
+    ``user_fun`` cannot be differentiated) and the tolerances widened to n + n * n
+    components (the matrix's are never read: its components take no part in the norm)."""
+    import numpy as np
+    value_and_jacobian(user_fun, n)  # refuses what it cannot differentiate
+    fun = variational(fun, user_fun, n)
+    rtol = np.concatenate([rtol, np.full(n * n, rtol[0])])
+    atol = np.concatenate([atol, np.full(n * n, atol[0])])
+    return fun, rtol, atol
+
+
+def event_matrices(raw, n, single):
+    """Phi at each recorded event of an augmented run, before `split`: a list with one
+    ``(N, C, n, n)`` array per event (``(C, n, n)`` for one object), NaN-padded as
+    ``y_events``. It is the matrix at the event's time, interpolated as the state is
+    (the dense output of the augmented system): d y(t) / d y0 at t = t_event held fixed,
+    without the motion of t_event itself with y0."""
+    full = raw["y_events"]  # (N, E, C, n + n * n)
+    out = []
+    for e in range(full.shape[1]):
+        block = full[:, e, :, n:]
+        block = block.reshape(block.shape[0], block.shape[1], n, n)
+        out.append(block[0] if single else block)
+    return out
 
 
 def split(raw, n, single):
@@ -210,3 +242,90 @@ def jacobian_rows(fun, n):
               f"{writes}    return J\n")
     names = twins.run(source, f"<hapsira jacobian rows n={n} of {_name(fun)}>", {"jac": jac})
     return hjit(names["jac_into"])
+
+
+def _jac_name(jac):
+    return _name(jac)
+
+
+def check_jac(jac, n):
+    """``jac`` as `solve_ivp` takes it, checked on the host: None, or an hjit function in
+    the tuple form ``jac(t, y, p) -> flat row-major tuple of n * n floats`` or the array
+    form ``jac(t, y, p, J)`` filling the 2-D array ``J`` (n x n). A TypeError naming
+    ``jac`` otherwise. Returns ``jac``."""
+    if jac is None:
+        return None
+    if not callable(jac) or not hasattr(jac, "py_func"):
+        raise TypeError(f"jac: expected an hjit function jac(t, y, p) -> tuple of n * n = "
+                        f"{n * n} floats or jac(t, y, p, J) filling J (n x n), or None; got "
+                        f"{type(jac).__name__}")
+    form = fun_form(jac)
+    if form is None:
+        raise TypeError(f"jac: {_jac_name(jac)} takes neither (t, y, p) nor (t, y, p, J): "
+                        f"expected jac(t, y, p) -> tuple of n * n = {n * n} floats "
+                        "(row-major: d fun_i / d y_j at i * n + j) or jac(t, y, p, J) "
+                        "filling the n x n array J")
+    return jac
+
+
+@factory
+def method_jacobian(fun, n, jac=None):
+    """``jac_into(t, y, p, J) -> J``: d fun / d y written into the first n rows of the 2-D
+    array ``J``, the one choice every implicit method makes the same way.
+
+    ``jac`` (`solve_ivp`'s ``jac=``): an hjit function in the tuple form ``jac(t, y, p)
+    -> flat row-major tuple of n * n floats`` (read as ``J[i, j] = jac[i * n + j]``) or
+    the array form ``jac(t, y, p, J)`` filling ``J``. None: the automatic Jacobian of a
+    tuple-form ``fun`` (`jacobian_rows`); an array-form ``fun`` then raises a ValueError
+    naming ``jac`` (it is not differentiated in this version)."""
+    if jac is None:
+        if fun_form(fun) == "array":
+            raise ValueError(
+                f"jac: {_name(fun)} is the array form fun(t, y, p, dydt), which is not "
+                "differentiated automatically in this version; give its Jacobian as jac= "
+                "(an hjit jac(t, y, p, J) filling the n x n array J), or write fun in the "
+                "tuple form")
+        return jacobian_rows(fun, n)
+    form = fun_form(jac)
+    if form == "array":
+        @hjit
+        def jac_into(t, y, p, J):
+            jac(t, y, p, J)
+            return J
+        return jac_into
+    if form != "tuple":
+        check_jac(jac, n)  # raises, naming jac
+    components = ", ".join(f"y[{i}]" for i in range(n)) + ("," if n == 1 else "")
+    writes = "".join(f"    J[{i}, {j}] = flat[{i * n + j}]\n"
+                     for i in range(n) for j in range(n))
+    source = (f"def jac_into(t, y, p, J):\n    flat = jac(t, ({components}), p)\n"
+              f"{writes}    return J\n")
+    names = twins.run(source, f"<hapsira jac= rows n={n} of {_name(jac)}>", {"jac": jac})
+    return hjit(names["jac_into"])
+
+
+@factory
+def jacobian_with_time(fun, n):
+    """``jt_into(t, y, p, J, ft)``: d fun / d y into the first n rows of ``J`` and
+    d fun / d t into the row ``ft``, from one forward-mode derivative of a tuple-form
+    ``fun`` with respect to ``t`` and ``y`` (what a Rosenbrock method needs: exact, no
+    finite difference in t). ``jt_into.hapsira_autonomous``: every d fun / d t is known
+    to be zero (then ``ft`` is not written and a method may drop the term)."""
+    _checked(fun)
+    spec = (derivatives.SCALAR, (derivatives.SCALAR,) * n, None)
+    vj = derivative_twin(fun, spec)
+    zeros = vj.hapsira_zeros
+    width = n + 1  # row i: d fun_i / dt, then d fun_i / d y_j
+    autonomous = all(i * width in zeros for i in range(n))
+    components = ", ".join(f"y[{i}]" for i in range(n)) + ("," if n == 1 else "")
+    lines = ["def jt_into(t, y, p, J, ft):",
+             f"    flat = vj(t, ({components}), p)[1]"]
+    for i in range(n):
+        if not autonomous:
+            lines.append(f"    ft[{i}] = flat[{i * width}]")
+        lines += [f"    J[{i}, {j}] = flat[{i * width + 1 + j}]" for j in range(n)]
+    source = "\n".join(lines) + "\n    return J\n"
+    names = twins.run(source, f"<hapsira jacobian and d/dt n={n} of {_name(fun)}>", {"vj": vj})
+    made = hjit(names["jt_into"])
+    made.hapsira_autonomous = autonomous
+    return made

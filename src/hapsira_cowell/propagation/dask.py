@@ -16,7 +16,8 @@ from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
 from ..units import is_quantity, to_value
-from .forms import call_options, check_gm, check_tofs, check_units, refuse_stm, units_unchecked
+from .forms import (call_options, check_gm, check_tofs, check_units, refuse_stm, step_options,
+                    units_unchecked)
 from .propagator import CowellResult, STATUS_MESSAGES
 from .propagator import cowell as cowell_numpy
 
@@ -36,12 +37,14 @@ def propagate_chunk(blob, r0, v0, params=None):
         res = cowell_numpy(spec["k"], r0, v0, spec["tofs"], spec["rtol"], spec["atol"],
                            f=spec["f"], params=spec["params"] if params is None else params,
                            events=spec["events"], max_steps=spec["max_steps"],
-                           max_event_records=spec["records"])
+                           max_event_records=spec["records"], max_step=spec["max_step"],
+                           first_step=spec["first_step"])
     return (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
 
 
 def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-              max_steps=100_000, max_event_records=64, params_given=None):
+              max_steps=100_000, max_event_records=64, params_given=None,
+              max_step=float("inf"), first_step=None):
     """The checked call (all but the per-object arrays) as one blob for the workers.
 
     ``params``: the shared row, or None when each chunk brings its own rows;
@@ -50,12 +53,14 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
     max_event_records)`` as checked.
     """
     k = check_gm(k)
-    tofs = check_tofs(tofs)
+    tofs = check_tofs(tofs, front="Dask")
+    max_step, first_step = step_options(max_step, first_step, tofs)
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records,
         params if params_given is None else params_given, stacklevel=6)
     blob = core.pack(f=f, events=events, k=float(k), tofs=tofs, rtol=rtol, atol=atol,
-                     params=params, max_steps=max_steps, records=records)
+                     params=params, max_steps=max_steps, records=records, max_step=max_step,
+                     first_step=first_step)
     return blob, tofs, events, records
 
 
@@ -69,7 +74,8 @@ def _states(value, name, unit):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64, stm=False):
+           max_steps=100_000, max_event_records=64, stm=False, max_step=float("inf"),
+           first_step=None):
     """``hapsira_cowell.cowell`` for Dask arrays ``r0``, ``v0`` and/or ``params``.
 
     Arguments as ``cowell()``; the per-object arrays are chunked along the
@@ -97,7 +103,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     blob, tofs, events, records = pack_call(k, tofs, rtol, atol, f=f, params=shared,
                                             events=events, max_steps=max_steps,
                                             max_event_records=max_event_records,
-                                            params_given=params)
+                                            params_given=params, max_step=max_step,
+                                            first_step=first_step)
     check_units(k if plain[0] else None,
                 r0 if plain[1] and not core.is_dask_array(r0) else None,
                 v0 if plain[2] and not core.is_dask_array(v0) else None)

@@ -26,7 +26,7 @@ from ..units import UnitsWarning, to_value
 
 __all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
            "check_units", "warn_if_all_failed", "units_unchecked", "bounds_checked", "problem",
-           "check_stm", "refuse_stm"]
+           "check_stm", "refuse_stm", "tofs_end", "step_options"]
 
 #: km^3/s^2: above any solar-system body's GM (the Sun's is 1.327e11); the Moon's GM in
 #: m^3/s^2 is 4.9e12, the Earth's 3.986e14
@@ -81,8 +81,22 @@ def check_states(r0, v0, state=check_state):
     return r0, v0, single
 
 
-def check_tofs(tofs):
+def check_tofs(tofs, n_objects=None, front=None):
+    """Times of flight (s): ``(M,)`` shared by all objects, or with ``n_objects`` also
+    ``(N, M)``, one row per object (its own times, trailing NaN padding allowed: no
+    output there). Each row (or the one row): finite, all of one sign (negative =
+    backward), sorted away from 0. Errors name ``tofs`` and the first object at fault.
+    ``front``: a front other than numpy's, which takes ``(M,)`` only."""
     array = np.atleast_1d(to_value(tofs, u.s, "tofs"))
+    if array.ndim == 2 and n_objects is None:
+        raise ValueError(f"tofs: per-object times of flight (N, M) are taken by the numpy "
+                         f"front only for now (hapsira_cowell.cowell with numpy arrays), not "
+                         f"by the {front or 'this'} front; give one (M,) row here")
+    if array.ndim == 2:
+        if array.shape[0] != n_objects or array.shape[1] == 0:
+            raise ValueError(f"tofs: expected shape (M,) or ({n_objects}, M) with M >= 1 (one "
+                             f"row per object), got {array.shape}")
+        return _tofs_rows(array)
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f"tofs: expected a non-empty 1-D array of times, got shape {array.shape}")
     if not np.all(np.isfinite(array)):
@@ -93,6 +107,48 @@ def check_tofs(tofs):
         raise ValueError("tofs: expected times sorted away from 0 (increasing, or decreasing "
                          "when backward)")
     return np.ascontiguousarray(array)
+
+
+def _tofs_rows(rows):
+    """`check_tofs` of ``(N, M)`` rows, each object's own."""
+    nan = np.isnan(rows)
+
+    def refuse(mask, what):
+        if mask.any():
+            i = int(np.argmax(mask))
+            raise ValueError(f"tofs: {what} (object {i}: {rows[i]!r}; {int(mask.sum())} "
+                             "objects in all)")
+
+    refuse(np.isinf(rows).any(axis=1), "expected finite times or trailing NaN padding")
+    refuse(nan[:, 0], "expected at least one time per row (NaN only as trailing padding)")
+    refuse((nan[:, :-1] & ~nan[:, 1:]).any(axis=1),
+           "expected NaN only as trailing padding of a row")
+    with np.errstate(invalid="ignore"):
+        refuse((rows > 0).any(axis=1) & (rows < 0).any(axis=1),
+               "expected each row's times all of one sign (negative = backward)")
+        refuse((np.diff(np.abs(rows), axis=1) < 0).any(axis=1),
+               "expected each row sorted away from 0 (increasing, or decreasing when backward)")
+    return np.ascontiguousarray(rows)
+
+
+def tofs_end(tofs):
+    """Where each object's integration ends: the last time of flight, a float for
+    ``(M,)`` times, an ``(N,)`` array for per-object rows (each row's last finite time)."""
+    if tofs.ndim == 1:
+        return float(tofs[-1])
+    last = np.count_nonzero(~np.isnan(tofs), axis=1) - 1
+    return np.ascontiguousarray(tofs[np.arange(tofs.shape[0]), last])
+
+
+def step_options(max_step, first_step, tofs):
+    """scipy's ``max_step`` and ``first_step`` for ``cowell`` (s), checked as ``solve_ivp``
+    checks them (`hapsira_core.ivp.checks.step_sizes`, its messages; ``first_step`` at
+    most the shortest object's span). Quantities in time units are taken."""
+    if max_step is not None and hasattr(max_step, "unit"):
+        max_step = to_value(max_step, u.s, "max_step")
+    if first_step is not None and hasattr(first_step, "unit"):
+        first_step = to_value(first_step, u.s, "first_step")
+    return checks.step_sizes(max_step, first_step, 0.0, tofs_end(tofs))
 
 
 def check_gm(k):
@@ -290,7 +346,8 @@ def refuse_stm(stm, front):
             f"the {front} front; call hapsira_cowell.cowell(..., stm=True) on numpy arrays")
 
 
-def problem(f, events, tofs, max_steps, records, stm=False, user_f=None):
+def problem(f, events, tofs, max_steps, records, stm=False, user_f=None, *,
+            max_step=float("inf"), first_step=None):
     """The core's `Problem` of an orbit propagation.
 
     DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
@@ -302,14 +359,18 @@ def problem(f, events, tofs, max_steps, records, stm=False, user_f=None):
     `hapsira_core.ivp.sensitivities.variational`) and the state's derivatives
     from ``orbit_rhs(f)`` (``f`` the bounds-checked twin of ``user_f``), so
     that the state and the accepted steps are those of the call without.
+    ``tofs`` ``(M,)`` or ``(N, M)`` (`check_tofs`); ``max_step``, ``first_step``:
+    scipy's (`step_options`), data that never recompiles.
     """
+    steps = dict(max_step=max_step, first_step=first_step)
     if not stm:
         return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
-                           [f] + [e.g for e in events], functools.partial(_diagnose, f, events))
+                           [f] + [e.g for e in events], functools.partial(_diagnose, f, events),
+                           **steps)
     from hapsira_core.ivp import sensitivities
     user = orbit_rhs(user_f)
     sensitivities.value_and_jacobian(user, 6)  # refuses what it cannot differentiate
     fun = sensitivities.variational(orbit_rhs(f), user, 6)
     return ivp.Problem("DOP853", fun, 42, events, tofs, max_steps, records, 0,
                        [user_f] + [e.g for e in events],
-                       functools.partial(_diagnose_state, f, events))
+                       functools.partial(_diagnose_state, f, events), **steps)

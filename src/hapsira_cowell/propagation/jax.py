@@ -23,7 +23,7 @@ from hapsira_core.ivp.layout import INFO  # noqa: E402
 from ..units import is_quantity  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
 from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
-from .forms import refuse_stm  # noqa: E402
+from .forms import refuse_stm, step_options, tofs_end  # noqa: E402
 from .forms import check_gm as _numpy_gm  # noqa: E402
 from .forms import check_state as _numpy_state  # noqa: E402
 from .forms import check_tofs as _numpy_tofs  # noqa: E402
@@ -67,18 +67,20 @@ def _state(value, name, unit):
     return array
 
 
-def _tofs(tofs):
-    """Concrete times checked by the numpy call; traced ones by shape only (the
-    caller keeps them sorted away from 0 and of one sign)."""
+def _tofs(tofs, n_objects):
+    """Concrete times checked by the numpy call (per-object ``(N, M)`` rows too);
+    traced ones by shape only (the caller keeps them sorted away from 0 and of one
+    sign), and ``(M,)`` only."""
     _no_quantity(tofs, "tofs", "s")
     values = concrete(tofs)
     if values is not None:
-        return jnp.asarray(_numpy_tofs(values))
+        return jnp.asarray(_numpy_tofs(values, n_objects))
     times = real(tofs, "tofs")
     times = times[None] if times.ndim == 0 else times
     if times.ndim != 1 or times.size == 0:
         raise ValueError(f"tofs: expected a non-empty 1-D array of times, got shape "
-                         f"{times.shape}")
+                         f"{times.shape} (per-object (N, M) rows must be concrete here: "
+                         "each object's end is read from its row)")
     return times
 
 
@@ -94,7 +96,8 @@ def _gm(k):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64, stm=False):
+           max_steps=100_000, max_event_records=64, stm=False, max_step=float("inf"),
+           first_step=None):
     """:func:`hapsira_cowell.cowell` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call, in km, km/s, s
@@ -102,7 +105,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     traced; ``rtol``, ``atol``, ``f``, ``events``, ``max_steps`` and
     ``max_event_records`` fix the compiled program and must be concrete.
     Traced ``tofs`` are not checked (sorted away from 0, one sign): keep them
-    valid. ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
+    valid; per-object ``(N, M)`` rows are taken when concrete. ``max_step`` and
+    ``first_step`` as in the numpy call (concrete numbers). ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
     runs the batch as one call with more objects; ``jax.grad`` raises
     :class:`~hapsira_core.fronts.jax.xla.DerivativeError`. Concrete ``k``,
     ``r0``, ``v0`` are checked for units as by the numpy call
@@ -119,7 +123,13 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     k = _gm(k)
     r0, v0, single = check_states(r0, v0, state=_state)
     n = r0.shape[0]
-    tofs = _tofs(tofs)
+    tofs = _tofs(tofs, n)
+    known = concrete(tofs)
+    max_step, first_step = checks.step_sizes(
+        option(max_step, "max_step"), None if first_step is None else
+        option(first_step, "first_step")) if known is None else step_options(
+        option(max_step, "max_step"), None if first_step is None else
+        option(first_step, "first_step"), known)
     rows = params_rows(params, n)
     rtol, atol, f, events, max_steps, records = call_options(
         option(rtol, "rtol"), option(atol, "atol"), f, events, max_steps, max_event_records,
@@ -135,8 +145,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     params = jnp.concatenate((jnp.broadcast_to(k, (rows.shape[0], 1)), rows), axis=1)
     y0 = jnp.concatenate((r0, v0), axis=1)
 
-    orbit_problem = problem(f, events, tofs, max_steps, records)
-    raw = run(orbit_problem, y0, params, 0.0, tofs[-1], rtol, atol,
+    orbit_problem = problem(f, events, tofs, max_steps, records, max_step=max_step,
+                            first_step=first_step)
+    end = tofs[-1] if known is None else tofs_end(known)  # per-object rows: each its own
+    raw = run(orbit_problem, y0, params, 0.0, end, rtol, atol,
               "hapsira_cowell.propagation.jax.cowell kernel")
     y = raw["y"]
     rr, vv = y[:, :, :3], y[:, :, 3:]

@@ -15,7 +15,8 @@ from hapsira_core.progress import check as check_progress
 
 from ..units import is_quantity
 from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
-                    check_tofs, check_units, problem, warn_if_all_failed)
+                    check_tofs, check_units, problem, step_options, tofs_end,
+                    warn_if_all_failed)
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
 
@@ -59,7 +60,8 @@ class CowellResult(ivp.Statuses):
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
-           max_steps=100_000, max_event_records=64, progress=False, stm=False):
+           max_steps=100_000, max_event_records=64, progress=False, stm=False,
+           max_step=np.inf, first_step=None):
     """Propagate objects with Cowell's method: DOP853 on ``f`` (default two-body).
 
     Parameters
@@ -69,9 +71,12 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     r0, v0 : array_like or Quantity, (3,) or (N, 3)
         Initial positions (km) and velocities (km/s) at t = 0. On the cuda
         target, (N, 3) float64 device arrays are used in place.
-    tofs : array_like, Quantity or TimeDelta, (M,)
+    tofs : array_like, Quantity or TimeDelta, (M,) or (N, M)
         Times of flight (s) at which states are returned; sorted away from
-        zero and all of one sign (negative: backward propagation).
+        zero and all of one sign (negative: backward propagation). ``(N, M)``:
+        one row per object, each its own times (and direction), a row shorter
+        than M padded with trailing NaN (its states there are NaN); each object
+        is integrated to the last time of its row.
     rtol, atol : float or (6,)
         Relative and absolute tolerances as in ``scipy.integrate.solve_ivp``
         (rtol below 100 eps is raised to it, with a warning).
@@ -101,6 +106,12 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         the states are Quantities. The error control takes the state alone: the
         states and accepted steps are those of the call without ``stm``. See
         `hapsira_cowell.covariance` and docs/covariance.md.
+    max_step : float or Quantity
+        scipy's: the largest step size, s (default inf, no cap); it caps the
+        automatic first step too. Shared by all objects; new values never recompile.
+    first_step : float or Quantity, optional
+        scipy's: the first step size, s, at most the shortest object's last
+        ``|tof|``, instead of the automatic choice. Shared by all objects.
 
     Returns
     -------
@@ -131,7 +142,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                 r0 if plain[1] and isinstance(r0, np.ndarray) else None,
                 v0 if plain[2] and isinstance(v0, np.ndarray) else None)
     n = r0.shape[0]
-    tofs = check_tofs(tofs)
+    tofs = check_tofs(tofs, n)
+    max_step, first_step = step_options(max_step, first_step, tofs)
     rows = checks.params(params, n)
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records, params)
@@ -150,8 +162,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         rtol = np.concatenate([rtol, np.full(36, rtol[0])])
         atol = np.concatenate([atol, np.full(36, atol[0])])
 
-    raw = problem(f, events, tofs, max_steps, records, stm, user_f).run(
-        y0, params, 0.0, float(tofs[-1]), rtol, atol, progress)
+    raw = problem(f, events, tofs, max_steps, records, stm, user_f, max_step=max_step,
+                  first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
+                                             progress)
     y = raw["y"]
     rr, vv = y[:, :, :3], y[:, :, 3:6]
     matrices = y[:, :, 6:].reshape(y.shape[0], y.shape[1], 6, 6) if stm else None

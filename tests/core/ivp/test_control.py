@@ -42,12 +42,13 @@ def assert_as_scipy(res, t_span, method, t_eval=None, **options):
         assert obj.status == ref.status, obj.message
         if ref.status != 0:
             continue
-        if FMA:  # one accept/reject decision may move: one step's evaluations
-            assert abs(int(obj.nfev) - ref.nfev) <= 16
-        elif t_eval is None or active.KEEP_STAGES:
-            assert obj.nfev == ref.nfev
+        # A real GPU fuses multiply-adds: one accept/reject decision may move, by one
+        # step's evaluations (16 at most)
+        slack = 16 if FMA else 0
+        if t_eval is None or active.KEEP_STAGES:
+            assert abs(int(obj.nfev) - ref.nfev) <= slack
         else:  # the GPU's tuple form evaluates a step's stages again for its interpolant
-            assert obj.nfev >= ref.nfev
+            assert obj.nfev >= ref.nfev - slack
         # the same steps; states apart by rounding, amplified at loose tolerances
         close = max(1e-11, 1e-5 * options.get("rtol", 1e-3))
         if t_eval is None:

@@ -81,12 +81,13 @@ def test_nfev_njev_nlu_equal_scipys_default_and_explicit_t_eval(name, method, si
                 assert (obj.njev, obj.nlu) == (ref.njev, ref.nlu) == (0, 0), where
                 # the GPU's tuple form evaluates a step's stages again for an interpolant
                 # (KEEP_STAGES False): more evaluations, the same steps and numbers
-                if FMA:  # one accept/reject decision may move: one step's evaluations
-                    assert abs(int(obj.nfev) - ref.nfev) <= 16, where
-                elif active.KEEP_STAGES or (label == "default" and method == "DOP853"):
-                    assert obj.nfev == ref.nfev, where
+                # A real GPU fuses multiply-adds: one accept/reject decision may move,
+                # by one step's evaluations (16 at most)
+                slack = 16 if FMA else 0
+                if active.KEEP_STAGES or (label == "default" and method == "DOP853"):
+                    assert abs(int(obj.nfev) - ref.nfev) <= slack, where
                 else:
-                    assert obj.nfev >= ref.nfev, where
+                    assert obj.nfev >= ref.nfev - slack, where
                 # the same steps; the states apart by rounding (numpy's sums are not
                 # ours), which loose tolerances' long steps amplify: 1.6e-9 at rtol 1e-3
                 # (Van der Pol), 6e-11 at 1e-10 (two-body, through periapsis)

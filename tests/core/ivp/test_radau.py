@@ -276,6 +276,50 @@ def test_array_form_fun_names_jac():
         solve_ivp(decay_rows, (0.0, 1.0), [1.0], method="Radau")
 
 
+@hjit
+def robertson_jac(t, y, p):
+    return (-p[0], p[1] * y[2], p[1] * y[1],
+            p[0], -p[1] * y[2] - 2.0 * p[2] * y[1], -p[1] * y[1],
+            0.0, 2.0 * p[2] * y[1], 0.0)
+
+
+@hjit
+def robertson_rows(t, y, p, dydt):
+    dydt[0] = -p[0] * y[0] + p[1] * y[1] * y[2]
+    dydt[1] = p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1]
+    dydt[2] = p[2] * y[1] * y[1]
+
+
+@hjit
+def robertson_jac_rows(t, y, p, J):
+    J[0, 0] = -p[0]
+    J[0, 1] = p[1] * y[2]
+    J[0, 2] = p[1] * y[1]
+    J[1, 0] = p[0]
+    J[1, 1] = -p[1] * y[2] - 2.0 * p[2] * y[1]
+    J[1, 2] = -p[1] * y[1]
+    J[2, 0] = 0.0
+    J[2, 1] = 2.0 * p[2] * y[1]
+    J[2, 2] = 0.0
+
+
+@pytest.mark.parametrize("form", ["tuple", "array"])
+def test_a_given_jac_as_scipy_s(form):
+    """jac= (either form; with the array form of fun too) is the matrix scipy gets:
+    Robertson to t = 40 as in test_counts_on_a_robertson_run."""
+    fun, jac = (robertson, robertson_jac) if form == "tuple" else (
+        robertson_rows, robertson_jac_rows)
+    p = [0.04, 1e4, 3e7]
+    res = solve_ivp(fun, (0.0, 40.0), [1.0, 0.0, 0.0], method="Radau", rtol=1e-6,
+                    atol=1e-10, params=p, jac=jac)
+    scipy_fun, scipy_jac = robertson_np(p)
+    ref = scipy_solve_ivp(scipy_fun, (0.0, 40.0), [1.0, 0.0, 0.0], method="Radau",
+                          rtol=1e-6, atol=1e-10, jac=scipy_jac)
+    assert res.nsteps == len(ref.t) - 1 == 78
+    assert (res.nfev, res.njev, res.nlu) == (ref.nfev, ref.njev, ref.nlu)
+    np.testing.assert_allclose(res.y[:, -1], ref.y[:, -1], rtol=1e-9)
+
+
 def test_a_fun_without_readable_source_names_jac():
     # a lambda inside an expression: its own source cannot be told from the line's
     with pytest.raises(ValueError, match="jac: method='Radau'.*source"):

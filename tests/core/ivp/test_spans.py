@@ -150,26 +150,4 @@ def test_bad_spans_and_output_times_name_the_argument(kwargs, match):
         solve_ivp(lotka, y0=Y0, params=np.ones(4), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(t_span=(np.zeros(3), np.ones(3))), "t_span"),
-    (dict(t_span=(0.0, 1.0), t_eval=np.ones((3, 1))), "t_eval"),
-])
-def test_jax_front_refuses_per_object_times_naming_the_argument(kwargs, name):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)  # as tests/core/fronts/test_jax.py
-    import jax.numpy as jnp
-    from hapsira_core.jax import solve_ivp as jax_solve_ivp
-    with pytest.raises(ValueError, match=rf"^{name}: per-object .* numpy front only for now"
-                                         r".*\(the JAX front\)"):
-        jax_solve_ivp(lotka, y0=jnp.asarray(Y0), params=jnp.ones(4), **kwargs)
-
-
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(t_span=(0.0, np.ones(3))), "t_span"),
-    (dict(t_span=(0.0, 1.0), t_eval=np.ones((3, 1))), "t_eval"),
-])
-def test_dask_front_refuses_per_object_times_naming_the_argument(kwargs, name):
-    da = pytest.importorskip("dask.array")
-    with pytest.raises(ValueError, match=rf"^{name}: per-object .* numpy front only for now"
-                                         r".*\(the Dask front\)"):
-        solve_ivp(lotka, y0=da.from_array(Y0, chunks=2), params=np.ones(4), **kwargs)
+# The JAX and Dask fronts take per-object times too: tests/core/fronts/test_fronts_spans_stm.py

@@ -17,6 +17,9 @@ from hapsira_core.ivp import jacobian, solve_ivp
 from hapsira_core.jit import hjit
 
 SIMULATOR = settings.TARGET == "cuda"  # CI runs cuda under the simulator: short spans
+#: A real GPU fuses multiply-adds, differently in the plain and the augmented kernel:
+#: there the states agree to rounding, an edge accept/reject may move by one step.
+FMA = SIMULATOR and not settings.cuda_simulator_enabled()
 MU = 398600.4418
 
 
@@ -67,8 +70,12 @@ def test_van_der_pol_stm_against_differences_and_the_same_steps():
     res = solve_ivp(vdp, span, y0, t_eval=t_eval, params=[1.5], stm=True, **tight)
     plain = solve_ivp(vdp, span, y0, t_eval=t_eval, params=[1.5], **tight)
     assert res.stm.shape == (2, 2, 2, 4) and res[1].stm.shape == (2, 2, 4)
-    np.testing.assert_array_equal(res.y, plain.y)
-    np.testing.assert_array_equal(res.nsteps, plain.nsteps)
+    if FMA:  # measured on an H100: 1.1e-15
+        np.testing.assert_allclose(res.y, plain.y, rtol=1e-12, atol=1e-14)
+        assert np.abs(res.nsteps - plain.nsteps).max() <= 1
+    else:
+        np.testing.assert_array_equal(res.y, plain.y)
+        np.testing.assert_array_equal(res.nsteps, plain.nsteps)
     if not SIMULATOR:
         # on cuda the tuple shape evaluates the stages again for its dense output, the
         # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
@@ -152,7 +159,16 @@ def test_jacobian_rows_write_the_robertson_jacobian_into_rows():
     into = jacobian_rows(robertson, 3)
     y = np.array([0.9, 2.5e-5, 0.1])
     rows = np.full((4, 3), 7.0)
-    into.py_func(0.0, y, np.zeros(1), rows)
+    if FMA:  # a real GPU: the device function runs in a one-thread kernel
+        from numba import cuda
+
+        @cuda.jit
+        def one_thread(y, p, rows):
+            into(0.0, y, p, rows)
+
+        one_thread[1, 1](y, np.zeros(1), rows)
+    else:
+        into.py_func(0.0, y, np.zeros(1), rows)
     a, b, c = y
     expected = [[-0.04, 1e4 * c, 1e4 * b],
                 [0.04, -1e4 * c - 6e7 * b, -1e4 * b],

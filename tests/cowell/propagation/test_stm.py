@@ -21,6 +21,9 @@ from hapsira_cowell.models.perturbations import (J2_EARTH, J3_EARTH, R_EARTH, J2
                                                  atmospheric_drag_us76, two_body)
 
 SIMULATOR = settings.TARGET == "cuda"  # CI runs cuda under the simulator: short spans
+#: A real GPU fuses multiply-adds, differently in the plain and the augmented kernel:
+#: there the states agree to rounding, an edge accept/reject may move by one step.
+FMA = SIMULATOR and not settings.cuda_simulator_enabled()
 K = 398600.4418
 R0 = np.array([[7000.0, 0.0, 0.0], [-2000.0, 7800.0, 1500.0]])
 V0 = np.array([[0.0, 7.0, 3.2], [-6.0, -1.2, 4.0]])
@@ -110,12 +113,22 @@ def test_states_and_steps_identical_with_and_without_stm():
     plain = cowell(K, r0, v0, TOFS, **kwargs)
     both = cowell(K, r0, v0, TOFS, stm=True, **kwargs)
     for name in ("rr", "vv", "status", "nsteps", "n_events"):
-        np.testing.assert_array_equal(getattr(both, name), getattr(plain, name), err_msg=name)
+        if FMA and name in ("rr", "vv"):  # measured on an H100: 3.1e-12
+            np.testing.assert_allclose(getattr(both, name), getattr(plain, name), rtol=1e-10,
+                                       err_msg=name)
+        elif FMA and name == "nsteps":
+            assert np.abs(both.nsteps - plain.nsteps).max() <= 1
+        else:
+            np.testing.assert_array_equal(getattr(both, name), getattr(plain, name),
+                                          err_msg=name)
     if not SIMULATOR:
         # on cuda the tuple shape evaluates the stages again for its dense output, the
         # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
         np.testing.assert_array_equal(both.nfev, plain.nfev)
-    np.testing.assert_array_equal(both.t_events[0], plain.t_events[0])
+    if FMA:
+        np.testing.assert_allclose(both.t_events[0], plain.t_events[0], rtol=1e-10)
+    else:
+        np.testing.assert_array_equal(both.t_events[0], plain.t_events[0])
     assert plain.stm is None
     # NaN exactly where the states are NaN
     np.testing.assert_array_equal(np.isnan(both.stm).all(axis=(2, 3)), np.isnan(both.rr[..., 0]))

@@ -7,6 +7,7 @@ numbers bit for bit. Needs the ``jax`` extra and 64-bit JAX
 (``jax.config.update("jax_enable_x64", True)``); see ``docs/jax.md``.
 """
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -31,8 +32,9 @@ class IVPResult(NamedTuple):
     ``(N, n, M)``, NaN after a terminal event or a failure; ``status``,
     ``nfev``, ``nsteps`` ``(N,)``; ``t_events`` a tuple of one ``(N, C)``
     array per event, ``y_events`` one ``(N, C, n)`` per event, NaN-padded;
-    ``n_events`` ``(N, E)``. For one object (``y0`` of shape ``(n,)``) the N
-    axis is dropped.
+    ``n_events`` ``(N, E)``; ``t`` ``(N, M)`` with per-object spans or output
+    times; ``stm``, ``stm_events`` with ``stm=True`` (None otherwise). For one
+    object (``y0`` of shape ``(n,)``) the N axis is dropped.
     """
 
     t: jax.Array
@@ -43,6 +45,10 @@ class IVPResult(NamedTuple):
     n_events: jax.Array
     nfev: jax.Array
     nsteps: jax.Array
+    #: ``(N, n, n, M)`` with ``stm=True``, else None
+    stm: jax.Array = None
+    #: one ``(N, C, n, n)`` per event with ``stm=True``, else None
+    stm_events: tuple = None
 
 
 # -- argument checks that work on traced values -------------------------------
@@ -121,9 +127,10 @@ def _states(y0):
     return (array[None, :] if single else array), single
 
 
-def _span(t_span, t_eval):
-    """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does."""
-    checks.refuse_per_object_times(t_span, t_eval, "JAX")
+def _span(t_span, t_eval, n_objects):
+    """``(t0, tf, t_eval)``; concrete ones checked as the numpy call does (per-object
+    ``(N,)`` spans and ``(N, M)`` output times included: `checks.time_spans`,
+    `checks.output_times`); traced ones by shape only."""
     if isinstance(t_span, (str, bytes)):
         checks.time_span(t_span)  # refused with the numpy call's message
     try:
@@ -134,20 +141,24 @@ def _span(t_span, t_eval):
     values = [concrete(t0), concrete(tf)]
     times = None if t_eval is None else concrete(t_eval)
     if all(v is not None for v in values) and (t_eval is None or times is not None):
-        t0, tf, times = _times(t_span, times)  # as given: the numpy call's message
+        t0, tf, times = _times((values[0], values[1]), times, n_objects)  # the numpy call's
         return t0, tf, jnp.asarray(times)
     if all(v is not None for v in values):
-        _times((values[0], values[1]), None)  # the span itself, as the numpy call
+        _times((values[0], values[1]), None, n_objects)  # the span itself, as the numpy call
     # something is traced: only shapes can be checked, values are the caller's to keep valid
     t0, tf = real(t0, "t_span"), real(tf, "t_span")
-    if t0.ndim or tf.ndim:
-        raise ValueError(f"t_span: expected two real numbers (t0, tf), got shapes {t0.shape} "
-                         f"and {tf.shape}")
-    if t_eval is None:
-        return t0, tf, tf[None]
+    for t in (t0, tf):
+        if t.ndim > 1 or (t.ndim == 1 and t.shape[0] != n_objects):
+            raise ValueError(f"t_span: expected two real numbers (t0, tf) or two arrays of "
+                             f"shape ({n_objects},), got shapes {t0.shape} and {tf.shape}")
+    per_object = t0.ndim == 1 or tf.ndim == 1
+    if t_eval is None:  # each object's own end, as the numpy call
+        return t0, tf, (jnp.broadcast_to(tf, (n_objects,))[:, None] if per_object else tf[None])
     times = real(t_eval, "t_eval")
-    if times.ndim != 1 or times.size == 0:
-        raise ValueError(f"t_eval: expected a non-empty 1-D array, got shape {times.shape}")
+    if times.ndim not in (1, 2) or times.size == 0 or (
+            times.ndim == 2 and times.shape[0] != n_objects):
+        raise ValueError(f"t_eval: expected shape (M,) or ({n_objects}, M) with M >= 1, got "
+                         f"{times.shape}")
     return t0, tf, times
 
 
@@ -157,20 +168,24 @@ def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"
     """:meth:`Problem.run <hapsira_core.ivp.Problem.run>` on JAX arrays, inside ``jax.jit``.
 
     ``y0`` ``(N, n)`` and ``params`` ``(1 or N, P)`` float64 JAX arrays (may
-    be traced), ``t0``/``tf`` numbers or traced scalars, ``rtol``/``atol``
-    ``(n,)`` numpy arrays; the problem's ``t_eval`` may be a JAX array. The
+    be traced), ``t0``/``tf`` numbers or ``(N,)`` per-object arrays (may be traced),
+    ``rtol``/``atol`` ``(n,)`` numpy arrays; the problem's ``t_eval`` ``(M,)`` or
+    ``(N, M)`` may be a JAX array. The
     kernel's trimmed outputs as a dict of JAX arrays (``y`` ``(N, M, n)``,
     ``info``, ``t_events``, ``y_events``, ``n_events``).
     """
     known = [concrete(t) for t in (t0, tf)]
+    n_objects = y0.shape[0]
     if all(t is not None for t in known):
-        t_eval, conf, *rows = problem.shared_inputs(float(known[0]), float(known[1]), rtol,
-                                                    atol)
+        # numbers, or (N,) arrays of per-object spans: conf then has one row per object
+        t_eval, conf, *rows = problem.shared_inputs(
+            *[float(t) if t.ndim == 0 else t for t in known], rtol, atol)
     else:  # a traced time span: the row's other numbers are known, set t0, tf in the program
         t_eval, conf, *rows = problem.shared_inputs(0.0, 0.0, rtol, atol)
         layout = config_row(problem.n)
+        if max(jnp.ndim(t0), jnp.ndim(tf)):  # per-object spans: one row each
+            conf = np.repeat(conf, n_objects, axis=0)
         conf = jnp.asarray(conf).at[:, layout.t0].set(t0).at[:, layout.tf].set(tf)
-    n_objects = y0.shape[0]
     shapes = problem.output_shapes(n_objects)
     try:
         kernel = xla_kernel(problem.kernel, what)
@@ -193,24 +208,28 @@ def _diagnosis(problem, y0, params, t0):
     first_p = concrete(params[:1])
     y = np.zeros((1, y0.shape[1])) if first_y is None else first_y
     p = np.zeros((1, params.shape[1])) if first_p is None else first_p
-    t = 0.0 if t0 is None else float(t0)
+    t = 0.0 if t0 is None else float(np.ravel(t0)[0])  # per-object spans: the first's
     return lambda: problem.diagnose(y, p, t)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              max_step=float("inf"), first_step=None, args=None):
+              max_step=float("inf"), first_step=None, args=None, stm=False):
     """:func:`hapsira_core.ivp.solve_ivp` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call. ``y0``,
     ``params``, ``t_span`` and ``t_eval`` may be traced (traced times are
     not checked: keep ``t_eval`` inside ``t_span`` and sorted in the
-    direction of integration); ``fun``, ``method``, ``rtol``, ``atol``,
-    ``events``, ``max_steps`` and ``max_event_records`` fix the compiled
-    program and must be concrete; so must ``max_step``, ``first_step`` and
-    ``args`` (numbers, as in the numpy call; they do not recompile). ``jax.vmap`` over ``y0``/``params`` runs
-    the batch as one call with more objects; ``jax.grad`` raises
-    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
+    direction of integration); per-object spans (``t0``, ``tf`` of shape
+    ``(N,)``) and output times (``t_eval`` ``(N, M)``, trailing NaN padding) as
+    in the numpy call, ``res.t`` then ``(N, M)``. ``fun``, ``method``, ``rtol``,
+    ``atol``, ``events``, ``max_steps``, ``max_event_records`` and ``stm`` fix the
+    compiled program and must be concrete; so must ``max_step``, ``first_step`` and
+    ``args`` (numbers, as in the numpy call; they do not recompile). ``stm=True``:
+    ``res.stm`` ``(N, n, n, M)`` and ``res.stm_events`` (one ``(N, C, n, n)`` per
+    event) as in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
+    ``y0``/``params`` runs the batch as one call with more objects; ``jax.grad``
+    raises :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
 
     Returns
     -------
@@ -220,23 +239,39 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     require_x64("hapsira_core.jax.solve_ivp")
     y0, single = _states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = _span(t_span, t_eval)
+    t0, tf, times = _span(t_span, t_eval, n_objects)
     params_given = params
     params = params_rows(params, n_objects)
+    if not isinstance(stm, (bool, np.bool_)):
+        raise TypeError(f"stm: expected True or False, got {stm!r}")
     span = [concrete(t) for t in (t0, tf)]
     max_step, first_step = checks.step_sizes(
         option(max_step, "max_step"), None if first_step is None else
-        option(first_step, "first_step"), *[None if v is None else float(v) for v in span])
+        option(first_step, "first_step"), *[None if v is None else v for v in span])
     args = checks.extra_args(args)
     params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
     # the numpy front's checks (its messages), on the concrete options
+    user_fun = fun
     method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
         fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
         max_event_records, params_given, extra_columns=len(args))
-    problem = Problem(method, fun, n, events, times, max_steps, records, records,
-                      [fun] + [e.g for e in events], diagnosis(fun, events),
+    diagnose = diagnosis(fun, events)
+    width = n
+    if stm:  # as the numpy call: the state and its matrix, one array-form system
+        from ...ivp import sensitivities
+        from ...ivp.api import _diagnose_state
+        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
+        y0 = sensitivities.augmented_states(y0, n, jnp)
+        diagnose = functools.partial(_diagnose_state, diagnose, n)
+        width = n + n * n
+    problem = Problem(method, fun, width, events, times, max_steps, records, records,
+                      [user_fun if stm else fun] + [e.g for e in events], diagnose,
                       max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
+    matrices = at_events = None
+    if stm:
+        at_events = tuple(sensitivities.event_matrices(raw, n, single))
+        matrices = sensitivities.split(raw, n, single)
 
     info = raw["info"]
     y = jnp.swapaxes(raw["y"], 1, 2)  # (N, n, M): res.y[i] laid out as scipy's sol.y
@@ -248,4 +283,6 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         y, status, nfev, nsteps, n_events = y[0], status[0], nfev[0], nsteps[0], n_events[0]
         t_events = tuple(t[0] for t in t_events)
         y_events = tuple(s[0] for s in y_events)
-    return IVPResult(times, y, status, t_events, y_events, n_events, nfev, nsteps)
+        times = times[0] if times.ndim == 2 else times
+    return IVPResult(times, y, status, t_events, y_events, n_events, nfev, nsteps, matrices,
+                     at_events)

@@ -4,9 +4,9 @@ A new method is one module that defines ``METHOD`` (see `.base`) and
 one line below.
 """
 
-from . import dop853, radau, rk23, rk45
+from . import dop853, radau, rk23, rk45, rodas
 
-METHODS = {module.METHOD.name: module.METHOD for module in (dop853, rk45, rk23, radau)}
+METHODS = {module.METHOD.name: module.METHOD for module in (dop853, rk45, rk23, rodas, radau)}
 
 
 def get(name):

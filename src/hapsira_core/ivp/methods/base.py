@@ -57,15 +57,15 @@ class Method:
     #: the state shape the method needs (None: the form of the user's function decides)
     state_shape = None
 
+    def rows_for(self, n):
+        """The rows of ``work`` at n components (`rows` for a method whose rows do not
+        depend on n; an implicit method keeps n x n matrices there)."""
+        return self.rows
+
     @property
     def error_estimator_order(self):
         """The order the starting step size assumes (`..control.make_initial_step`)."""
         return self.tableau.error_estimator_order
-
-    def total_rows(self, n):
-        """Rows of ``work`` per object at n components in the array shape: ``rows.total``;
-        a method with n x n matrices in ``work`` (the implicit ones) adds their rows."""
-        return self.rows.total
 
     @property
     def error_exponent(self):

@@ -24,11 +24,12 @@ pivot here counts as a failed Newton iteration without evaluating ``fun``.
 
 The state is a row of ``work`` (``state_shape = "array"``; a tuple-form
 ``fun`` is adapted), and so is all the method's memory, per object: the
-Jacobian and the two LU decompositions (n rows each, the complex one in two
-parts), the stage vectors, the previous step's interpolant and a few
-scalars (one row each, in column 0, so that n = 1 fits). The Jacobian is
-the automatic derivative of a tuple-form ``fun``
-(`..sensitivities.jacobian_rows`).
+stage vectors, a few scalars (one row each, in column 0, so that n = 1
+fits), the Jacobian and the two LU decompositions (n rows each, the complex
+one in two parts: `Radau.rows_for`), and the previous step's interpolant
+(the loop's coefficient rows). The Jacobian is the user's ``jac=`` or the
+automatic derivative of a tuple-form ``fun``
+(`..sensitivities.method_jacobian`, the choice every implicit method makes).
 """
 
 import math
@@ -37,7 +38,7 @@ from ...jit import hjit
 from ..control import ulp_toward
 from ..layout import WorkRows
 from ..linalg import lu_factor, lu_factor_complex, lu_solve, lu_solve_complex
-from ..state import fun_form, returns_a_view, rhs
+from ..state import returns_a_view, rhs
 from .base import Method
 
 S6 = 6 ** 0.5
@@ -92,11 +93,11 @@ NJEV = 25
 NLU = 26
 T_PREV = 27  # the previous step's start
 H_PREV = 28  # the previous step's size (signed)
-STAGE_ROWS = 29
+J_ROW = 29  # J, then the real LU, then the complex LU's real and imaginary parts (n rows each)
 
 
 class Radau(Method):
-    """scipy's Radau IIA of order 5; matrices in ``work`` after the loop's rows."""
+    """scipy's Radau IIA of order 5: array-shaped states, rows per n (`rows_for`)."""
 
     name = "Radau"
     tableau = None
@@ -106,27 +107,25 @@ class Radau(Method):
     error_exponent = -0.25
 
     def __init__(self):
-        #: the loop's rows (`..layout.WorkRows`) after the method's vectors; its three
-        #: coefficient rows hold the collocation polynomial Q
-        self.rows = WorkRows(STAGE_ROWS, 0, 3)
+        self.rows = None
         self._built = {}
 
-    def total_rows(self, n):
-        """Rows of ``work`` for n components: the loop's, then J, the real LU and the
-        complex LU's real and imaginary parts (n rows each)."""
-        return self.rows.total + 4 * n
+    def rows_for(self, n):
+        """The method's vectors and scalars, its four n x n matrices, then the loop's
+        named rows; the three coefficient rows (last) hold the collocation polynomial."""
+        return WorkRows(stage_rows=J_ROW + 4 * n, sums=0, coeffs=3)
 
-    def build(self, ops, keep, fun):
-        key = (ops.n, ops.n_err, ops.shape, fun)
+    def build(self, ops, keep, fun, jac=None):
+        key = (ops.n, ops.n_err, ops.shape, fun, jac)
         if key not in self._built:
-            self._built[key] = _build(ops, fun, self.rows)
+            self._built[key] = _build(ops, fun, jac, self.rows_for(ops.n))
         return self._built[key]
 
 
-def _build(ops, fun, rows):
+def _build(ops, fun, jac, rows):
     import types
 
-    from ..sensitivities import jacobian_rows
+    from .. import sensitivities
 
     n = ops.n
     if ops.shape != "array":  # pragma: no cover - state_shape forces the array shape
@@ -135,20 +134,19 @@ def _build(ops, fun, rows):
         raise ValueError("stm: method='Radau' does not integrate the state transition matrix "
                          "yet (its Newton matrices would be n(n+1) wide); use DOP853, RK45 "
                          "or RK23 with stm=True")
-    if fun_form(fun) == "array":
-        raise ValueError(
-            "jac: method='Radau' needs the Jacobian of fun; it is derived automatically "
-            "from a tuple-form fun(t, y, p) -> tuple only, and the array form "
-            "fun(t, y, p, dydt) takes no jac= yet: write fun in the tuple form (n <= 16)")
-    f = rhs(fun, "array", n)
     try:
-        jac_into = jacobian_rows(fun, n)
-    except ValueError as error:  # its source cannot be read, or a construct not differentiated
+        jac_into = sensitivities.method_jacobian(fun, n, jac)
+    except ValueError as error:
+        if str(error).startswith("jac"):  # already names jac (an array-form fun without it)
+            raise
+        # a construct not differentiated, or a source that cannot be read (made by exec,
+        # a lambda inside an expression)
         raise ValueError(f"jac: method='Radau' needs the Jacobian of fun, derived "
-                         f"automatically from its source, which failed: {error}") from error
+                         f"automatically from its source, which failed: {error}; or give "
+                         "jac=") from error
+    f = rhs(fun, "array", n)
     error_scale, row = ops.error_scale, ops.row
     Y_NEW, Q_ROW = rows.y_new, rows.coeffs
-    J_ROW = rows.total
     LU_ROW = J_ROW + n
     LUR_ROW = LU_ROW + n  # complex LU, real part
     LUI_ROW = LUR_ROW + n  # and imaginary part

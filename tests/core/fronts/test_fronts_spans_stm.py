@@ -1,0 +1,181 @@
+"""Per-object spans and output times (issue 27) and ``stm=True`` (issue 28) on the JAX
+and Dask fronts of solve_ivp: the numpy front's numbers, bit for bit (the same kernel)."""
+
+import numpy as np
+import pytest
+
+from hapsira_core.ivp import Event, solve_ivp
+from hapsira_core.jit import hjit
+
+from ..ivp.test_solve_ivp import lotka_ensemble
+
+
+@hjit
+def lotka(t, y, p):
+    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+
+
+@hjit
+def prey_crosses(t, y, p):
+    return y[0] - p[4]
+
+
+N = 5
+TOL = dict(rtol=1e-9, atol=1e-11)
+
+
+def problem():
+    """Five objects, each its own span (forward, backward, degenerate) and output row
+    (NaN-padded), params with the event's level in p[4]."""
+    y0, params = lotka_ensemble(N, seed=3)
+    params = np.concatenate([params, np.full((N, 1), 2.0)], axis=1)
+    t0 = np.array([0.0, 2.0, 1.0, 0.5, -1.0])
+    tf = np.array([6.0, -1.5, 1.0, 4.0, 2.5])
+    t_eval = np.full((N, 3), np.nan)
+    for i, count in enumerate([3, 2, 1, 3, 2]):
+        t_eval[i, :count] = np.linspace(t0[i], tf[i], count)
+    return y0, params, t0, tf, t_eval
+
+
+def numpy_reference(stm, t_eval="rows"):
+    y0, params, t0, tf, rows = problem()
+    times = rows if t_eval == "rows" else None
+    return solve_ivp(lotka, (t0, tf), y0, t_eval=times, params=params, stm=stm,
+                     events=[Event(prey_crosses)], **TOL)
+
+
+def assert_same(got, want, stm):
+    np.testing.assert_array_equal(np.asarray(got.t), want.t)
+    np.testing.assert_array_equal(np.asarray(got.y), want.y)
+    for name in ("status", "nfev", "nsteps", "n_events"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)), getattr(want, name))
+    for a, b in zip(got.t_events, want.t_events):
+        np.testing.assert_array_equal(np.asarray(a), b)
+    if stm:
+        np.testing.assert_array_equal(np.asarray(got.stm), want.stm)
+        assert len(got.stm_events) == len(want.stm_events) == 1
+        for a, b in zip(got.stm_events, want.stm_events):
+            np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def test_numpy_reference_is_not_vacuous():
+    res = numpy_reference(stm=True)
+    assert res.t.shape == (N, 3) and res.stm.shape == (N, 2, 2, 3)
+    assert (res.status == 0).all() and res.n_events.sum() >= 4
+    # Phi(t0) = I for the degenerate span, a real flow elsewhere
+    np.testing.assert_array_equal(res.stm[2, :, :, 0], np.eye(2))
+    assert np.abs(res.stm[0, :, :, 2] - np.eye(2)).max() > 0.1
+    # stm_events: Phi where each recorded event is, NaN beyond the count
+    counts = res.n_events[:, 0]
+    events = res.stm_events[0]
+    assert events.shape[:2] == (N, 64) and events.shape[2:] == (2, 2)
+    for i in range(N):
+        assert np.isfinite(events[i, :counts[i]]).all()
+        assert np.isnan(events[i, counts[i]:]).all()
+    obj = res[0]
+    assert len(obj.stm_events[0]) == counts[0] and obj.stm.shape == (2, 2, 3)
+
+
+def test_stm_at_an_event_is_the_matrix_at_that_time():
+    """Phi at an event equals Phi from a run whose output time is that event's time
+    (the same interpolant; to rounding, since steps end differently)."""
+    res = numpy_reference(stm=True)
+    y0, params, t0, tf, _ = problem()
+    i = int(np.argmax(res.n_events[:, 0]))
+    t_event = res.t_events[0][i, 0]
+    at = solve_ivp(lotka, (t0[i], tf[i]), y0[i], t_eval=[t_event], params=params[i],
+                   stm=True, **TOL)
+    np.testing.assert_allclose(res.stm_events[0][i, 0], at.stm[:, :, 0], rtol=1e-7,
+                               atol=1e-9)
+
+
+# ------------------------------------------------------------------------ JAX
+
+
+@pytest.fixture
+def jax_solve(monkeypatch):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    from . import test_jax  # its launcher under the CUDA simulator
+    if test_jax.SIM:
+        import hapsira_core.fronts.jax as front
+        monkeypatch.setattr(front, "xla_kernel", test_jax._simulated_kernel)
+    from hapsira_core.jax import solve_ivp as jax_solve_ivp
+    return jax, jax_solve_ivp
+
+
+@pytest.mark.parametrize("stm", [False, True])
+def test_jax_per_object_times_and_stm_equal_numpy(jax_solve, stm):
+    jax, jax_solve_ivp = jax_solve
+    import jax.numpy as jnp
+    y0, params, t0, tf, rows = problem()
+    want = numpy_reference(stm)
+
+    def call(t0, tf, y0, rows, params):
+        return jax_solve_ivp(lotka, (t0, tf), y0, t_eval=rows, params=params, stm=stm,
+                             events=[Event(prey_crosses)], **TOL)
+
+    args = [jnp.asarray(a) for a in (t0, tf, y0, rows, params)]
+    assert_same(call(*args), want, stm)  # concrete: checked as the numpy call
+    assert_same(jax.jit(call)(*args), want, stm)  # traced spans and rows
+
+
+def test_jax_per_object_spans_default_t_eval(jax_solve):
+    _, jax_solve_ivp = jax_solve
+    y0, params, t0, tf, _ = problem()
+    want = numpy_reference(False, t_eval=None)
+    got = jax_solve_ivp(lotka, (t0, tf), y0, params=params, events=[Event(prey_crosses)],
+                        **TOL)
+    assert want.t.shape == (N, 1)
+    assert_same(got, want, False)
+
+
+def test_jax_bad_per_object_times_name_the_argument(jax_solve):
+    _, jax_solve_ivp = jax_solve
+    y0, params, t0, tf, rows = problem()
+    rows = rows.copy()
+    rows[1, 0] = 10.0
+    with pytest.raises(ValueError, match=r"^t_eval: .*own t_span \(object 1"):
+        jax_solve_ivp(lotka, (t0, tf), y0, t_eval=rows, params=params, **TOL)
+    with pytest.raises(ValueError, match=r"^t_span: expected .*arrays of shape \(5,\)"):
+        jax_solve_ivp(lotka, (t0[:3], tf[:3]), y0, params=params, **TOL)
+    with pytest.raises(TypeError, match=r"^stm: expected True or False"):
+        jax_solve_ivp(lotka, (0.0, 1.0), y0, params=params, stm=1, **TOL)
+
+
+# ------------------------------------------------------------------------ Dask
+
+@pytest.fixture
+def da():
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+    with dask.config.set(scheduler="synchronous"):
+        yield da
+
+
+@pytest.mark.parametrize("stm", [False, True])
+def test_dask_per_object_times_and_stm_equal_numpy(da, stm):
+    y0, params, t0, tf, rows = problem()
+    want = numpy_reference(stm)
+    lazy = solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=rows,
+                     params=da.from_array(params, chunks=3), stm=stm,
+                     events=[Event(prey_crosses)], **TOL)
+    assert lazy.y.shape == want.y.shape and lazy.y.chunks[0] == (2, 2, 1)
+    assert_same(lazy.compute(), want, stm)
+    one = lazy[3]  # object 3 alone: its own times and matrices
+    np.testing.assert_array_equal(one.t, want[3].t)
+    np.testing.assert_array_equal(one.y, want[3].y)
+    if stm:
+        np.testing.assert_array_equal(one.stm, want[3].stm)
+        np.testing.assert_array_equal(lazy.stm[1:2].compute(), want.stm[1:2])
+
+
+def test_dask_stm_to_zarr(da, tmp_path):
+    pytest.importorskip("zarr")
+    y0, params, t0, tf, rows = problem()
+    want = numpy_reference(True)
+    lazy = solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=rows,
+                     params=params, stm=True, events=[Event(prey_crosses)], **TOL)
+    group = lazy.to_zarr(tmp_path / "out.zarr")
+    np.testing.assert_array_equal(group["stm"][:], want.stm)
+    np.testing.assert_array_equal(group["stm_events_0"][:], want.stm_events[0])
