@@ -4,9 +4,10 @@ A new method is one module that defines ``METHOD`` (see `.base`) and
 one line below.
 """
 
-from . import bdf, dop853, rk23, rk45, rodas
+from . import bdf, dop853, radau, rk23, rk45, rodas
 
-METHODS = {module.METHOD.name: module.METHOD for module in (dop853, rk45, rk23, bdf, rodas)}
+METHODS = {module.METHOD.name: module.METHOD
+           for module in (dop853, rk45, rk23, radau, bdf, rodas)}
 
 
 def get(name):
