@@ -68,14 +68,14 @@ INSTALL = {"diffrax": "pip install jax diffrax (jax[cuda12] on a GPU), or pip in
 # --- scipy, one object at a time ---
 
 def scipy_sample(name, method, n, rtol=None, atol=None):
-    """(seconds for the n objects, one pass; mean accepted steps; final states (n, dim);
-    failures) of scipy's solve_ivp, given the exact Jacobian."""
+    """(wall and process CPU seconds for the n objects, one pass; mean accepted steps; final
+    states (n, dim); failures) of scipy's solve_ivp, given the exact Jacobian."""
     from scipy.integrate import solve_ivp
     y0, params = workloads.stiff_problem(name, n)
     default_rtol, default_atol = STIFF_TOL[name]
     rtol, atol = rtol or default_rtol, atol or default_atol
     final, steps, failed = np.empty_like(y0), [], 0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     for i in range(n):
         rhs, jac = workloads.stiff_scipy(name, params[i])
         sol = solve_ivp(rhs, STIFF_SPANS[name], y0[i], method=method, rtol=rtol, atol=atol,
@@ -83,13 +83,14 @@ def scipy_sample(name, method, n, rtol=None, atol=None):
         final[i] = sol.y[:, -1]
         steps.append(len(sol.t) - 1)
         failed += sol.status != 0
-    return time.perf_counter() - start, float(np.mean(steps)), final, int(failed)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    return wall, cpu, float(np.mean(steps)), final, int(failed)
 
 
 def reference(name, n):
     """scipy Radau at the reference tolerances on the first n objects: (final states, seconds)."""
     rtol, atol = STIFF_REF_TOL[name]
-    seconds, _, final, failed = scipy_sample(name, "Radau", n, rtol, atol)
+    seconds, _, _, final, failed = scipy_sample(name, "Radau", n, rtol, atol)
     if failed:
         raise RuntimeError(f"the scipy reference failed on {failed} {name} objects")
     return final, seconds
@@ -113,9 +114,17 @@ def run_ours(name, method, n, repeat, n_keep):
     start = time.perf_counter()
     call(2)
     compile_s = time.perf_counter() - start
-    best, times, res = harness.best_of(lambda: call(n), repeat)
-    return {"seconds": best, "samples": times, "compile_s": compile_s,
-            "us_per_object": 1e6 * best / n, "mean_steps": float(res.nsteps.mean()),
+    # wall clock and process CPU time of the same calls: on a shared machine the CPU time of
+    # the one-thread cpu target is the steadier measure (for parallel it sums the threads)
+    best, times, cpu_times, res = 1e99, [], [], None
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        res = call(n)
+        times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - start_cpu)
+    best = min(times)
+    return {"seconds": best, "samples": times, "cpu_samples": cpu_times, "compile_s": compile_s,
+            "us_per_object": 1e6 * best / n, "cpu_us_per_object": 1e6 * min(cpu_times) / n, "mean_steps": float(res.nsteps.mean()),
             "mean_njev": float(res.njev.mean()), "mean_nlu": float(res.nlu.mean()),
             "mean_nfev": float(res.nfev.mean()),
             "failed": int((res.status < 0).sum()),
@@ -246,13 +255,15 @@ def agreement(final, ref):
 def host_main(args):
     problems = args.problems.split(",")
     scipy_rows, refs = {}, {}
+    load_start = os.getloadavg()[0]
     for name in problems:
         refs[name], ref_s = reference(name, args.n_scipy)
         scipy_rows[name] = {"reference_s_per_object": ref_s / args.n_scipy}
         for method in args.scipy_methods.split(","):
-            seconds, steps, final, failed = scipy_sample(name, method, args.n_scipy)
+            seconds, cpu, steps, final, failed = scipy_sample(name, method, args.n_scipy)
             scipy_rows[name][method] = {
-                "us_per_object": 1e6 * seconds / args.n_scipy, "mean_steps": steps,
+                "us_per_object": 1e6 * seconds / args.n_scipy,
+                "cpu_us_per_object": 1e6 * cpu / args.n_scipy, "mean_steps": steps,
                 "failed": failed, "max_rel_diff_vs_reference": agreement(final, refs[name])}
             print("scipy", name, method, json.dumps(scipy_rows[name][method]), flush=True)
     ours = {}
@@ -270,6 +281,9 @@ def host_main(args):
                         if isinstance(srow, dict):
                             row[f"vs_scipy_{scipy_method}"] = (srow["us_per_object"]
                                                                / row["us_per_object"])
+                            if target == "cpu":  # one thread: CPU time against CPU time too
+                                row[f"cpu_time_vs_scipy_{scipy_method}"] = (
+                                    srow["cpu_us_per_object"] / row["cpu_us_per_object"])
             report["threads"] = threads or "all"
             ours[target] = report
             print(target, json.dumps(report), flush=True)
@@ -282,7 +296,8 @@ def host_main(args):
               "parameters": "each within +-20% of nominal (Robertson: k1, k2, k3; Van der Pol: mu)",
               "scipy_timing": (f"one object at a time, the first {args.n_scipy} objects, one pass, "
                                "exact Jacobian given; us/object = that time / n_scipy"),
-              "scipy": scipy_rows, "ours": ours}
+              "scipy": scipy_rows, "ours": ours,
+              "load_average_start_end": [load_start, os.getloadavg()[0]]}
     harness.write_result(args.out or "stiff", record)
     print_host(record, args.scipy_methods.split(","))
 
@@ -310,7 +325,10 @@ def print_host(record, scipy_methods):
                     print(f"| {LABELS[name]} | {target} {method} | "
                           f"{row.get('missing') or row.get('error', '')[:80]} |")
                     continue
-                speed = " | ".join(f"{row[f'vs_scipy_{m}']:.0f}x" for m in scipy_methods)
+                speed = " | ".join(
+                    f"{row[f'vs_scipy_{m}']:.0f}x" + (
+                        f" ({row[f'cpu_time_vs_scipy_{m}']:.0f}x CPU time)"
+                        if f"cpu_time_vs_scipy_{m}" in row else "") for m in scipy_methods)
                 print(f"| {LABELS[name]} | {target} {method} | {row['us_per_object']:.1f} | "
                       f"{row['mean_steps']:.0f} | {speed} | "
                       f"{row['max_rel_diff_vs_reference']:.1e} |")
