@@ -27,8 +27,9 @@ scipy's us/object over ours, against each scipy method. Writes
 ``--platform cuda``: one GPU, each peer in its own process: ours
 (``HAPSIRA_TARGET=cuda``, every method of ``--methods``), diffrax ``Kvaerno5``
 (``jax.jit(jax.vmap(diffeqsolve))``, PID controller, float64) and CuBIE
-(``--cubie-algorithm``, default its Radau IIA 5 tableau ``"radau"``); each one's
-first call apart, then the best of ``--repeat``; agreement against the scipy
+(``--cubie-algorithm``, default its Radau IIA 5 tableau ``"radau"``); compile apart
+(ours: a call on two objects; the peers: their first call at N), then the best of
+``--repeat``; agreement against the scipy
 reference on the first ``--n-ref`` objects. A peer that is not installed is
 reported as "not installed" and the others run. Writes
 ``benchmarks/results/gpu_stiff.json`` (``--out``).
