@@ -192,3 +192,78 @@ def ensemble_jax_rhs(name):
             return jnp.stack([y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]])
         return jnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1]])
     return rhs
+
+
+# --- stiff ensembles (issue 31): Robertson and Van der Pol mu ~ 1000, per-object parameters ---
+
+#: time spans of the stiff ensembles: Robertson to t = 1e3 (the docs' Rodas5P example),
+#: Van der Pol mu ~ 1000 to t = 2000 (Hairer & Wanner II, Sec. IV.10: over one period,
+#: 1.614 mu, with its two fast jumps)
+STIFF_SPANS = {"robertson": (0.0, 1e3), "van_der_pol_stiff": (0.0, 2000.0)}
+#: benchmark tolerances (the BDF tests' on the same problems)
+STIFF_TOL = {"robertson": (1e-6, 1e-10), "van_der_pol_stiff": (1e-6, 1e-8)}
+#: the reference's tolerances (scipy Radau): rtol 1e-10, atol well under each problem's scale
+STIFF_REF_TOL = {"robertson": (1e-10, 1e-16), "van_der_pol_stiff": (1e-10, 1e-12)}
+#: Robertson's rate constants (Hairer & Wanner II, Sec. IV.10, eq. 10.3)
+ROBERTSON_RATES = (0.04, 1e4, 3e7)
+
+
+def stiff_problem(name, n, seed=0, spread=0.2):
+    """Initial states (N, n) and params (N, P) of ``n`` objects of stiff ensemble ``name``:
+    each parameter drawn uniformly within +-``spread`` of its nominal value (Robertson: the
+    three rate constants, y0 = (1, 0, 0); Van der Pol: mu around 1000, y0 = (2, 0))."""
+    rng = np.random.default_rng(seed)
+    if name == "robertson":
+        params = np.array(ROBERTSON_RATES) * rng.uniform(1 - spread, 1 + spread, (n, 3))
+        return np.tile([1.0, 0.0, 0.0], (n, 1)), params
+    return np.tile([2.0, 0.0], (n, 1)), 1000.0 * rng.uniform(1 - spread, 1 + spread, (n, 1))
+
+
+@hjit
+def robertson(t, y, p):
+    """Robertson's kinetics with the rate constants ``p = (k1, k2, k3)``."""
+    return (-p[0] * y[0] + p[1] * y[1] * y[2],
+            p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
+            p[2] * y[1] * y[1])
+
+
+STIFF = {"robertson": robertson, "van_der_pol_stiff": van_der_pol}
+
+
+def stiff_scipy(name, p):
+    """(rhs(t, y), jac(t, y)) of stiff ensemble ``name`` for one object's params ``p``, numpy,
+    for scipy (the exact Jacobian: scipy's strongest setting, as the BDF tests give it)."""
+    if name == "robertson":
+        k1, k2, k3 = (float(x) for x in p)
+
+        def rhs(t, y):
+            return np.array([-k1 * y[0] + k2 * y[1] * y[2],
+                             k1 * y[0] - k2 * y[1] * y[2] - k3 * y[1] * y[1],
+                             k3 * y[1] * y[1]])
+
+        def jac(t, y):
+            return np.array([[-k1, k2 * y[2], k2 * y[1]],
+                             [k1, -k2 * y[2] - 2 * k3 * y[1], -k2 * y[1]],
+                             [0.0, 2 * k3 * y[1], 0.0]])
+        return rhs, jac
+    mu = float(p[0])
+
+    def rhs(t, y):
+        return np.array([y[1], mu * (1.0 - y[0] * y[0]) * y[1] - y[0]])
+
+    def jac(t, y):
+        return np.array([[0.0, 1.0], [-2.0 * mu * y[0] * y[1] - 1.0, mu * (1.0 - y[0] * y[0])]])
+    return rhs, jac
+
+
+def stiff_jax_rhs(name):
+    """``rhs(t, y, p)`` of stiff ensemble ``name`` in JAX, for diffrax."""
+    import jax.numpy as jnp
+
+    def rhs(t, y, p):
+        if name == "robertson":
+            return jnp.stack([-p[0] * y[0] + p[1] * y[1] * y[2],
+                              p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
+                              p[2] * y[1] * y[1]])
+        return jnp.stack([y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]])
+    return rhs
