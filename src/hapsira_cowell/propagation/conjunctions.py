@@ -245,7 +245,7 @@ def _arc_margin(k, dt, x0, y0, z0, x1, y1, z1, dvx, dvy, dvz):
 
 @hjit
 def _cell_coordinate(x, cell):
-    c = int(math.floor(x / cell)) + _HALF
+    c = int(math.floor(x / cell)) + _HALF  # noqa: RUF046 (an int64 on every target)
     return min(max(c, 0), _MASK)
 
 
