@@ -75,7 +75,8 @@ def main(argv=None):
     total, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(f"target {settings.TARGET}: {args.n} objects, {args.days:g} days, threshold "
           f"{args.threshold:g} km, dt {stats['dt']:.2f} s, {stats['windows']} windows")
-    print(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s, "
+    print(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s "
+          f"({stats['broad_cpu_s']:.2f} s CPU), "
           f"refinement {stats['narrow_s']:.2f} s, total {total:.2f} s wall "
           f"({cpu:.2f} s CPU time of this process, all threads)")
     print(f"grid pairs {stats['grid_pairs']}, candidates refined {stats['candidates']}, "

@@ -12,13 +12,16 @@
    ``|r(t) - L(t)| <= dt^2 / 8 * max|r''|`` (the linear interpolation error
    bound; e.g. Atkinson, *An Introduction to Numerical Analysis*, 2nd ed.,
    Theorem 3.2), with ``max|r''|`` bounded as described at `_chord_margin`.
-   Boxes are hashed into a uniform grid whose cells are as large as the
-   largest box (plus the threshold), so that every pair of boxes closer than
-   the threshold shares a cell. Pairs sharing a cell are then kept only if
+   Each window is one "object" of a kernel on the active target (a loop on
+   cpu, a gufunc on parallel, a GPU thread on cuda; `_grid_window`): each
+   box's centre goes in one cell of a uniform grid whose cells are as wide as
+   the widest box plus the threshold, so that boxes closer than the threshold
+   have centres in the same or adjacent cells; the cells are hashed into a
+   table and the objects counting-sorted by slot, and each object looks at its
+   own cell and the 13 neighbours after it. Pairs found so are kept only if
    the straight-line relative motion between the two samples comes within
    ``threshold + m_i + m_j`` (``m`` the chord margins), a test that never
    drops a true approach since ``|r_i - r_j| >= |L_i - L_j| - m_i - m_j``.
-   All of it vectorised numpy (sorting, no loop over pairs).
 3. Narrow phase. Each candidate (pair, window) is integrated as one ODE of 12
    components (both objects, the same force model) from the window's first
    sample to its last (and 5% past it: a minimum at a sample time is on two
@@ -34,7 +37,9 @@ threshold; a distance still falling at ``tf`` (or rising from ``t0``) is not one
 
 Why no apogee/perigee prefilter: it rules out pairs, but the grid never forms
 pairs that are far apart in the first place, so it would remove no work from
-the grid; the chord test above is stricter for the pairs the grid does form.
+the grid; for the pairs the grid does form it would replace a chord test (a
+dozen flops on numbers already loaded) by a radius test that is not cheaper
+and is weaker.
 """
 
 import math
@@ -43,7 +48,7 @@ import numpy as np
 from astropy import units as u
 
 from hapsira_core.ivp import Event, checks, solve_ivp
-from hapsira_core.jit import factory, hjit
+from hapsira_core.jit import Arg, ObjectKernel, factory, hjit
 
 from ..constants import J2_EARTH, R_EARTH
 from ..models.perturbations import J2_perturbation, two_body
@@ -210,67 +215,212 @@ def chord_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
     return np.einsum("...k,...k->...", closest, closest) <= (threshold + mi + mj) ** 2
 
 
-def _group_pairs(keys, objects):
-    """Every pair of entries that share a key: ``(first, second)`` entry positions."""
-    order = np.argsort(keys, kind="stable")
-    keys, objects = keys[order], objects[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, keys.size])
-    # entry at offset o in a group of size s pairs with the s - 1 - o entries after it
-    offset = np.arange(keys.size) - np.repeat(starts, sizes)
-    count = np.repeat(sizes, sizes) - 1 - offset
-    total = int(count.sum())
-    first = np.repeat(np.arange(keys.size), count)
-    second = first + 1 + (np.arange(total) - np.repeat(np.cumsum(count) - count, count))
-    return order[first], order[second]
+# --- the broad phase as a kernel: one "object" of the target's ObjectKernel per window ---
+#
+# A uniform grid per window, hashed (spatial hashing: Teschner et al., "Optimized Spatial
+# Hashing for Collision Detection of Deformable Objects", VMV 2003, whose three primes
+# are used below) and sorted by counting: every object goes in the one cell of its box's
+# centre, cells at least as wide as the widest box plus the threshold, so that two boxes
+# closer than the threshold have centres in the same or adjacent cells. Each object then
+# looks at its own cell and the 13 neighbours "ahead" of it (half of the 26: a pair in
+# two adjacent cells is seen from one side only), pairs pass the chord test, and the
+# survivors go to the window's bounded output row with a counter that keeps counting
+# past the row's end (the caller reruns such windows with a larger row: no pair is lost).
+# Windows are independent: a loop on cpu, a gufunc on parallel, a GPU thread each on cuda.
+
+#: Bits per cell coordinate in a packed cell key (three in an int64); coordinates are
+#: offset by half the range and clamped into it (clamping merges far cells: more pairs
+#: tested, none lost).
+_BITS = 21
+_HALF = 1 << (_BITS - 1)
+_MASK = (1 << _BITS) - 1
+#: The cell width is the bound times this, so that rounding of the centres never puts
+#: two boxes closer than the threshold two cells apart.
+_CELL_SLACK = 1.0 + 1e-6
 
 
-def broad_phase(pos, vel, dt, k, threshold):
+@hjit
+def _arc_margin(k, dt, x0, y0, z0, x1, y1, z1, dvx, dvy, dvz):
+    """`_chord_margin` of one object and window (the same bound, scalar form)."""
+    r_low = RADIUS_FRACTION * min(math.sqrt(x0 * x0 + y0 * y0 + z0 * z0),
+                                  math.sqrt(x1 * x1 + y1 * y1 + z1 * z1))
+    a_max = max((1.0 + PERTURBATION_FRACTION) * k / (r_low * r_low),
+                2.0 * math.sqrt(dvx * dvx + dvy * dvy + dvz * dvz) / dt)
+    return dt * dt / 8.0 * a_max
+
+
+@hjit
+def _cell_coordinate(x, cell):
+    c = int(math.floor(x / cell)) + _HALF  # noqa: RUF046 (an int64 on every target)
+    return min(max(c, 0), _MASK)
+
+
+@hjit
+def _bucket(cx, cy, cz, size):
+    """The hash table slot of a cell (``size`` a power of two)."""
+    return ((cx * 73856093) ^ (cy * 19349663) ^ (cz * 83492791)) & (size - 1)
+
+
+@hjit
+def _chord_close(pos, a, b, o, q, limit):
+    """`chord_candidates` for objects ``o`` and ``q`` between samples ``a`` and ``b``:
+    whether their straight-line relative motion comes within ``limit``."""
+    d0x = pos[a, o, 0] - pos[a, q, 0]
+    d0y = pos[a, o, 1] - pos[a, q, 1]
+    d0z = pos[a, o, 2] - pos[a, q, 2]
+    ex = (pos[b, o, 0] - pos[b, q, 0]) - d0x
+    ey = (pos[b, o, 1] - pos[b, q, 1]) - d0y
+    ez = (pos[b, o, 2] - pos[b, q, 2]) - d0z
+    ee = ex * ex + ey * ey + ez * ez
+    s = -(d0x * ex + d0y * ey + d0z * ez) / (ee if ee > 0 else 1.0)
+    s = min(max(s, 0.0), 1.0)
+    cx = d0x + s * ex
+    cy = d0y + s * ey
+    cz = d0z + s * ez
+    return cx * cx + cy * cy + cz * cz <= limit * limit
+
+
+@hjit
+def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, starts):
+    """The broad phase of one window: its candidate pairs in ``pairs`` (rows ``i, j``,
+    ``i < j``), ``counts = (candidates, grid pairs)``; candidates past ``pairs``' rows
+    are counted, not written. ``margin``, ``keys``, ``order``, ``starts``: working rows
+    (N, N, N, table size + 1)."""
+    a = window[0]
+    b = a + 1
+    dt = conf[0]
+    k = conf[1]
+    threshold = conf[2]
+    n = pos.shape[1]
+    size = starts.shape[0] - 1
+    cap = pairs.shape[0]
+    # the widest box of the window: the grid's cell
+    widest = 0.0
+    for o in range(n):
+        m = _arc_margin(k, dt, pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
+                        pos[b, o, 0], pos[b, o, 1], pos[b, o, 2],
+                        vel[b, o, 0] - vel[a, o, 0], vel[b, o, 1] - vel[a, o, 1],
+                        vel[b, o, 2] - vel[a, o, 2])
+        margin[o] = m
+        for axis in range(3):
+            widest = max(widest, abs(pos[b, o, axis] - pos[a, o, axis]) + 2.0 * m)
+    cell = (widest + threshold) * _CELL_SLACK
+    # counting sort of the objects by the hash slot of their centre's cell
+    for h in range(size + 1):
+        starts[h] = 0
+    for o in range(n):
+        cx = _cell_coordinate(0.5 * (pos[a, o, 0] + pos[b, o, 0]), cell)
+        cy = _cell_coordinate(0.5 * (pos[a, o, 1] + pos[b, o, 1]), cell)
+        cz = _cell_coordinate(0.5 * (pos[a, o, 2] + pos[b, o, 2]), cell)
+        keys[o] = (cx << (2 * _BITS)) | (cy << _BITS) | cz
+        starts[_bucket(cx, cy, cz, size) + 1] += 1
+    for h in range(1, size + 1):
+        starts[h] += starts[h - 1]
+    for o in range(n):
+        key = keys[o]
+        h = _bucket(key >> (2 * _BITS), (key >> _BITS) & _MASK, key & _MASK, size)
+        order[starts[h]] = o
+        starts[h] += 1
+    # each slot's count was moved one slot down by the filling: shift back
+    for h in range(size, 0, -1):
+        starts[h] = starts[h - 1]
+    starts[0] = 0
+    found = 0
+    formed = 0
+    for o in range(n):
+        key = keys[o]
+        cx = key >> (2 * _BITS)
+        cy = (key >> _BITS) & _MASK
+        cz = key & _MASK
+        # offsets 13..26 of the 27 in lexicographic order: the cell itself and the
+        # 13 neighbours after it
+        for index in range(13, 27):
+            nx = cx + index // 9 - 1
+            ny = cy + (index // 3) % 3 - 1
+            nz = cz + index % 3 - 1
+            if nx < 0 or ny < 0 or nz < 0 or nx > _MASK or ny > _MASK or nz > _MASK:
+                continue
+            wanted = (nx << (2 * _BITS)) | (ny << _BITS) | nz
+            h = _bucket(nx, ny, nz, size)
+            for slot in range(starts[h], starts[h + 1]):
+                q = order[slot]
+                # another cell in the same slot, or (own cell) a pair seen from q
+                if keys[q] != wanted or (index == 13 and q <= o):
+                    continue
+                formed += 1
+                if _chord_close(pos, a, b, o, q, threshold + margin[o] + margin[q]):
+                    if found < cap:
+                        pairs[found, 0] = min(o, q)
+                        pairs[found, 1] = max(o, q)
+                    found += 1
+    counts[0] = found
+    counts[1] = formed
+
+
+_GRID = ObjectKernel(_grid_window, [
+    Arg("window", np.int64, ("one",)),
+    Arg("pos", np.float64, ("m", "n", "three"), per_object=False),
+    Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
+    Arg("conf", np.float64, ("c",), per_object=False),
+    Arg("pairs", np.int64, ("cap", "two"), output=True),
+    Arg("counts", np.int64, ("two",), output=True),
+    Arg("margin", np.float64, ("n",), scratch=True),
+    Arg("keys", np.int64, ("n",), scratch=True),
+    Arg("order", np.int64, ("n",), scratch=True),
+    Arg("starts", np.int64, ("h1",), scratch=True),
+])
+
+
+def broad_phase(pos, vel, dt, k, threshold, cap=16):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
     ``pos``, ``vel``: ``(N, W + 1, 3)``, samples ``dt`` apart. Returns ``i``, ``j``,
-    ``w`` (``i < j``), each (pair, window) once, and the number of grid pairs before
-    the chord test.
+    ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, and the number
+    of pairs the grid formed before the chord test. ``cap``: candidates per window
+    the first kernel call keeps room for; windows with more are run again with room
+    for all of theirs.
     """
     n, m = pos.shape[:2]
     windows = m - 1
-    p0, p1 = pos[:, :-1], pos[:, 1:]
-    margin = _chord_margin(k, p0, p1, vel[:, :-1], vel[:, 1:], dt)  # (N, W)
-    lo = np.minimum(p0, p1) - margin[..., None]
-    hi = np.maximum(p0, p1) + margin[..., None]
-    cell = float(np.max(hi - lo)) + threshold
-    # cells a..b per axis: hi + threshold so that boxes within threshold share one
-    a = np.floor(lo / cell).astype(np.int64)
-    b = np.floor((hi + threshold) / cell).astype(np.int64)
-    base = a.reshape(-1, 3).min(axis=0)
-    span = b.reshape(-1, 3).max(axis=0) - base + 1
-    if float(np.prod(span.astype(float))) * windows >= 2.0 ** 62:
-        raise ValueError("threshold: the screening grid does not fit 64-bit keys; "
-                         "screen shorter chunks (chunk=) or a smaller dt")
-    obj = np.broadcast_to(np.arange(n)[:, None], (n, windows))
-    win = np.broadcast_to(np.arange(windows)[None, :], (n, windows))
-    keys, objects, wins = [], [], []
-    for ox in (0, 1):
-        for oy in (0, 1):
-            for oz in (0, 1):
-                c = a + np.array([ox, oy, oz])
-                inside = np.all(c <= b, axis=-1)
-                c = c[inside] - base
-                keys.append(((win[inside] * span[0] + c[:, 0]) * span[1] + c[:, 1])
-                            * span[2] + c[:, 2])
-                objects.append(obj[inside])
-                wins.append(win[inside])
-    keys, objects, wins = np.concatenate(keys), np.concatenate(objects), np.concatenate(wins)
-    first, second = _group_pairs(keys, objects)
-    i, j, w = objects[first], objects[second], wins[first]
-    i, j = np.minimum(i, j), np.maximum(i, j)
+    # time-major, so that a window reads two contiguous (N, 3) blocks
+    pos_t = np.ascontiguousarray(np.moveaxis(pos, 1, 0), dtype=np.float64)
+    vel_t = np.ascontiguousarray(np.moveaxis(vel, 1, 0), dtype=np.float64)
+    size = 1 << max(1, (2 * n - 1).bit_length())  # a power of two >= 2 N: short slots
+    conf = np.array([dt, k, threshold], dtype=np.float64)
+
+    def run(which, cap):
+        count = len(which)
+        pairs = np.empty((count, cap, 2), dtype=np.int64)
+        counts = np.zeros((count, 2), dtype=np.int64)
+        _GRID(which[:, None], pos_t, vel_t, conf, pairs, counts,
+              np.empty((count, n)), np.empty((count, n), dtype=np.int64),
+              np.empty((count, n), dtype=np.int64),
+              np.empty((count, size + 1), dtype=np.int64))
+        return pairs, counts
+
+    which = np.arange(windows, dtype=np.int64)
+    pairs, counts = run(which, cap)
+    found = counts[:, 0]
+    i, j, w = [], [], []
+    full = found <= cap
+    kept = np.arange(cap)[None, :] < found[:, None]
+    kept &= full[:, None]
+    i.append(pairs[..., 0][kept])
+    j.append(pairs[..., 1][kept])
+    w.append(np.broadcast_to(which[:, None], kept.shape)[kept])
+    if not np.all(full):
+        # the windows whose rows overflowed, again, with room for every candidate
+        again = which[~full]
+        more, more_counts = run(again, int(found.max()))
+        kept = np.arange(more.shape[1])[None, :] < more_counts[:, 0][:, None]
+        i.append(more[..., 0][kept])
+        j.append(more[..., 1][kept])
+        w.append(np.broadcast_to(again[:, None], kept.shape)[kept])
+    i, j, w = np.concatenate(i), np.concatenate(j), np.concatenate(w)
     unique = np.unique((w * n + i) * n + j)
-    grid_pairs = unique.size
     w, rest = np.divmod(unique, n * n)
     i, j = np.divmod(rest, n)
-    keep = chord_candidates(p0[i, w], p1[i, w], p0[j, w], p1[j, w],
-                            margin[i, w], margin[j, w], threshold)
-    return i[keep], j[keep], w[keep], grid_pairs
+    return i, j, w, int(counts[:, 1].sum())
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -420,8 +570,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     if chunk is None:
         chunk = max(1, int(2e6 // n))
     out = [], [], [], [], []
-    stats.update(propagate_s=0.0, broad_s=0.0, narrow_s=0.0, windows=windows, grid_pairs=0,
-                 candidates=0, dt=dt)
+    stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,
+                 windows=windows, grid_pairs=0, candidates=0, dt=dt)
     r, v = r0, v0
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
@@ -431,9 +581,10 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         pos, vel = sample_cloud(k, r, v, local, f, rows, rtol, atol)
         r, v = pos[:, -1].copy(), vel[:, -1].copy()
         stats["propagate_s"] += clock() - now
-        now = clock()
+        now, used = clock(), time.process_time()
         i, j, w, grid = broad_phase(pos, vel, dt, k, threshold)
         stats["broad_s"] += clock() - now
+        stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid
         stats["candidates"] += len(i)
         now = clock()
