@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from ..ivp.api import IVPResult
+from ..ivp.results import IVPResult
 
 __all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
@@ -517,9 +517,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     else:
         y0, single = checks.states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = api._times(t_span, t_eval, n_objects)
-    if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    t0, tf, times = checks.times(t_span, t_eval, n_objects)
+    checks.flag(stm, "stm")
     if is_dask_array(params):
         shared, per_object = dask_params(params, n_objects)
     else:

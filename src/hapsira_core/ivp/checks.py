@@ -298,12 +298,6 @@ def time_span(t_span):
     return times[0], times[1]
 
 
-#: Said where a front other than numpy's is given per-object times.
-NUMPY_FRONT_ONLY = ("are taken by the numpy front only for now (hapsira_core.ivp.solve_ivp "
-                    "with numpy arrays); give one (t0, tf) and one (M,) t_eval here, or "
-                    "call the numpy front per batch")
-
-
 def per_object_times(t_span, t_eval):
     """Whether ``t_span`` holds an array (per-object spans) or ``t_eval`` is 2-D:
     read from shapes only (traced JAX values too)."""
@@ -316,17 +310,6 @@ def per_object_times(t_span, t_eval):
     except TypeError:
         return False
     return len(items) == 2 and any(np.ndim(item) >= 1 for item in items)
-
-
-def refuse_per_object_times(t_span, t_eval, front):
-    """A ValueError naming the argument where ``front`` (its name) gets per-object
-    spans or output times (`per_object_times`), which only the numpy front takes."""
-    if t_eval is not None and np.ndim(t_eval) == 2:
-        raise ValueError(f"t_eval: per-object output times (N, M) {NUMPY_FRONT_ONLY} "
-                         f"(the {front} front)")
-    if per_object_times(t_span, None):
-        raise ValueError(f"t_span: per-object spans ((N,) arrays of t0 and tf) "
-                         f"{NUMPY_FRONT_ONLY} (the {front} front)")
 
 
 def time_spans(t_span, n_objects):
@@ -407,6 +390,21 @@ def output_times(t_eval, t0, tf, n_objects):
         refuse((direction * np.diff(rows, axis=1) < 0).any(axis=1),
                "expected each row sorted in its object's direction of integration")
     return times
+
+
+def times(t_span, t_eval, n_objects):
+    """``(t0, tf, t_eval)`` checked (`time_spans`, `output_times`): numbers and
+    ``(M,)``, or per-object ``(N,)`` spans and ``(N, M)`` rows; every front's."""
+    t0, tf = time_spans(t_span, n_objects)
+    return t0, tf, output_times(t_eval, t0, tf, n_objects)
+
+
+def flag(value, name):
+    """``value`` if it is True or False (numpy's bools too); a TypeError naming ``name``
+    otherwise (``stm``, ``dense_output``: a truthy array or string is a mistake)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {value!r}")
+    return value
 
 
 def event_list(events, kind):

@@ -19,7 +19,7 @@ import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
 from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp.api import _times, diagnosis  # noqa: E402
+from ...ivp.api import _diagnose_state, diagnosis  # noqa: E402
 from ...ivp.layout import INFO, config_row  # noqa: E402
 
 __all__ = ["solve_ivp", "IVPResult", "DerivativeError", "run"]
@@ -141,10 +141,10 @@ def _span(t_span, t_eval, n_objects):
     values = [concrete(t0), concrete(tf)]
     times = None if t_eval is None else concrete(t_eval)
     if all(v is not None for v in values) and (t_eval is None or times is not None):
-        t0, tf, times = _times((values[0], values[1]), times, n_objects)  # the numpy call's
+        t0, tf, times = checks.times((values[0], values[1]), times, n_objects)  # numpy's
         return t0, tf, jnp.asarray(times)
     if all(v is not None for v in values):
-        _times((values[0], values[1]), None, n_objects)  # the span itself, as the numpy call
+        checks.times((values[0], values[1]), None, n_objects)  # the span, as numpy's
     # something is traced: only shapes can be checked, values are the caller's to keep valid
     t0, tf = real(t0, "t_span"), real(tf, "t_span")
     for t in (t0, tf):
@@ -242,8 +242,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _span(t_span, t_eval, n_objects)
     params_given = params
     params = params_rows(params, n_objects)
-    if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    checks.flag(stm, "stm")
     span = [concrete(t) for t in (t0, tf)]
     max_step, first_step = checks.step_sizes(
         option(max_step, "max_step"), None if first_step is None else
@@ -259,7 +258,6 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     width = n
     if stm:  # as the numpy call: the state and its matrix, one array-form system
         from ...ivp import sensitivities
-        from ...ivp.api import _diagnose_state
         fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
         y0 = sensitivities.augmented_states(y0, n, jnp)
         diagnose = functools.partial(_diagnose_state, diagnose, n)
