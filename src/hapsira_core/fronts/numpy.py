@@ -7,13 +7,12 @@ returns an `hapsira_core.ivp.results.IVPResult`. The public
 sends Dask arrays to the Dask front and everything else here.
 """
 
-import functools
 import math
 
 import numpy as np
 
-from ..ivp import checks, methods
-from ..ivp.api import Event, _diagnose_state, diagnosis, integrate
+from ..ivp import checks, methods, sensitivities
+from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
 from ..ivp.layout import RECORD_DENSE, RECORD_STATES
 from ..ivp.results import IVPResult
 from ..progress import check as check_progress
@@ -138,20 +137,17 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     params_given = params
     params = checks.params(params, n_objects)
     checks.flag(stm, "stm")
-    max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
-    args = checks.extra_args(args)
+    # the checker every front shares; stacklevel: the rtol warning names the caller's line
+    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
+     args) = checks.call_options(fun, n, method, rtol, atol, events, Event, max_steps,
+                                 max_event_records, params_given, max_step, first_step, t0,
+                                 tf, args, stacklevel=6)
     params = checks.with_args(params, checks.columns_given(params_given), args)
-    user_fun = fun
-    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
-        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
-        extra_columns=len(args))
     diagnose = diagnosis(fun, events)
     jac = checks.jacobian_option(jac, method, n, stm)
     if stm:
-        from ..ivp import sensitivities
-        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
-        y0 = sensitivities.augmented_states(y0, n)
-        diagnose = functools.partial(_diagnose_state, diagnose, n)
+        fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
+                                                           diagnose)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
                     max_steps, records, records, [user_fun if stm else fun]
                     + [e.g for e in events], diagnose, progress, max_step=max_step,

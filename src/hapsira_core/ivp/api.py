@@ -48,7 +48,7 @@ def _rows(array, start, stop):
         return Columns(*(block[start:stop] for block in array.blocks))
     return array if array.shape[0] == 1 else array[start:stop]
 
-__all__ = ["Event", "EventBase", "Problem", "integrate", "diagnosis"]
+__all__ = ["Event", "EventBase", "Problem", "integrate", "diagnosis", "with_sensitivities"]
 
 
 def _terminal_count(terminal):
@@ -339,6 +339,17 @@ def diagnosis(fun, events):
     """``diagnose(y0, params, t0)`` of `Problem` for ``solve_ivp``'s functions, on every
     front: names ``fun`` when what it returns does not fit the state."""
     return functools.partial(_diagnose, fun, events)
+
+
+def with_sensitivities(fun, user_fun, n, rtol, atol, y0, diagnose, xp=None):
+    """``stm=True`` on every front: the state and its matrix as one array-form system
+    (`.sensitivities.augmented`), each state followed by the identity (``xp``: the
+    array module of ``y0``, numpy by default) and ``diagnose`` on the state's n columns.
+    Returns ``(fun, rtol, atol, y0, diagnose)``."""
+    from . import sensitivities
+    fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
+    y0 = sensitivities.augmented_states(y0, n, xp)
+    return fun, rtol, atol, y0, functools.partial(_diagnose_state, diagnose, n)
 
 
 def _diagnose_state(diagnose, n, y0, params, t0):

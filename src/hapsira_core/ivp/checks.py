@@ -5,6 +5,7 @@ returns the value in the form the kernel takes (float64, C-ordered, no
 stride-0 views, which made the cuda kernel 8x slower on an H100).
 """
 
+import collections
 import math
 import warnings
 
@@ -453,6 +454,30 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     fun = bounds_checked(shared_reciprocals(fun), 2, output=3 if array_form else None)
     events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
+
+
+#: What `call_options` returns: the options of a ``solve_ivp`` call as the core takes them.
+CallOptions = collections.namedtuple("CallOptions", (
+    "method", "fun", "user_fun", "rtol", "atol", "events", "max_steps", "records",
+    "max_step", "first_step", "args"))
+
+
+def call_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
+                 max_event_records, params_given, max_step, first_step, t0, tf, args,
+                 stacklevel=5):
+    """The one checker of every front of ``solve_ivp`` (numpy, JAX, Dask): all but the
+    arrays, which each front converts first (``n`` states' components, the spans
+    ``t0``/``tf``, None where a JAX span is traced). In one order, with one set of
+    messages: `step_sizes`, `extra_args`, then `solver_options`. ``user_fun``: ``fun``
+    as given (``fun`` comes back bounds-checked); ``args``: scipy's, as the tuple the
+    front appends to its params rows (`with_args`)."""
+    max_step, first_step = step_sizes(max_step, first_step, t0, tf)
+    args = extra_args(args)
+    method, checked, rtol, atol, events, max_steps, records = solver_options(
+        fun, n, method, rtol, atol, events, event_kind, max_steps, max_event_records,
+        params_given, stacklevel=stacklevel, extra_columns=len(args))
+    return CallOptions(method, checked, fun, rtol, atol, events, max_steps, records,
+                       max_step, first_step, args)
 
 
 class FunctionIndexError(IndexError, ValueError):
