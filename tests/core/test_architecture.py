@@ -99,6 +99,21 @@ def test_no_front_imports_another():
     assert offenders == []
 
 
+def test_every_front_uses_the_one_checker():
+    """Each solve_ivp front calls `checks.call_options` and none calls the checks it
+    is made of (a front's own copy of them drifts from the others' messages)."""
+    fronts = [FRONTS / "numpy.py", FRONTS / "jax" / "__init__.py", FRONTS / "dask.py"]
+    parts = ("solver_options", "step_sizes", "extra_args")
+    found = {}
+    for path in fronts:
+        called = {node.func.attr for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        found[path.relative_to(FRONTS).as_posix()] = (
+            "call_options" in called, sorted(called.intersection(parts)))
+    assert found == {name: (True, []) for name in found}
+    assert len(found) == 3
+
+
 def test_nothing_below_the_command_line_imports_it():
     offenders = [str(p.relative_to(SRC)) for p in modules()
                  if CLI not in p.parents and p.parent != CLI

@@ -1,15 +1,18 @@
 """Where the arrays live: one module or package per kind of input.
 
 Each front converts its inputs, calls the shared checks (`hapsira_core.ivp.checks`)
-and the one core (`hapsira_core.ivp.api.integrate`), and presents its result:
+and the one core (`hapsira_core.ivp.api`: `Problem`, `integrate`), and presents the
+result type of `hapsira_core.ivp.results` (or a thin view of it):
 
-* numpy arrays: `hapsira_core.ivp.api.solve_ivp`, the core's own front;
+* numpy arrays: `.numpy`;
 * Dask arrays: `.dask`, chunk by chunk on a cluster (a view of the same result);
 * JAX arrays inside ``jax.jit``: `.jax` (``hapsira_core.jax.solve_ivp``).
 
 No front imports another; the choice between numpy and Dask is made here, by
 the type of the inputs, for the public ``hapsira_core.ivp.solve_ivp``.
 """
+
+import functools
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -18,8 +21,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
               stm=False, jac=None, dense_output=False):
     # Dask arrays (chunked along the object axis) go to the Dask front, which
     # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md.
-    # (`hapsira_core.ivp` gives this function the numpy front's docstring.)
-    from ..ivp import api
+    # (it wears the numpy front's docstring: the end of this module.)
     from .dask import any_dask
     from ..progress import check
 
@@ -38,8 +40,15 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                      events=events, max_steps=max_steps, max_event_records=max_event_records,
                      max_step=max_step, first_step=first_step, args=args, stm=stm)
-    return api.solve_ivp(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
-                         events=events, max_steps=max_steps,
-                         max_event_records=max_event_records, progress=progress,
-                         max_step=max_step, first_step=first_step, args=args, stm=stm,
-                         jac=jac, dense_output=dense_output)
+    return numpy_front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
+                       events=events, max_steps=max_steps,
+                       max_event_records=max_event_records, progress=progress,
+                       max_step=max_step, first_step=first_step, args=args, stm=stm,
+                       jac=jac, dense_output=dense_output)
+
+
+# Imported after the router is defined: the numpy front imports `hapsira_core.ivp`,
+# whose __init__ imports the router from here (whichever of the two is imported first).
+from .numpy import solve_ivp as numpy_front  # noqa: E402
+
+functools.update_wrapper(solve_ivp, numpy_front)

@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from ..ivp.api import IVPResult
+from ..ivp.results import IVPResult
 
 __all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
@@ -480,9 +480,8 @@ def _solve_block(blob, y0, *rows):
     kernel_fun = fun
     if spec["stm"]:  # as the numpy front: the state and its matrix, one system
         from ..ivp import sensitivities
-        kernel_fun, rtol, atol = sensitivities.augmented(fun, spec["user_fun"], n, rtol, atol)
-        y0 = sensitivities.augmented_states(y0, n)
-        diagnose = functools.partial(api._diagnose_state, diagnose, n)
+        kernel_fun, rtol, atol, y0, diagnose = api.with_sensitivities(
+            fun, spec["user_fun"], n, rtol, atol, y0, diagnose)
     raw = api.integrate(spec["method"], kernel_fun, y0, t0, tf, t_eval, rtol, atol, params,
                         events, spec["max_steps"], spec["records"], spec["records"],
                         [spec["user_fun"] if spec["stm"] else fun] + [e.g for e in events],
@@ -517,24 +516,21 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     else:
         y0, single = checks.states(y0)
     n_objects, n = y0.shape
-    t0, tf, times = api._times(t_span, t_eval, n_objects)
-    if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    t0, tf, times = checks.times(t_span, t_eval, n_objects)
+    checks.flag(stm, "stm")
     if is_dask_array(params):
         shared, per_object = dask_params(params, n_objects)
     else:
         shared = checks.params(params, n_objects, stacklevel=6)
         shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
             else (None, shared)
-    max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
-    args = checks.extra_args(args)
+    # the checker every front shares, its messages (rtol's warning: the caller's line)
+    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
+     args) = checks.call_options(fun, n, method, rtol, atol, events, api.Event, max_steps,
+                                 max_event_records, params, max_step, first_step, t0, tf,
+                                 args, stacklevel=6)
     if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
         shared = checks.with_args(shared, checks.columns_given(params), args)
-    # the numpy front's checks, its messages
-    user_fun = fun
-    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
-        fun, n, method, rtol, atol, events, api.Event, max_steps, max_event_records, params,
-        stacklevel=5, extra_columns=len(args))
     if stm:  # refused here, not on a worker, where fun cannot be differentiated
         from ..ivp import sensitivities
         sensitivities.value_and_jacobian(user_fun, n)

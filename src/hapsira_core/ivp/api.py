@@ -1,4 +1,10 @@
-"""``solve_ivp``: scipy's explicit Runge-Kutta methods for N objects at once."""
+"""The core every front of ``solve_ivp`` calls: `Event`, `Problem` (a batch without its
+data: kernel, shared rows, output shapes) and `integrate` (a `Problem` run on numpy arrays).
+
+The fronts (`hapsira_core.fronts`: numpy, JAX, Dask) check their arguments with
+`.checks`, hand them here, and shape what comes back as the result types of
+`.results`; nothing here knows which front called.
+"""
 
 import functools
 import math
@@ -10,10 +16,9 @@ from ..kernels.errors import check_returns, is_real, is_state
 from .. import memory
 from ..jit import hjit
 from ..kernels.kernel import Columns
-from ..progress import check as check_progress
-from . import build, checks, methods
+from . import build
 from . import dense as dense_output_module
-from .layout import ICONF, INFO, RECORD_DENSE, RECORD_STATES, STATUS_MESSAGES, config_row
+from .layout import ICONF, INFO, RECORD_DENSE, RECORD_STATES, config_row
 from .state import fun_form
 
 #: Status set before a host kernel runs; never written by the loop (see `Problem.run`).
@@ -43,7 +48,7 @@ def _rows(array, start, stop):
         return Columns(*(block[start:stop] for block in array.blocks))
     return array if array.shape[0] == 1 else array[start:stop]
 
-__all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Problem", "integrate"]
+__all__ = ["Event", "EventBase", "Problem", "integrate", "diagnosis", "with_sensitivities"]
 
 
 def _terminal_count(terminal):
@@ -317,17 +322,6 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     return problem.run(y0, params, t0, tf, rtol, atol, progress)
 
 
-def _times(t_span, t_eval, n_objects=None):
-    """``(t0, tf, t_eval)`` checked (`checks.time_spans`, `checks.output_times`): numbers
-    and ``(M,)``, or with ``n_objects`` per-object ``(N,)`` spans and ``(N, M)`` rows.
-    Without ``n_objects`` (the JAX and Dask fronts) per-object times are refused."""
-    if n_objects is None:
-        checks.refuse_per_object_times(t_span, t_eval, "JAX or Dask")
-        n_objects = 1
-    t0, tf = checks.time_spans(t_span, n_objects)
-    return t0, tf, checks.output_times(t_eval, t0, tf, n_objects)
-
-
 def _diagnose(fun, events, y0, params, t0):
     """After a failed kernel: does each user function return what the loop expects?"""
     n = y0.shape[1]
@@ -347,277 +341,17 @@ def diagnosis(fun, events):
     return functools.partial(_diagnose, fun, events)
 
 
-def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
-              params=None, events=(), max_steps=100_000, max_event_records=64,
-              progress=False, max_step=math.inf, first_step=None, args=None, stm=False,
-              jac=None, dense_output=False):
-    """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
-
-    Parameters
-    ----------
-    fun : hjit function
-        ``fun(t, y, p) -> tuple of n floats`` (``y`` a tuple of n floats; n up
-        to `hapsira_core.ivp.state.TUPLE_MAX_N`) or ``fun(t, y, p, dydt)``,
-        which fills the 1-D array ``dydt`` and returns nothing (``y`` a 1-D
-        array; any n, compiled in the same time whatever n is); ``p`` the
-        object's params row. The form chooses the state's shape (`.state`).
-    t_span : (t0, tf)
-        Shared by all objects; ``tf < t0`` integrates backward. Or per object:
-        ``t0`` and ``tf`` arrays of shape ``(N,)`` (a number beside an array is
-        shared), each object integrated over its own span, in its own direction;
-        ``t0 == tf`` gives that object its initial state. NaN and infinite
-        times are refused up front (naming the object). Data: new spans never
-        recompile.
-    y0 : array_like, (n,) or (N, n)
-        Initial states (any n >= 1; above ``TUPLE_MAX_N`` with the array form of ``fun``).
-    method : "DOP853", "RK45" or "RK23"
-        scipy's explicit methods, with scipy's error estimate, step-size
-        control, first step and dense output.
-    t_eval : array_like, (M,) or (N, M), or "steps", optional
-        Output times within ``t_span``, sorted in the direction of
-        integration; default ``[tf]`` (with per-object spans, each object's
-        own ``tf``: ``t`` of shape ``(N, 1)``). ``"steps"``: every accepted
-        step, as scipy's ``t_eval=None`` gives them (``res[i].t``, ``res[i].y``
-        the object's t0, each step's end and a terminal event's time last;
-        ``res.t`` ``(N, S + 1)`` and ``res.y`` NaN-padded to the most steps S
-        of any object). Not the default: a million objects' steps rarely fit in
-        memory. The kernel runs twice (a first pass counts the steps, then the
-        size is checked against the memory limit: `hapsira_core.ivp.dense`). ``(N, M)``: one row per object,
-        within its own span and sorted in its own direction; a row shorter
-        than M is padded with trailing NaN (its states there are NaN, and
-        ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
-    rtol, atol : float or (n,)
-        Tolerances as in scipy (rtol below 100 eps is raised to it, with a
-        warning).
-    params : array_like, (P,) or (N, P), optional
-        Numbers handed to ``fun`` and events as ``p`` (shared or one row per
-        object); new values never recompile.
-    events : Event or sequence of Event
-        Zeros of ``g(t, y, p)``, as scipy's events (``y`` as ``fun`` gets it).
-    max_steps : int
-        Accepted steps allowed per object (status -2 beyond).
-    max_event_records : int
-        Occurrences of each event whose time and state are kept (C).
-    progress : bool
-        Show a tqdm progress bar on stderr (``pip install 'hapsira-cowell[progress]'``),
-        for runs of minutes: the objects are solved in chunks (about 100, of at least
-        `PROGRESS_MIN_CHUNK` objects), the bar advancing after each. The results are
-        the same, bit for bit, as without it.
-    max_step : float
-        scipy's: the largest step size (default inf, no cap); it caps the
-        automatic first step too. One number shared by all objects.
-    first_step : float, optional
-        scipy's: the first step size, at most ``|tf - t0|``, instead of the
-        automatic choice (which costs one evaluation of ``fun``). Shared by all objects.
-    args : tuple of numbers, optional
-        scipy's ``args``: numbers shared by all objects, appended to each object's
-        params row (``p[P:]`` after ``P`` params columns; ``p[0:]`` without params),
-        so ``fun(t, y, p)`` and the events read them there. New values never recompile.
-    stm : bool
-        Also integrate the state transition matrix ``Phi = d y(t) / d y0``
-        (the variational equations ``dPhi/dt = J(t, y) Phi``, ``Phi(t0) = I``,
-        with J the automatic Jacobian of ``fun``: `hapsira_core.ivp.jacobian`;
-        tuple form only): ``res.stm`` ``(N, n, n, M)``, ``res.stm[i, :, :, j]``
-        the matrix of object i at ``t[j]``. The error control takes the state
-        alone, so that the accepted steps and the states are those of the same
-        call without ``stm``. Events get ``y`` with the matrix after the state
-        (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
-        recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
-        held fixed: `hapsira_core.ivp.sensitivities.event_matrices`).
-    dense_output : bool
-        scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
-        coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
-        ``res[i].sol(t)`` is object i's continuous solution, as scipy's
-        ``OdeSolution``, and ``res.sol(t)`` all objects' (``(N, n, len(t))``).
-        Every step then builds its interpolant, as in scipy (``nfev`` as
-        scipy's: DOP853 3 more per step). The kernel runs twice (a first pass
-        counts the steps; the records' size, steps x coefficients x objects,
-        is checked against the memory limit before the second: `hapsira_core.ivp.dense`).
-
-    Returns
-    -------
-    IVPResult
-        (This is the numpy front; the public ``hapsira_core.ivp.solve_ivp``
-        routes Dask arrays to the Dask front first: `hapsira_core.fronts`.)
-    """
-    progress = check_progress(progress)
-    y0, single = checks.states(y0)
-    n_objects, n = y0.shape
-    if not isinstance(dense_output, (bool, np.bool_)):
-        raise TypeError(f"dense_output: expected True or False, got {dense_output!r}")
-    all_steps = isinstance(t_eval, str)
-    if all_steps and t_eval != "steps":
-        raise ValueError(f"t_eval: expected an array of times, None or \"steps\", "
-                         f"got {t_eval!r}")
-    if dense_output and methods.get(method).state_shape == "array":
-        raise NotImplementedError(f"dense_output: not yet for the implicit method {method!r} "
-                                  "(its interpolant lives in its own memory); use t_eval or "
-                                  "t_eval=\"steps\"")
-    if stm and (dense_output or all_steps):
-        raise NotImplementedError("stm: not with dense_output=True or t_eval=\"steps\" yet; "
-                                  "ask for the times you need in t_eval")
-    t0, tf, times = _times(t_span, None if all_steps else t_eval, n_objects)
-    step_records = (RECORD_STATES if all_steps else 0) + (RECORD_DENSE if dense_output else 0)
-    if all_steps:
-        times = np.full(1, np.nan)  # no output time: the loop writes a state per step
-    params_given = params
-    params = checks.params(params, n_objects)
-    if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
-    max_step, first_step = checks.step_sizes(max_step, first_step, t0, tf)
-    args = checks.extra_args(args)
-    params = checks.with_args(params, checks.columns_given(params_given), args)
-    user_fun = fun
-    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
-        fun, n, method, rtol, atol, events, Event, max_steps, max_event_records, params_given,
-        extra_columns=len(args))
-    diagnose = diagnosis(fun, events)
-    jac = checks.jacobian_option(jac, method, n, stm)
-    if stm:
-        from . import sensitivities
-        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
-        y0 = sensitivities.augmented_states(y0, n)
-        diagnose = functools.partial(_diagnose_state, diagnose, n)
-    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
-                    max_steps, records, records, [user_fun if stm else fun]
-                    + [e.g for e in events], diagnose, progress, max_step=max_step,
-                    first_step=first_step, end_states=t_eval is None, jac=jac,
-                    step_records=step_records)
-    if stm:
-        at_events = sensitivities.event_matrices(raw, n, single)
-        matrices = sensitivities.split(raw, n, single)
-    if all_steps:
-        times = raw["steps"][:, :, 0]
-    result = IVPResult(times, raw, single)
-    if dense_output:
-        result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
-    if stm:
-        result.stm, result.stm_events = matrices, at_events
-    return result
+def with_sensitivities(fun, user_fun, n, rtol, atol, y0, diagnose, xp=None):
+    """``stm=True`` on every front: the state and its matrix as one array-form system
+    (`.sensitivities.augmented`), each state followed by the identity (``xp``: the
+    array module of ``y0``, numpy by default) and ``diagnose`` on the state's n columns.
+    Returns ``(fun, rtol, atol, y0, diagnose)``."""
+    from . import sensitivities
+    fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
+    y0 = sensitivities.augmented_states(y0, n, xp)
+    return fun, rtol, atol, y0, functools.partial(_diagnose_state, diagnose, n)
 
 
 def _diagnose_state(diagnose, n, y0, params, t0):
     """`diagnosis` of an augmented run (``stm=True``) on the state's n columns."""
     diagnose(y0[:, :n], params, t0)
-
-
-class Statuses:
-    """Per-object status codes and what they mean: ``success``, ``messages()``
-    and a summary ``repr``, for the result classes of every front."""
-
-    #: What each ``status`` code means (a front may word them for its users).
-    MESSAGES = STATUS_MESSAGES
-
-    @property
-    def success(self):
-        """True where the object reached the end or a terminal event."""
-        return np.asarray(self.status) >= 0
-
-    def messages(self):
-        """The meaning of each object's status (a list, or a str for one object)."""
-        status = np.asarray(self.status)
-        if status.ndim == 0:
-            return self.MESSAGES[int(status)]
-        return [self.MESSAGES[int(s)] for s in status]
-
-    def __repr__(self):
-        status = np.atleast_1d(self.status)
-        counts = {int(s): int((status == s).sum()) for s in np.unique(status)}
-        return f"{type(self).__name__}(objects={status.size}, status counts={counts})"
-
-
-class IVPResult(Statuses):
-    """What `solve_ivp()` returns, for N objects.
-
-    ``t`` ``(M,)``, or ``(N, M)`` with per-object output times or spans
-    (``res.t[i]`` object i's times, trailing NaN as given); ``y`` ``(N, n, M)`` (``res.y[i]`` is laid out as scipy's
-    ``sol.y``), NaN after a terminal event or a failure; ``status`` ``(N,)``
-    (`STATUS_MESSAGES`); ``t_events`` per event
-    ``(N, C)`` and ``y_events`` per event ``(N, C, n)``, NaN-padded;
-    ``n_events`` ``(N, E)``; ``nfev``, ``njev``, ``nlu`` (0 for these explicit
-    methods, as scipy's), ``nsteps`` ``(N,)``. For one object
-    (``y0`` of shape ``(n,)``) the leading N axis is dropped. ``res[i]`` is
-    object ``i`` with scipy's attribute names.
-    """
-
-    def __init__(self, t, raw, single=False):
-        info = raw["info"]
-        self.t = t[0] if single and t.ndim == 2 else t
-        #: states as written by the kernel, ``(N, M, n)``
-        self.y_rows = raw["y"]
-        self.y = raw["y"].transpose(0, 2, 1)
-        self.status = info[:, INFO.status]
-        self.nfev = info[:, INFO.nfev]
-        self.nsteps = info[:, INFO.nsteps]
-        #: Jacobian evaluations and LU decompositions: 0 for the explicit methods, as scipy's
-        self.njev = info[:, INFO.njev]
-        self.nlu = info[:, INFO.nlu]
-        self.t_events = [raw["t_events"][:, e] for e in range(raw["t_events"].shape[1])]
-        self.y_events = [raw["y_events"][:, e] for e in range(raw["y_events"].shape[1])]
-        self.n_events = raw["n_events"]
-        self.single = single
-        #: scipy's ``sol`` with ``dense_output=True`` (`set_dense`); None otherwise
-        self.sol = None
-        if single:
-            self.y, self.status, self.nfev, self.nsteps, self.njev, self.nlu = (
-                self.y[0], self.status[0], self.nfev[0], self.nsteps[0], self.njev[0],
-                self.nlu[0])
-            self.t_events = [t[0] for t in self.t_events]
-            self.y_events = [y[0] for y in self.y_events]
-            self.n_events = self.n_events[0]
-
-    def set_dense(self, records):
-        """Keep the step records of ``dense_output=True`` (``(method, n, fun, steps,
-        dense, info)``, `.dense`): ``sol(t)`` gives ``(N, n, len(t))`` (``(N, n)``
-        for a number; without the N axis for one object)."""
-        self.sol = dense_output_module.BatchSolution(records, self.single)
-
-    def __len__(self):
-        return 1 if self.single else len(self.status)
-
-    def __getitem__(self, i):
-        if self.single:
-            if i not in (0, -1):
-                raise IndexError(f"one object, index {i}")
-            return ObjectResult(self, None)
-        return ObjectResult(self, range(len(self.status))[i])
-
-
-class ObjectResult:
-    """One object of an `IVPResult`, with the attribute names of scipy's
-    ``OdeResult``: ``t``, ``y`` ``(n, M)``, ``t_events`` (a list of 1-D arrays
-    holding the recorded occurrences), ``y_events`` (a list of ``(k, n)``),
-    ``status``, ``message``, ``success``, ``nfev``, ``njev``, ``nlu`` (0: explicit
-    methods), ``nsteps``."""
-
-    def __init__(self, result, i):
-        pick = (lambda a: a) if i is None else (lambda a: a[i])
-        self.t = result.t if result.t.ndim == 1 else pick(result.t)
-        self.y = pick(result.y)
-        if self.t.ndim == 1 and np.isnan(self.t[-1]):  # an (N, M) row's NaN padding
-            kept = int(np.count_nonzero(~np.isnan(self.t)))
-            self.t, self.y = self.t[:kept], self.y[..., :kept]
-        self.status = int(pick(result.status))
-        self.nfev = int(pick(result.nfev))
-        self.nsteps = int(pick(result.nsteps))
-        self.njev = int(pick(result.njev))
-        self.nlu = int(pick(result.nlu))
-        counts = np.atleast_1d(pick(result.n_events))
-        self.t_events = []
-        self.y_events = []
-        for e, (times, states) in enumerate(zip(result.t_events, result.y_events)):
-            times = pick(times)
-            kept = min(int(counts[e]), times.shape[0])
-            self.t_events.append(times[:kept])
-            self.y_events.append(pick(states)[:min(kept, pick(states).shape[0])])
-        self.message = STATUS_MESSAGES[self.status]
-        self.success = self.status >= 0
-        #: scipy's ``OdeSolution`` of this object (``dense_output=True``), else None
-        self.sol = None if result.sol is None else result.sol.object(0 if i is None else i)
-        if getattr(result, "stm", None) is not None:  # solve_ivp(..., stm=True)
-            self.stm = pick(result.stm)[..., :self.t.shape[-1]]
-            self.stm_events = [pick(m)[:len(t)] for m, t in zip(result.stm_events,
-                                                                 self.t_events)]
-
-    def __repr__(self):
-        return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

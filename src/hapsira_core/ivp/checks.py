@@ -5,6 +5,7 @@ returns the value in the form the kernel takes (float64, C-ordered, no
 stride-0 views, which made the cuda kernel 8x slower on an H100).
 """
 
+import collections
 import math
 import warnings
 
@@ -298,12 +299,6 @@ def time_span(t_span):
     return times[0], times[1]
 
 
-#: Said where a front other than numpy's is given per-object times.
-NUMPY_FRONT_ONLY = ("are taken by the numpy front only for now (hapsira_core.ivp.solve_ivp "
-                    "with numpy arrays); give one (t0, tf) and one (M,) t_eval here, or "
-                    "call the numpy front per batch")
-
-
 def per_object_times(t_span, t_eval):
     """Whether ``t_span`` holds an array (per-object spans) or ``t_eval`` is 2-D:
     read from shapes only (traced JAX values too)."""
@@ -316,17 +311,6 @@ def per_object_times(t_span, t_eval):
     except TypeError:
         return False
     return len(items) == 2 and any(np.ndim(item) >= 1 for item in items)
-
-
-def refuse_per_object_times(t_span, t_eval, front):
-    """A ValueError naming the argument where ``front`` (its name) gets per-object
-    spans or output times (`per_object_times`), which only the numpy front takes."""
-    if t_eval is not None and np.ndim(t_eval) == 2:
-        raise ValueError(f"t_eval: per-object output times (N, M) {NUMPY_FRONT_ONLY} "
-                         f"(the {front} front)")
-    if per_object_times(t_span, None):
-        raise ValueError(f"t_span: per-object spans ((N,) arrays of t0 and tf) "
-                         f"{NUMPY_FRONT_ONLY} (the {front} front)")
 
 
 def time_spans(t_span, n_objects):
@@ -409,6 +393,21 @@ def output_times(t_eval, t0, tf, n_objects):
     return times
 
 
+def times(t_span, t_eval, n_objects):
+    """``(t0, tf, t_eval)`` checked (`time_spans`, `output_times`): numbers and
+    ``(M,)``, or per-object ``(N,)`` spans and ``(N, M)`` rows; every front's."""
+    t0, tf = time_spans(t_span, n_objects)
+    return t0, tf, output_times(t_eval, t0, tf, n_objects)
+
+
+def flag(value, name):
+    """``value`` if it is True or False (numpy's bools too); a TypeError naming ``name``
+    otherwise (``stm``, ``dense_output``: a truthy array or string is a mistake)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {value!r}")
+    return value
+
+
 def event_list(events, kind):
     """``events`` as a tuple: a single event is taken as a list of one."""
     if events is None:
@@ -455,6 +454,30 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     fun = bounds_checked(shared_reciprocals(fun), 2, output=3 if array_form else None)
     events = bounds_checked_events(events, 2)
     return solver.name, fun, rtol, atol, events, max_steps, records
+
+
+#: What `call_options` returns: the options of a ``solve_ivp`` call as the core takes them.
+CallOptions = collections.namedtuple("CallOptions", (
+    "method", "fun", "user_fun", "rtol", "atol", "events", "max_steps", "records",
+    "max_step", "first_step", "args"))
+
+
+def call_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
+                 max_event_records, params_given, max_step, first_step, t0, tf, args,
+                 stacklevel=5):
+    """The one checker of every front of ``solve_ivp`` (numpy, JAX, Dask): all but the
+    arrays, which each front converts first (``n`` states' components, the spans
+    ``t0``/``tf``, None where a JAX span is traced). In one order, with one set of
+    messages: `step_sizes`, `extra_args`, then `solver_options`. ``user_fun``: ``fun``
+    as given (``fun`` comes back bounds-checked); ``args``: scipy's, as the tuple the
+    front appends to its params rows (`with_args`)."""
+    max_step, first_step = step_sizes(max_step, first_step, t0, tf)
+    args = extra_args(args)
+    method, checked, rtol, atol, events, max_steps, records = solver_options(
+        fun, n, method, rtol, atol, events, event_kind, max_steps, max_event_records,
+        params_given, stacklevel=stacklevel, extra_columns=len(args))
+    return CallOptions(method, checked, fun, rtol, atol, events, max_steps, records,
+                       max_step, first_step, args)
 
 
 class FunctionIndexError(IndexError, ValueError):

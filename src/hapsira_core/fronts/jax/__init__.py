@@ -7,7 +7,6 @@ numbers bit for bit. Needs the ``jax`` extra and 64-bit JAX
 (``jax.config.update("jax_enable_x64", True)``); see ``docs/jax.md``.
 """
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +18,8 @@ import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
 from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp.api import _times, diagnosis  # noqa: E402
+from ...ivp import sensitivities  # noqa: E402
+from ...ivp.api import diagnosis, with_sensitivities  # noqa: E402
 from ...ivp.layout import INFO, config_row  # noqa: E402
 
 __all__ = ["solve_ivp", "IVPResult", "DerivativeError", "run"]
@@ -141,10 +141,10 @@ def _span(t_span, t_eval, n_objects):
     values = [concrete(t0), concrete(tf)]
     times = None if t_eval is None else concrete(t_eval)
     if all(v is not None for v in values) and (t_eval is None or times is not None):
-        t0, tf, times = _times((values[0], values[1]), times, n_objects)  # the numpy call's
+        t0, tf, times = checks.times((values[0], values[1]), times, n_objects)  # numpy's
         return t0, tf, jnp.asarray(times)
     if all(v is not None for v in values):
-        _times((values[0], values[1]), None, n_objects)  # the span itself, as the numpy call
+        checks.times((values[0], values[1]), None, n_objects)  # the span, as numpy's
     # something is traced: only shapes can be checked, values are the caller's to keep valid
     t0, tf = real(t0, "t_span"), real(tf, "t_span")
     for t in (t0, tf):
@@ -242,27 +242,21 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     t0, tf, times = _span(t_span, t_eval, n_objects)
     params_given = params
     params = params_rows(params, n_objects)
-    if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
+    checks.flag(stm, "stm")
+    # the checker every front shares (its messages), on the concrete options; a traced
+    # span (None here) leaves first_step unchecked against it
     span = [concrete(t) for t in (t0, tf)]
-    max_step, first_step = checks.step_sizes(
-        option(max_step, "max_step"), None if first_step is None else
-        option(first_step, "first_step"), *[None if v is None else v for v in span])
-    args = checks.extra_args(args)
-    params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
-    # the numpy front's checks (its messages), on the concrete options
-    user_fun = fun
-    method, fun, rtol, atol, events, max_steps, records = checks.solver_options(
+    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
+     args) = checks.call_options(
         fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
-        max_event_records, params_given, extra_columns=len(args))
+        max_event_records, params_given, option(max_step, "max_step"),
+        None if first_step is None else option(first_step, "first_step"), *span, args)
+    params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
     diagnose = diagnosis(fun, events)
     width = n
     if stm:  # as the numpy call: the state and its matrix, one array-form system
-        from ...ivp import sensitivities
-        from ...ivp.api import _diagnose_state
-        fun, rtol, atol = sensitivities.augmented(fun, user_fun, n, rtol, atol)
-        y0 = sensitivities.augmented_states(y0, n, jnp)
-        diagnose = functools.partial(_diagnose_state, diagnose, n)
+        fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
+                                                           diagnose, jnp)
         width = n + n * n
     problem = Problem(method, fun, width, events, times, max_steps, records, records,
                       [user_fun if stm else fun] + [e.g for e in events], diagnose,

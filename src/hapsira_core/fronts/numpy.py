@@ -1,0 +1,166 @@
+"""``solve_ivp`` on numpy arrays: the numpy front.
+
+It converts and checks the arguments (`hapsira_core.ivp.checks`, the checks
+every front shares), runs the one core (`hapsira_core.ivp.api.integrate`) and
+returns an `hapsira_core.ivp.results.IVPResult`. The public
+``hapsira_core.ivp.solve_ivp`` is the router of `hapsira_core.fronts`, which
+sends Dask arrays to the Dask front and everything else here.
+"""
+
+import math
+
+import numpy as np
+
+from ..ivp import checks, methods, sensitivities
+from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
+from ..ivp.layout import RECORD_DENSE, RECORD_STATES
+from ..ivp.results import IVPResult
+from ..progress import check as check_progress
+
+__all__ = ["solve_ivp"]
+
+
+def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
+              params=None, events=(), max_steps=100_000, max_event_records=64,
+              progress=False, max_step=math.inf, first_step=None, args=None, stm=False,
+              jac=None, dense_output=False):
+    """Integrate ``dy/dt = fun(t, y, p)`` for one object or N, as ``scipy.integrate.solve_ivp``.
+
+    Parameters
+    ----------
+    fun : hjit function
+        ``fun(t, y, p) -> tuple of n floats`` (``y`` a tuple of n floats; n up
+        to `hapsira_core.ivp.state.TUPLE_MAX_N`) or ``fun(t, y, p, dydt)``,
+        which fills the 1-D array ``dydt`` and returns nothing (``y`` a 1-D
+        array; any n, compiled in the same time whatever n is); ``p`` the
+        object's params row. The form chooses the state's shape
+        (`hapsira_core.ivp.state`).
+    t_span : (t0, tf)
+        Shared by all objects; ``tf < t0`` integrates backward. Or per object:
+        ``t0`` and ``tf`` arrays of shape ``(N,)`` (a number beside an array is
+        shared), each object integrated over its own span, in its own direction;
+        ``t0 == tf`` gives that object its initial state. NaN and infinite
+        times are refused up front (naming the object). Data: new spans never
+        recompile.
+    y0 : array_like, (n,) or (N, n)
+        Initial states (any n >= 1; above ``TUPLE_MAX_N`` with the array form of ``fun``).
+    method : "DOP853", "RK45" or "RK23"
+        scipy's explicit methods, with scipy's error estimate, step-size
+        control, first step and dense output.
+    t_eval : array_like, (M,) or (N, M), or "steps", optional
+        Output times within ``t_span``, sorted in the direction of
+        integration; default ``[tf]`` (with per-object spans, each object's
+        own ``tf``: ``t`` of shape ``(N, 1)``). ``"steps"``: every accepted
+        step, as scipy's ``t_eval=None`` gives them (``res[i].t``, ``res[i].y``
+        the object's t0, each step's end and a terminal event's time last;
+        ``res.t`` ``(N, S + 1)`` and ``res.y`` NaN-padded to the most steps S
+        of any object). Not the default: a million objects' steps rarely fit in
+        memory. The kernel runs twice (a first pass counts the steps, then the
+        size is checked against the memory limit: `hapsira_core.ivp.dense`). ``(N, M)``: one row per object,
+        within its own span and sorted in its own direction; a row shorter
+        than M is padded with trailing NaN (its states there are NaN, and
+        ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
+    rtol, atol : float or (n,)
+        Tolerances as in scipy (rtol below 100 eps is raised to it, with a
+        warning).
+    params : array_like, (P,) or (N, P), optional
+        Numbers handed to ``fun`` and events as ``p`` (shared or one row per
+        object); new values never recompile.
+    events : Event or sequence of Event
+        Zeros of ``g(t, y, p)``, as scipy's events (``y`` as ``fun`` gets it).
+    max_steps : int
+        Accepted steps allowed per object (status -2 beyond).
+    max_event_records : int
+        Occurrences of each event whose time and state are kept (C).
+    progress : bool
+        Show a tqdm progress bar on stderr (``pip install 'hapsira-cowell[progress]'``),
+        for runs of minutes: the objects are solved in chunks (about 100, of at least
+        `hapsira_core.ivp.api.PROGRESS_MIN_CHUNK` objects), the bar advancing after
+        each. The results are the same, bit for bit, as without it.
+    max_step : float
+        scipy's: the largest step size (default inf, no cap); it caps the
+        automatic first step too. One number shared by all objects.
+    first_step : float, optional
+        scipy's: the first step size, at most ``|tf - t0|``, instead of the
+        automatic choice (which costs one evaluation of ``fun``). Shared by all objects.
+    args : tuple of numbers, optional
+        scipy's ``args``: numbers shared by all objects, appended to each object's
+        params row (``p[P:]`` after ``P`` params columns; ``p[0:]`` without params),
+        so ``fun(t, y, p)`` and the events read them there. New values never recompile.
+    stm : bool
+        Also integrate the state transition matrix ``Phi = d y(t) / d y0``
+        (the variational equations ``dPhi/dt = J(t, y) Phi``, ``Phi(t0) = I``,
+        with J the automatic Jacobian of ``fun``: `hapsira_core.ivp.jacobian`;
+        tuple form only): ``res.stm`` ``(N, n, n, M)``, ``res.stm[i, :, :, j]``
+        the matrix of object i at ``t[j]``. The error control takes the state
+        alone, so that the accepted steps and the states are those of the same
+        call without ``stm``. Events get ``y`` with the matrix after the state
+        (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
+        recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
+        held fixed: `hapsira_core.ivp.sensitivities.event_matrices`).
+    dense_output : bool
+        scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
+        coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
+        ``res[i].sol(t)`` is object i's continuous solution, as scipy's
+        ``OdeSolution``, and ``res.sol(t)`` all objects' (``(N, n, len(t))``).
+        Every step then builds its interpolant, as in scipy (``nfev`` as
+        scipy's: DOP853 3 more per step). The kernel runs twice (a first pass
+        counts the steps; the records' size, steps x coefficients x objects,
+        is checked against the memory limit before the second: `hapsira_core.ivp.dense`).
+
+    Returns
+    -------
+    IVPResult
+        (`hapsira_core.ivp.results`; this is the numpy front: the public
+        ``hapsira_core.ivp.solve_ivp`` routes Dask arrays to the Dask front first,
+        `hapsira_core.fronts`.)
+    """
+    progress = check_progress(progress)
+    y0, single = checks.states(y0)
+    n_objects, n = y0.shape
+    checks.flag(dense_output, "dense_output")
+    all_steps = isinstance(t_eval, str)
+    if all_steps and t_eval != "steps":
+        raise ValueError(f"t_eval: expected an array of times, None or \"steps\", "
+                         f"got {t_eval!r}")
+    if dense_output and methods.get(method).state_shape == "array":
+        raise NotImplementedError(f"dense_output: not yet for the implicit method {method!r} "
+                                  "(its interpolant lives in its own memory); use t_eval or "
+                                  "t_eval=\"steps\"")
+    if stm and (dense_output or all_steps):
+        raise NotImplementedError("stm: not with dense_output=True or t_eval=\"steps\" yet; "
+                                  "ask for the times you need in t_eval")
+    t0, tf, times = checks.times(t_span, None if all_steps else t_eval, n_objects)
+    step_records = (RECORD_STATES if all_steps else 0) + (RECORD_DENSE if dense_output else 0)
+    if all_steps:
+        times = np.full(1, np.nan)  # no output time: the loop writes a state per step
+    params_given = params
+    params = checks.params(params, n_objects)
+    checks.flag(stm, "stm")
+    # the checker every front shares; stacklevel: the rtol warning names the caller's line
+    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
+     args) = checks.call_options(fun, n, method, rtol, atol, events, Event, max_steps,
+                                 max_event_records, params_given, max_step, first_step, t0,
+                                 tf, args, stacklevel=6)
+    params = checks.with_args(params, checks.columns_given(params_given), args)
+    diagnose = diagnosis(fun, events)
+    jac = checks.jacobian_option(jac, method, n, stm)
+    if stm:
+        fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
+                                                           diagnose)
+    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
+                    max_steps, records, records, [user_fun if stm else fun]
+                    + [e.g for e in events], diagnose, progress, max_step=max_step,
+                    first_step=first_step, end_states=t_eval is None, jac=jac,
+                    step_records=step_records)
+    if stm:
+        at_events = sensitivities.event_matrices(raw, n, single)
+        matrices = sensitivities.split(raw, n, single)
+    if all_steps:
+        times = raw["steps"][:, :, 0]
+    result = IVPResult(times, raw, single)
+    if dense_output:
+        result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
+    if stm:
+        result.stm, result.stm_events = matrices, at_events
+    return result
