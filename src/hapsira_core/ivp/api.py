@@ -47,6 +47,8 @@ __all__ = ["solve_ivp", "Event", "EventBase", "IVPResult", "ObjectResult", "Prob
 
 
 def _terminal_count(terminal):
+    if terminal is None:  # scipy 1.17 takes None as 0: not terminal (test_event_terminal_iv)
+        return 0
     if isinstance(terminal, (bool, np.bool_)):
         return int(terminal)
     if isinstance(terminal, (int, np.integer)) and terminal >= 0:
