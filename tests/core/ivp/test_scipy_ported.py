@@ -323,7 +323,7 @@ def test_ported_event_terminal_integer(n_events):
 
 
 def test_ported_event_terminal_iv():
-    run = dict(method="RK45", t_eval="steps")
+    run = {"method": "RK45", "t_eval": "steps"}
     none = solve_ivp(oscillator, (0.0, 100.0), [1.0, 0.0], events=Event(position, terminal=None),
                      **run)
     zero = solve_ivp(oscillator, (0.0, 100.0), [1.0, 0.0], events=Event(position, terminal=0),
