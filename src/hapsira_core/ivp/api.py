@@ -52,6 +52,8 @@ __all__ = ["Event", "EventBase", "Problem", "integrate", "diagnosis", "with_sens
 
 
 def _terminal_count(terminal):
+    if terminal is None:  # scipy 1.17 takes None as 0: not terminal (test_event_terminal_iv)
+        return 0
     if isinstance(terminal, (bool, np.bool_)):
         return int(terminal)
     if isinstance(terminal, (int, np.integer)) and terminal >= 0:
