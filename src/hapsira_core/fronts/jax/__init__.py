@@ -250,7 +250,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
      args) = checks.call_options(
         fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
         max_event_records, params_given, option(max_step, "max_step"),
-        None if first_step is None else option(first_step, "first_step"), *span, args)
+        None if first_step is None else option(first_step, "first_step"), *span, args,
+        times=concrete(times))
     params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
     diagnose = diagnosis(fun, events)
     width = n
