@@ -69,16 +69,19 @@ def test_infinite_end_takes_scipys_steps_to_the_terminal_event(method, tf, simul
         assert obj.status == want.status == 1, obj.message
         assert obj.t.shape == want.t.shape and np.isfinite(obj.t).all()
         span = abs(want.t[-1])
-        np.testing.assert_allclose(obj.t, want.t, rtol=0, atol=1e-12 * span)
-        # states: measured up to 3e-12 apart after ~45 steps (RK45, cpu), the step
-        # sizes' last bits (the same with a finite end: the test below shows that an
-        # infinite end changes nothing)
-        np.testing.assert_allclose(obj.y, want.y, rtol=0, atol=1e-11)
+        # The same steps, to rounding: the error norm is a small difference of large sums
+        # that scipy (numpy's K.T @ E) and the kernel round differently, and the next step
+        # size follows it (measured: breakpoints up to 2.3e-12 of the span apart and
+        # states 3e-12 after ~60 steps, RK45 on cpu; exactly the same differences with
+        # tf = 1e4 in both: the infinite end changes nothing, as the next test shows
+        # bit for bit)
+        np.testing.assert_allclose(obj.t, want.t, rtol=0, atol=1e-10 * span)
+        np.testing.assert_allclose(obj.y, want.y, rtol=0, atol=1e-10)
         np.testing.assert_allclose(obj.t_events[0], want.t_events[0], rtol=0,
-                                   atol=1e-12 * span)
+                                   atol=1e-10 * span)
         assert len(obj.t_events[0]) == 2 and obj.t_events[0][-1] == obj.t[-1]
         inside = np.linspace(0.0, want.t[-1], 9)
-        np.testing.assert_allclose(obj.sol(inside), want.sol(inside), rtol=0, atol=1e-11)
+        np.testing.assert_allclose(obj.sol(inside), want.sol(inside), rtol=0, atol=1e-10)
         assert obj.nsteps == len(want.t) - 1
         if active.KEEP_STAGES:  # the GPU re-evaluates stages for its interpolants
             assert obj.nfev == want.nfev
@@ -122,13 +125,13 @@ def test_per_object_infinite_ends_and_an_event_that_never_comes(simulated):
         alone = solve_ivp(oscillator, (0.0, tf[i]), y0[i], method="DOP853", t_eval=rows[i],
                           params=params[i], events=falls(), max_steps=300, **TOL)
         np.testing.assert_array_equal(res.y[i], alone.y)
-        np.testing.assert_array_equal(res.t_events[0][i], alone.t_events[0][0])
-        assert res.nfev[i] == alone.nfev[0]
+        np.testing.assert_array_equal(res.t_events[0][i], alone.t_events[0])
+        assert res.nfev[i] == alone.nfev
     # the endless object against a finite end it never reaches either: the same 300 steps
     finite = solve_ivp(oscillator, (0.0, 1e9), y0[3], method="DOP853", t_eval=rows[3, :3],
                        params=params[3], events=falls(), max_steps=300, **TOL)
-    np.testing.assert_array_equal(res.y[3, :, :3], finite.y[0])
-    assert finite.status[0] == -2
+    np.testing.assert_array_equal(res.y[3, :, :3], finite.y)
+    assert np.all(finite.status == -2)
 
 
 def test_max_step_and_first_step_with_an_infinite_end():
@@ -140,8 +143,8 @@ def test_max_step_and_first_step_with_an_infinite_end():
         want = scipy_reference(y0[i], params[i], np.inf, "RK45", max_step=0.05,
                                first_step=1e-3)
         assert res[i].t.shape == want.t.shape and res[i].t[1] == want.t[1] == 1e-3
-        assert np.diff(res[i].t).max() <= 0.05
-        np.testing.assert_allclose(res[i].y, want.y, rtol=0, atol=1e-11)
+        assert np.diff(res[i].t).max() <= 0.05 * (1 + 1e-12)  # a difference of sums
+        np.testing.assert_allclose(res[i].y, want.y, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
