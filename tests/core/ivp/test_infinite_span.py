@@ -15,6 +15,12 @@ TOL = dict(rtol=1e-9, atol=1e-12)
 #: against scipy: a few hundred steps (thousands drift apart in the last bits of the step
 #: sizes, as any long run does: tests/core/ivp/test_scipy_ported.py says why)
 LOOSE = dict(rtol=1e-6, atol=1e-9)
+#: How far from scipy's the steps may round: on a GPU (and its simulator) divisions share
+#: reciprocals (docs/api.md), whose last bits DOP853's step after a tiny error estimate
+#: follows (measured on the simulator: breakpoints 3.3e-8 of the span apart); on the host
+#: 3e-11 (below). That the infinite end changes nothing is shown bit for bit, on every
+#: target, by the finite-end test.
+ROUNDING = 1e-6 if getattr(active, "SHARED_RECIPROCALS", False) else 1e-10
 
 
 @hjit
@@ -75,13 +81,14 @@ def test_infinite_end_takes_scipys_steps_to_the_terminal_event(method, tf, simul
         # states 2.8e-10, the breakpoints' shift times |dy/dt| <= 3, DOP853's ~1 s steps;
         # exactly the same differences with tf = 1e4 in both: the infinite end changes
         # nothing, as the next test shows bit for bit)
-        np.testing.assert_allclose(obj.t, want.t, rtol=0, atol=1e-10 * span)
-        np.testing.assert_allclose(obj.y, want.y, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(obj.t, want.t, rtol=0, atol=ROUNDING * span)
+        np.testing.assert_allclose(obj.y, want.y, rtol=0, atol=10 * ROUNDING)
         np.testing.assert_allclose(obj.t_events[0], want.t_events[0], rtol=0,
-                                   atol=1e-10 * span)
+                                   atol=ROUNDING * span)
         assert len(obj.t_events[0]) == 2 and obj.t_events[0][-1] == obj.t[-1]
         inside = np.linspace(0.0, want.t[-1], 9)
-        np.testing.assert_allclose(obj.sol(inside), want.sol(inside), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(obj.sol(inside), want.sol(inside), rtol=0,
+                                   atol=10 * ROUNDING)
         assert obj.nsteps == len(want.t) - 1
         if active.KEEP_STAGES:  # the GPU re-evaluates stages for its interpolants
             assert obj.nfev == want.nfev
@@ -144,7 +151,7 @@ def test_max_step_and_first_step_with_an_infinite_end():
                                first_step=1e-3)
         assert res[i].t.shape == want.t.shape and res[i].t[1] == want.t[1] == 1e-3
         assert np.diff(res[i].t).max() <= 0.05 * (1 + 1e-12)  # a difference of sums
-        np.testing.assert_allclose(res[i].y, want.y, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(res[i].y, want.y, rtol=0, atol=10 * ROUNDING)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
