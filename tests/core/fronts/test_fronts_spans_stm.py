@@ -221,6 +221,9 @@ def test_jax_infinite_end_equals_numpy(jax_solve):
     assert_same(jax.jit(call)(*args), want, False)  # traced: max_steps guards
     with pytest.raises(ValueError, match=r"^t_eval: the default output time"):
         jax_solve_ivp(oscillator, (0.0, np.inf), y0, params=params, events=event)
+    with pytest.raises(ValueError, match=r"^t_eval: the default output time"):  # inside jit
+        jax.jit(lambda y: jax_solve_ivp(oscillator, (0.0, np.inf), y, params=params,
+                                        events=event))(y0)
     with pytest.raises(ValueError, match=r"^t_span: an infinite tf needs a terminal event"):
         jax_solve_ivp(oscillator, (0.0, -np.inf), y0, t_eval=[-1.0], params=params)
 
