@@ -295,7 +295,9 @@ def time_span(t_span):
                              f"shape {array.shape}: {t_span!r}")
         times.append(float(array))
     if not all(np.isfinite(times)):
-        raise ValueError(f"t_span: expected finite times, got {t_span!r}")
+        # The floats, not repr(t_span): JAX hands the front 0-d arrays, and the
+        # message must read the same from every front.
+        raise ValueError(f"t_span: expected finite times, got ({times[0]!r}, {times[1]!r})")
     return times[0], times[1]
 
 
