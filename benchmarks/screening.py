@@ -227,9 +227,12 @@ def _side(args, population, worker, target=None):
 
 def against_cascade(args):
     """Our screen on each target and cascade on one population; the lists matched."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import harness
+
     r, v = population(args.n, args.data)
     span = args.days * 86400.0
-    report = {"machine": args.machine, "objects": args.n, "days": args.days,
+    report = {"machine": args.machine, "machine_info": harness.machine(), "objects": args.n, "days": args.days,
               "threshold_km": args.threshold, "dynamics": "two-body (Kepler), GM "
               f"{K_EARTH} km^3/s^2", "population": "debris catalogs of HAPSIRA_TEST_DATA at "
               "their latest epoch (SGP4), rotated copies beyond them", "cpu_count":
