@@ -178,7 +178,7 @@ def compare(ours, theirs, threshold, span):
         rest = np.setdiff1d(np.arange(len(table["i"])), taken)
         edge = (table["tca"][rest] < SAME_TCA) | (table["tca"][rest] > span - SAME_TCA)
         near = ~edge & (np.abs(table["miss"][rest] - threshold) < 1e-3)
-        return {"count": int(len(rest)), "at_span_ends": int(edge.sum()),
+        return {"count": len(rest), "at_span_ends": int(edge.sum()),
                 "within_1m_of_threshold": int(near.sum()),
                 "other": int((~edge & ~near).sum()),
                 "other_rows": [{c: table[c][k].item() for c in ("i", "j", "tca", "miss")}
@@ -186,8 +186,8 @@ def compare(ours, theirs, threshold, span):
 
     dt = np.abs(ours["tca"][a] - theirs["tca"][b])
     dm = np.abs(ours["miss"][a] - theirs["miss"][b])
-    return {"ours": int(len(ours["i"])), "cascade": int(len(theirs["i"])),
-            "matched": int(len(a)),
+    return {"ours": len(ours["i"]), "cascade": len(theirs["i"]),
+            "matched": len(a),
             "tca_diff_max_s": float(dt.max()) if len(a) else None,
             "tca_diff_median_s": float(np.median(dt)) if len(a) else None,
             "miss_diff_max_m": float(dm.max() * 1e3) if len(a) else None,
