@@ -2,6 +2,7 @@
 
     HAPSIRA_TARGET=cpu python benchmarks/screening.py [--n 2000] [--days 1] [--threshold 5]
                                                       [--dt S] [--data DIR]
+    python benchmarks/screening.py --cascade [--targets cpu parallel] [--json PATH] ...
 
 The objects are the debris catalogs of ``$HAPSIRA_TEST_DATA`` (default
 ../shared/data), all brought to their latest epoch with SGP4; for N larger
@@ -12,11 +13,24 @@ population is a LEO catalog of that size. The first call compiles the kernels
 on a second call, printing the seconds per phase (propagation, broad phase,
 refinement), the windows, the pairs the grid formed, the candidates refined
 and the approaches found.
+
+With ``--cascade`` the same population is screened, in one run, by our screen
+on each of ``--targets`` (one process each, since the target is chosen per
+process) and by ESA's cascade (PyPI ``esa-cascade``, heyoka's Taylor integrator
+with its own conjunction detection), and the two lists of approaches are
+matched pair by pair. Both use two-body dynamics: esa-cascade 0.1.7 pins
+heyoka 3.0, whose expressions the heyoka of our benchmark extra (7.x) cannot
+hand it, so cascade runs its built-in Keplerian dynamics (mu = 1: lengths in
+Earth radii, times in sqrt(R^3/GM)), and ours runs ``f=two_body`` on the same
+GM. ``--json`` writes the times, threads and the agreement.
 """
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,11 +39,14 @@ os.environ.setdefault("HAPSIRA_TARGET", "cpu")
 import numpy as np  # noqa: E402
 
 from hapsira_cowell import from_tle  # noqa: E402
-from hapsira_cowell.conjunctions import screen  # noqa: E402
-from hapsira_cowell.constants import K_EARTH  # noqa: E402
+from hapsira_cowell.constants import K_EARTH, R_EARTH  # noqa: E402
 
 CATALOGS = ("fengyun-1c-debris.tle", "cosmos-2251-debris.tle", "iridium-33-debris.tle",
             "cosmos-1408-debris.tle")
+# cascade's collisional step in its one-week LEO example: the ISS's period / 40, s
+CASCADE_CT = 90 * 60.0 / 40
+# approaches of the two lists are the same one when their TCAs are this close, s
+SAME_TCA = 1.0
 
 
 def population(n, data):
@@ -52,6 +69,206 @@ def population(n, data):
     return np.concatenate(rs)[:n], np.concatenate(vs)[:n]
 
 
+def run_ours(r, v, days, threshold, dt=None, force="two_body_j2"):
+    """Our screen on the active target: seconds per phase, threads, the table's columns."""
+    import numba
+
+    from hapsira_core import settings
+    from hapsira_cowell import conjunctions, perturbations
+
+    f = conjunctions.two_body_j2 if force == "two_body_j2" else perturbations.two_body
+    started = time.perf_counter()
+    # compile (or load) both kernels: a wide threshold so that some pair is refined
+    conjunctions.screen(K_EARTH, r[:200], v[:200], (0.0, 600.0), 200.0, f=f)
+    compile_s = time.perf_counter() - started
+    stats = {}
+    load = os.getloadavg()[0]
+    started, cpu = time.perf_counter(), time.process_time()
+    table = conjunctions.screen(K_EARTH, r, v, (0.0, days * 86400.0), threshold, f=f,
+                                dt=dt, stats=stats)
+    total, cpu = time.perf_counter() - started, time.process_time() - cpu
+    threads = numba.get_num_threads() if settings.TARGET == "parallel" else 1
+    result = {"target": settings.TARGET, "force": force, "threads": threads,
+              "compile_s": compile_s, "total_s": total, "cpu_s": cpu, "load_before": load,
+              **{k: (float(x) if isinstance(x, float) else int(x)) for k, x in stats.items()},
+              "approaches": len(table)}
+    columns = {name: table[name] for name in table.columns}
+    return result, columns
+
+
+def _import_cascade():
+    """``import cascade``, its bundled SLEEF made visible to its JIT first: heyoka's
+    JIT resolves the vector math it emits (Sleef_powd4_u10avx2...) among the
+    process's global symbols, and the wheel's libsleef is loaded locally."""
+    import ctypes
+    import importlib.util
+
+    spec = importlib.util.find_spec("cascade")
+    if spec is None:
+        raise SystemExit("--cascade: ESA's cascade is not installed (pip install --no-deps "
+                         "esa-cascade: it pins heyoka 3.0, see the module's docstring)")
+    libs = Path(spec.origin).parents[1] / "esa_cascade.libs"
+    for lib in sorted(libs.glob("libsleef*")):
+        ctypes.CDLL(str(lib), mode=os.RTLD_GLOBAL)
+    import cascade
+
+    return cascade
+
+
+def run_cascade(r, v, days, threshold, ct=CASCADE_CT, n_par_ct=1, threads=None):
+    """cascade on the same states, Keplerian, conjunction threshold ``threshold``."""
+    csc = _import_cascade()
+    if threads:
+        csc.set_nthreads(threads)
+    length = R_EARTH  # km: cascade's Kepler dynamics has mu = 1 in its units
+    unit_t = float(np.sqrt(length**3 / K_EARTH))  # s
+    state = np.zeros((len(r), 7))
+    state[:, :3] = r / length
+    state[:, 3:6] = v / (length / unit_t)
+    started = time.perf_counter()
+    # sizes 0 and an infinite minimum collisional radius: conjunctions only, no collisions
+    sim = csc.sim(state, ct / unit_t, n_par_ct=n_par_ct, conj_thresh=threshold / length,
+                  min_coll_radius=float("inf"))
+    build_s = time.perf_counter() - started
+    final = days * 86400.0 / unit_t
+    load = os.getloadavg()[0]
+    started, cpu = time.perf_counter(), time.process_time()
+    while sim.time < final:
+        outcome = sim.propagate_until(final)
+        if outcome != csc.outcome.time_limit:
+            raise RuntimeError(f"cascade stopped early: {outcome} {sim.interrupt_info}")
+    total, cpu = time.perf_counter() - started, time.process_time() - cpu
+    conj = sim.conjunctions
+    dv = conj["state_i"][:, 3:6] - conj["state_j"][:, 3:6]
+    i, j = np.minimum(conj["i"], conj["j"]), np.maximum(conj["i"], conj["j"])
+    columns = {"i": i.astype(np.int64), "j": j.astype(np.int64), "tca": conj["time"] * unit_t,
+               "miss": conj["dist"] * length,
+               "speed": np.linalg.norm(dv, axis=1) * length / unit_t}
+    result = {"version": csc.__version__, "threads": csc.get_nthreads(), "ct_s": ct,
+              "n_par_ct": n_par_ct, "build_s": build_s, "total_s": total, "cpu_s": cpu,
+              "load_before": load, "approaches": len(conj)}
+    return result, columns
+
+
+def compare(ours, theirs, threshold, span):
+    """Match the two tables' approaches: same pair, TCAs within SAME_TCA seconds.
+
+    Unmatched rows are sorted into those at an end of the span (a minimum on the
+    span's boundary, which one tool counts and the other does not), those within
+    a metre of the threshold, and the rest."""
+    def keyed(table):
+        rows = {}
+        for n, key in enumerate(zip(table["i"].tolist(), table["j"].tolist())):
+            rows.setdefault(key, []).append(n)
+        return rows
+
+    mine, other = keyed(ours), keyed(theirs)
+    matched, used = [], set()
+    for key, rows in mine.items():
+        for a in rows:
+            best = min((b for b in other.get(key, []) if b not in used),
+                       key=lambda b: abs(theirs["tca"][b] - ours["tca"][a]), default=None)
+            if best is not None and abs(theirs["tca"][best] - ours["tca"][a]) < SAME_TCA:
+                matched.append((a, best))
+                used.add(best)
+    a = np.array([m[0] for m in matched], dtype=int)
+    b = np.array([m[1] for m in matched], dtype=int)
+
+    def unmatched(table, taken):
+        rest = np.setdiff1d(np.arange(len(table["i"])), taken)
+        edge = (table["tca"][rest] < SAME_TCA) | (table["tca"][rest] > span - SAME_TCA)
+        near = ~edge & (np.abs(table["miss"][rest] - threshold) < 1e-3)
+        return {"count": len(rest), "at_span_ends": int(edge.sum()),
+                "within_1m_of_threshold": int(near.sum()),
+                "other": int((~edge & ~near).sum()),
+                "other_rows": [{c: table[c][k].item() for c in ("i", "j", "tca", "miss")}
+                               for k in rest[~edge & ~near][:10]]}
+
+    dt = np.abs(ours["tca"][a] - theirs["tca"][b])
+    dm = np.abs(ours["miss"][a] - theirs["miss"][b])
+    return {"ours": len(ours["i"]), "cascade": len(theirs["i"]),
+            "matched": len(a),
+            "tca_diff_max_s": float(dt.max()) if len(a) else None,
+            "tca_diff_median_s": float(np.median(dt)) if len(a) else None,
+            "miss_diff_max_m": float(dm.max() * 1e3) if len(a) else None,
+            "miss_diff_median_m": float(np.median(dm) * 1e3) if len(a) else None,
+            "ours_only": unmatched(ours, a), "cascade_only": unmatched(theirs, b)}
+
+
+def _worker(args):
+    """One side of a ``--cascade`` run, in its own process: reads the population,
+    writes its table and timings."""
+    data = np.load(args.population)
+    r, v = data["r"], data["v"]
+    if args.worker == "cascade":
+        result, columns = run_cascade(r, v, args.days, args.threshold,
+                                      n_par_ct=args.n_par_ct, threads=args.threads)
+    else:
+        result, columns = run_ours(r, v, args.days, args.threshold, args.dt, "two_body")
+    np.savez(args.out, **columns)
+    Path(args.out + ".json").write_text(json.dumps(result))
+    return 0
+
+
+def _side(args, population, worker, target=None):
+    out = str(Path(population).with_name(f"{worker}-{target or 'x'}"))
+    command = [sys.executable, __file__, "--worker", worker, "--population", population,
+               "--out", out, "--days", str(args.days), "--threshold", str(args.threshold),
+               "--n-par-ct", str(args.n_par_ct)]
+    if args.dt:
+        command += ["--dt", str(args.dt)]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
+    env = dict(os.environ, HAPSIRA_TARGET=target or os.environ["HAPSIRA_TARGET"])
+    subprocess.run(command, check=True, env=env)
+    columns = dict(np.load(out + ".npz"))
+    return json.loads(Path(out + ".json").read_text()), columns
+
+
+def against_cascade(args):
+    """Our screen on each target and cascade on one population; the lists matched."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import harness
+
+    r, v = population(args.n, args.data)
+    span = args.days * 86400.0
+    report = {"machine": args.machine, "machine_info": harness.machine(), "objects": args.n, "days": args.days,
+              "threshold_km": args.threshold, "dynamics": "two-body (Kepler), GM "
+              f"{K_EARTH} km^3/s^2", "population": "debris catalogs of HAPSIRA_TEST_DATA at "
+              "their latest epoch (SGP4), rotated copies beyond them", "cpu_count":
+              os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "ours": [], "agreement": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        pop = str(Path(folder) / "population.npz")
+        np.savez(pop, r=r, v=v)
+        tables = {}
+        for target in args.targets:
+            result, tables[target] = _side(args, pop, "ours", target)
+            report["ours"].append(result)
+            print(f"ours, {target} ({result['threads']} thread(s)): compile/load "
+                  f"{result['compile_s']:.1f} s, propagation {result['propagate_s']:.2f} s, "
+                  f"broad phase {result['broad_s']:.2f} s, refinement {result['narrow_s']:.2f} "
+                  f"s, total {result['total_s']:.2f} s ({result['cpu_s']:.2f} s CPU), "
+                  f"{result['windows']} windows, {result['candidates']} candidates, "
+                  f"{result['approaches']} approaches", flush=True)
+        result, theirs = _side(args, pop, "cascade")
+        report["cascade"] = result
+        print(f"cascade {result['version']} ({result['threads']} threads, ct "
+              f"{result['ct_s']:g} s, n_par_ct {result['n_par_ct']}): build/JIT "
+              f"{result['build_s']:.1f} s, total {result['total_s']:.2f} s "
+              f"({result['cpu_s']:.2f} s CPU), {result['approaches']} approaches", flush=True)
+        for target, ours in tables.items():
+            agreement = compare(ours, theirs, args.threshold, span)
+            report["agreement"][target] = agreement
+            print(f"{target} vs cascade: {json.dumps({k: x for k, x in agreement.items()})}")
+    if args.json:
+        path = Path(args.json)
+        runs = json.loads(path.read_text())["runs"] if path.exists() else []
+        runs.append(report)
+        path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
@@ -60,27 +277,33 @@ def main(argv=None):
     parser.add_argument("--dt", type=float, default=None, help="broad-phase sampling, s")
     parser.add_argument("--data", default=os.environ.get(
         "HAPSIRA_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    parser.add_argument("--cascade", action="store_true",
+                        help="also run ESA's cascade on the same population and match lists")
+    parser.add_argument("--targets", nargs="+", default=["cpu", "parallel"])
+    parser.add_argument("--threads", type=int, default=None, help="cascade's threads")
+    parser.add_argument("--n-par-ct", type=int, default=1,
+                        help="cascade's collisional steps processed at once")
+    parser.add_argument("--json", default=None, help="append the --cascade run here")
+    parser.add_argument("--machine", default="2-core shared dev box, loaded")
+    parser.add_argument("--worker", choices=["ours", "cascade"], help=argparse.SUPPRESS)
+    parser.add_argument("--population", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return _worker(args)
+    if args.cascade:
+        return against_cascade(args)
     r, v = population(args.n, args.data)
-    from hapsira_core import settings
-
-    started = time.perf_counter()
-    # compile (or load) both kernels: a wide threshold so that some pair is refined
-    screen(K_EARTH, r[:200], v[:200], (0.0, 600.0), 200.0)
-    print(f"compile/load: {time.perf_counter() - started:.1f} s")
-    stats = {}
-    started, cpu = time.perf_counter(), time.process_time()
-    table = screen(K_EARTH, r, v, (0.0, args.days * 86400.0), args.threshold, dt=args.dt,
-                   stats=stats)
-    total, cpu = time.perf_counter() - started, time.process_time() - cpu
-    print(f"target {settings.TARGET}: {args.n} objects, {args.days:g} days, threshold "
-          f"{args.threshold:g} km, dt {stats['dt']:.2f} s, {stats['windows']} windows")
-    print(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s "
-          f"({stats['broad_cpu_s']:.2f} s CPU), "
-          f"refinement {stats['narrow_s']:.2f} s, total {total:.2f} s wall "
-          f"({cpu:.2f} s CPU time of this process, all threads)")
-    print(f"grid pairs {stats['grid_pairs']}, candidates refined {stats['candidates']}, "
-          f"approaches {len(table)}")
+    result, _ = run_ours(r, v, args.days, args.threshold, args.dt)
+    print(f"compile/load: {result['compile_s']:.1f} s")
+    print(f"target {result['target']}: {args.n} objects, {args.days:g} days, threshold "
+          f"{args.threshold:g} km, dt {result['dt']:.2f} s, {result['windows']} windows")
+    print(f"propagation {result['propagate_s']:.2f} s, broad phase {result['broad_s']:.2f} s "
+          f"({result['broad_cpu_s']:.2f} s CPU), "
+          f"refinement {result['narrow_s']:.2f} s, total {result['total_s']:.2f} s wall "
+          f"({result['cpu_s']:.2f} s CPU time of this process, all threads)")
+    print(f"grid pairs {result['grid_pairs']}, candidates refined {result['candidates']}, "
+          f"approaches {result['approaches']}")
     return 0
 
 

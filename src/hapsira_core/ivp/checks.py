@@ -297,8 +297,10 @@ def time_span(t_span):
                              f"shape {array.shape}: {t_span!r}")
         times.append(float(array))
     if not (math.isfinite(times[0]) and not math.isnan(times[1])):
+        # The floats, not repr(t_span): JAX hands the front 0-d arrays, and the
+        # message must read the same from every front.
         raise ValueError(f"t_span: expected a finite t0 and a finite or infinite tf (no NaN), "
-                         f"got {t_span!r}")
+                         f"got ({times[0]!r}, {times[1]!r})")
     return times[0], times[1]
 
 

@@ -86,7 +86,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     states are not (that would compute them), nor are the results.
     """
     refuse_stm(stm, "Dask")
-    plain = [not is_quantity(x) for x in (k, r0, v0)]
+    plain = [not is_quantity(x) for x in (k, r0, v0, tofs)]
     r0, single = _states(r0, "r0", u.km)
     v0, single_v = _states(v0, "v0", u.km / u.s)
     if single != single_v:
@@ -107,7 +107,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                                             first_step=first_step)
     check_units(k if plain[0] else None,
                 r0 if plain[1] and not core.is_dask_array(r0) else None,
-                v0 if plain[2] and not core.is_dask_array(v0) else None)
+                v0 if plain[2] and not core.is_dask_array(v0) else None,
+                tofs=tofs if plain[3] else None)
     arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object]))
     m = tofs.size
     outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),

@@ -213,9 +213,11 @@ def _objects(name, where, count, what):
     return f"{name}: {int(where.sum())} of {count} object(s) {what} ({name}[{first}]"
 
 
-def check_units(k, r0=None, v0=None, stacklevel=4):
+def check_units(k, r0=None, v0=None, stacklevel=4, tofs=None):
     """A `UnitsWarning` for each of ``k``, ``r0``, ``v0`` (plain numbers in km^3/s^2, km,
-    km/s, already checked) outside what any orbit in the solar system has.
+    km/s, already checked) outside what any orbit in the solar system has; and for
+    plain-number ``tofs`` (s) that all end within 366 s and 1% of the shortest bound
+    orbit's period (`_tofs_too_short`: days, hours or minutes given as numbers).
 
     Pass None for what is not to be checked: a Quantity (its unit was converted), a
     traced or lazy array. ``k`` sets the range of ``|r0|`` (`plausible_radii`). The
@@ -261,6 +263,41 @@ def check_units(k, r0=None, v0=None, stacklevel=4):
                           f": |v| = {norms[fast][0]:.4g} km/s), faster than any orbit in the "
                           f"solar system: it looks like m/s; hapsira_cowell expects km/s (or "
                           f"pass an astropy Quantity)", UnitsWarning, stacklevel=stacklevel)
+    if tofs is not None and r0 is not None and v0 is not None and k is not None:
+        _tofs_too_short(float(k), np.asarray(r0, dtype=np.float64).reshape(-1, 3),
+                        np.asarray(v0, dtype=np.float64).reshape(-1, 3), tofs, stacklevel + 1)
+
+
+#: A plain-number ``tofs`` whose longest |time| is below this share of the shortest
+#: bound orbit's period, and at most `TOF_DAYS_MAX`, draws a `UnitsWarning`: 1, 2, 7 "s"
+#: meant as days are 0.13% of a LEO period. A deliberate arc that short (under a minute
+#: in LEO, under 6 minutes anywhere) is rare and can pass a Quantity or filter the
+#: warning; a day of a heliocentric orbit (86,400 s) is never taken for days.
+TOF_PERIOD_SHARE = 0.01
+#: A year in days: no plain-number ``tofs`` longer than this is taken for days.
+TOF_DAYS_MAX = 366.0
+
+
+def _tofs_too_short(k, r, v, tofs, stacklevel):
+    """Times of flight in days, hours or minutes given as plain numbers (taken as s)."""
+    longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
+    if not np.isfinite(longest) or longest == 0.0:
+        return
+    with np.errstate(invalid="ignore", divide="ignore"):
+        energy = 0.5 * np.sum(v * v, axis=1) - k / np.linalg.norm(r, axis=1)
+        a = -k / (2.0 * energy)
+        periods = 2.0 * np.pi * np.sqrt(a ** 3 / k)
+    periods = periods[np.isfinite(periods) & (energy < 0)]
+    if periods.size == 0:
+        return
+    shortest = float(periods.min())
+    if longest <= TOF_DAYS_MAX and longest < TOF_PERIOD_SHARE * shortest:
+        warnings.warn(f"tofs: the longest time of flight is {longest:.6g} s, "
+                      f"{100 * longest / shortest:.2g}% of the shortest orbital period "
+                      f"({shortest:.6g} s): it looks like days, hours or minutes; "
+                      f"hapsira_cowell takes plain-number tofs in s (multiply by 86400 for "
+                      f"days, or pass an astropy Quantity such as [1, 2] * u.day)",
+                      UnitsWarning, stacklevel=stacklevel)
 
 
 #: Beyond this distance from the Earth (km; twice its Hill sphere, about 1.5e6 km)

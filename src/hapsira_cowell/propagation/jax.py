@@ -135,7 +135,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         option(rtol, "rtol"), option(atol, "atol"), f, events, max_steps, max_event_records,
         params, stacklevel=4)
     # concrete values only, as the numpy call (traced ones cannot be looked at)
-    check_units(concrete(k), concrete(r0), concrete(v0), stacklevel=3)
+    check_units(concrete(k), concrete(r0), concrete(v0), stacklevel=3, tofs=known)
     concrete_rows = concrete(rows)
     if concrete_rows is not None:
         for event in events:

@@ -128,21 +128,23 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
         A plain-number ``k``, ``r0`` or ``v0`` outside what any solar-system
         orbit has (``k`` above 1e12 km^3/s^2: m^3/s^2?; ``|r0|`` beyond
         ``1e9 km * cbrt(k / K_EARTH)`` or within ``1 km * cbrt(k / K_EARTH)``
-        of the centre; ``|v0|`` above 1e3 km/s: m/s?), and every object
-        failing in flight; see docs/guide.md#units.
+        of the centre; ``|v0|`` above 1e3 km/s: m/s?), plain-number ``tofs``
+        all within 366 s and 1% of the shortest orbital period (days?), and
+        every object failing in flight; see docs/guide.md#units.
     """
     progress = check_progress(progress)
     stm = check_stm(stm)
     quantities = any(is_quantity(x) for x in (r0, v0, tofs))
-    plain = [not is_quantity(x) for x in (k, r0, v0)]
+    plain = [not is_quantity(x) for x in (k, r0, v0, tofs)]
     k = check_gm(k)
     r0, v0, single = check_states(r0, v0)
+    n = r0.shape[0]
+    tofs = check_tofs(tofs, n)
     # plain numbers only, and not a device array (that would be a copy to the host)
     check_units(k if plain[0] else None,
                 r0 if plain[1] and isinstance(r0, np.ndarray) else None,
-                v0 if plain[2] and isinstance(v0, np.ndarray) else None)
-    n = r0.shape[0]
-    tofs = check_tofs(tofs, n)
+                v0 if plain[2] and isinstance(v0, np.ndarray) else None,
+                tofs=tofs if plain[3] else None)
     max_step, first_step = step_options(max_step, first_step, tofs)
     rows = checks.params(params, n)
     rtol, atol, f, events, max_steps, records = call_options(

@@ -178,3 +178,28 @@ def test_units_warnings_are_the_numpy_fronts(front, case):
     want = units_messages("numpy", case)
     assert len(want) == 1
     assert units_messages(front, case) == want
+
+
+@pytest.mark.parametrize("front", ["jax", "dask"])
+def test_the_tofs_units_warning_is_the_numpy_fronts(front):
+    """TOFS (10 and 20 "s" of LEO orbits) looks like days: every front says so alike."""
+    from hapsira_cowell import UnitsWarning
+
+    calls = {
+        "numpy": lambda: cowell(K, R0, V0, TOFS),
+        "jax": lambda: cowell_jax.cowell(K, jnp.asarray(R0), jnp.asarray(V0), jnp.asarray(TOFS)),
+        "dask": lambda: cowell_dask.cowell(K, R0, V0, TOFS,
+                                           params=da.zeros((3, 1), chunks=(1, 1))).compute(
+                                               retries=0, scheduler="synchronous"),
+    }
+
+    def messages(name):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            calls[name]()
+        return [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)
+                and str(w.message).startswith("tofs:")]
+
+    want = messages("numpy")
+    assert len(want) == 1 and "looks like days" in want[0]
+    assert messages(front) == want

@@ -18,7 +18,7 @@ from hapsira_cowell.constants import K_EARTH, K_MOON, K_SUN
 
 R0 = np.array([[7000.0, 0.0, 0.0], [0.0, 8000.0, 100.0]])
 V0 = np.array([[0.0, 7.5, 0.1], [-7.0, 0.0, 0.2]])
-TOFS = np.array([60.0])
+TOFS = np.array([600.0])  # above a year in days: no tofs warning (see the last tests)
 AU = 1.495978707e8  # km
 
 
@@ -105,8 +105,9 @@ def test_legitimate_orbits_stay_quiet(case):
 
 def test_quantities_are_converted_never_warned_about():
     res = quiet(K_EARTH * 1e9 * u.m ** 3 / u.s ** 2, R0 * 1e3 * u.m, V0 * 1e3 * u.m / u.s, TOFS)
+    # (m -> km rounds the inputs' last bits: 3e-14 after 600 s)
     np.testing.assert_allclose(res.rr.to_value(u.km), quiet(K_EARTH, R0, V0, TOFS).rr,
-                               rtol=1e-14)
+                               rtol=1e-12)
 
 
 def test_every_object_failing_says_which_inputs_to_check():
@@ -142,3 +143,34 @@ def test_earth_positions_in_metres_with_velocities_in_km_per_s_warn():
     # a few times escape, stay quiet
     quiet(K_EARTH, np.array([[384400.0, 0.0, 0.0]]), np.array([[0.0, 3.0, 0.0]]), TOFS)
     quiet(K_EARTH, np.array([[4e6, 0.0, 0.0]]), np.array([[0.0, 1.5, 0.0]]), TOFS)
+
+
+@pytest.mark.parametrize("tofs, unit", [([1.0, 2.0, 7.0], "days"), ([6.0, 12.0, 24.0], "hours"),
+                                         ([30.0], "minutes"), ([-3.0], "days, backward")])
+def test_times_of_flight_meant_as_days_warn_and_name_tofs(tofs, unit):
+    """Before the check a "7 days" LEO run ended after 7 s with status 0 and no word."""
+    messages, res = units_warnings(K_EARTH, R0, V0, tofs)
+    assert (res.status == 0).all()  # the run is as it was: the warning is the only change
+    longest = max(abs(t) for t in tofs)
+    energy = 0.5 * np.sum(V0 ** 2, axis=1) - K_EARTH / np.linalg.norm(R0, axis=1)
+    period = min(2 * np.pi * np.sqrt((-K_EARTH / (2 * energy)) ** 3 / K_EARTH))  # vis-viva
+    assert len(messages) == 1 and messages[0].startswith(
+        f"tofs: the longest time of flight is {longest:.6g} s, ")
+    assert "it looks like days, hours or minutes" in messages[0]
+    shortest = float(messages[0].split("shortest orbital period (")[1].split(" s)")[0])
+    assert shortest == pytest.approx(period, rel=1e-5)
+
+
+@pytest.mark.parametrize("k, r, v, tofs", [
+    (K_EARTH, [6578.0, 0.0, 0.0], [0.0, 7.78, 0.0], [60.0]),          # 1.1% of a LEO period
+    (K_EARTH, [6578.0, 0.0, 0.0], [0.0, 7.78, 0.0], [400.0]),         # above a year in days
+    (K_SUN, [30.07 * AU, 0.0, 0.0], [0.0, 5.43, 0.0], [86400.0]),     # a day of Neptune
+    (K_EARTH, [6578.0, 0.0, 0.0], [0.0, 20.0, 0.0], [10.0]),          # hyperbolic: no period
+])
+def test_short_arcs_that_are_not_days_stay_quiet(k, r, v, tofs):
+    quiet(k, r, v, tofs)
+
+
+def test_tofs_as_quantities_are_never_warned_about():
+    res = quiet(K_EARTH, R0, V0, [1.0, 7.0] * u.s)
+    assert (res.status == 0).all()
