@@ -528,7 +528,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
      args) = checks.call_options(fun, n, method, rtol, atol, events, api.Event, max_steps,
                                  max_event_records, params, max_step, first_step, t0, tf,
-                                 args, stacklevel=6)
+                                 args, stacklevel=6, times=times)
     if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
         shared = checks.with_args(shared, checks.columns_given(params), args)
     if stm:  # refused here, not on a worker, where fun cannot be differentiated

@@ -141,7 +141,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
      args) = checks.call_options(fun, n, method, rtol, atol, events, Event, max_steps,
                                  max_event_records, params_given, max_step, first_step, t0,
-                                 tf, args, stacklevel=6)
+                                 tf, args, stacklevel=6, times=None if all_steps else times)
     params = checks.with_args(params, checks.columns_given(params_given), args)
     diagnose = diagnosis(fun, events)
     jac = checks.jacobian_option(jac, method, n, stm)

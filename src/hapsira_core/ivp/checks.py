@@ -269,12 +269,14 @@ def with_args(rows, given_columns, args, xp=np):
 
 
 def time_span(t_span):
-    """``(t0, tf)`` as two finite floats.
+    """``(t0, tf)`` as two floats: ``t0`` finite, ``tf`` finite or +-inf.
 
     Text is refused: scipy reads ``"10"`` character by character, as
-    ``(1, 0)``, and integrates backward. Non-finite times are refused where
-    scipy never returns. ``t0 == tf`` is allowed, as in scipy (the initial
-    state is the answer).
+    ``(1, 0)``, and integrates backward. An infinite ``t0`` and NaN are refused
+    (scipy never returns from ``t0 = inf``: its steps are ``inf - inf``). An
+    infinite ``tf`` is scipy's "until a terminal event" (`unbounded_end` checks
+    that one can stop the objects). ``t0 == tf`` is allowed, as in scipy (the
+    initial state is the answer).
     """
     if isinstance(t_span, (str, bytes)):
         raise ArgumentTypeError(f"t_span: expected two real numbers (t0, tf), got text "
@@ -294,10 +296,11 @@ def time_span(t_span):
             raise ValueError(f"t_span: expected two real numbers (t0, tf), got an element of "
                              f"shape {array.shape}: {t_span!r}")
         times.append(float(array))
-    if not all(np.isfinite(times)):
+    if not (math.isfinite(times[0]) and not math.isnan(times[1])):
         # The floats, not repr(t_span): JAX hands the front 0-d arrays, and the
         # message must read the same from every front.
-        raise ValueError(f"t_span: expected finite times, got ({times[0]!r}, {times[1]!r})")
+        raise ValueError(f"t_span: expected a finite t0 and a finite or infinite tf (no NaN), "
+                         f"got ({times[0]!r}, {times[1]!r})")
     return times[0], times[1]
 
 
@@ -318,8 +321,9 @@ def per_object_times(t_span, t_eval):
 def time_spans(t_span, n_objects):
     """``(t0, tf)``: two floats (`time_span`) or, where either is an array, two
     ``(N,)`` float arrays, one start and end per object (a number with an
-    array: shared by all objects). NaN and infinite times are refused (with
-    the first such object's index); ``t0 == tf`` is allowed per object (its
+    array: shared by all objects). NaN and an infinite t0 are refused (with
+    the first such object's index), an infinite tf allowed as in `time_span`;
+    ``t0 == tf`` is allowed per object (its
     initial state is the answer), and directions may differ between objects
     (the loop reads each object's own)."""
     if not per_object_times(t_span, None):
@@ -331,13 +335,38 @@ def time_spans(t_span, n_objects):
             raise ValueError(f"t_span: expected {what} (one t0 and one tf per object), got "
                              f"shapes {items[0].shape} and {items[1].shape}")
     t0, tf = (np.ascontiguousarray(np.broadcast_to(item, (n_objects,))) for item in items)
-    bad = ~(np.isfinite(t0) & np.isfinite(tf))
+    bad = ~(np.isfinite(t0) & ~np.isnan(tf))
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"t_span: expected finite times, got t0 = {t0[i]!r}, tf = {tf[i]!r} "
-                         f"for object {i} ({int(bad.sum())} objects with NaN or infinite "
-                         "times)")
+        raise ValueError(f"t_span: expected a finite t0 and a finite or infinite tf (no NaN), "
+                         f"got t0 = {t0[i]!r}, tf = {tf[i]!r} for object {i} "
+                         f"({int(bad.sum())} objects with NaN or an infinite t0)")
     return t0, tf
+
+
+def unbounded_end(tf, events, times=None):
+    """Refuse an infinite ``tf`` (any object's) that no terminal event can end, and the
+    default output time ``[tf]`` where it is infinite.
+
+    scipy integrates to ``tf = inf`` until a terminal event stops it; without one it
+    never returns. Here ``max_steps`` would end every such object with status -2, a
+    run spent for nothing, so it is refused up front naming ``t_span``. An object
+    whose terminal events never occur still ends at ``max_steps`` (status -2).
+    ``times``: the checked output times (`output_times`), which hold an infinite time
+    only where ``t_eval`` was left to its default ``[tf]``: never reached, so refused
+    naming ``t_eval`` (None: no output times to check, ``t_eval="steps"``). ``tf``
+    None (a traced JAX span) is not checked: the kernel's ``max_steps`` guards."""
+    if tf is None or not np.isinf(tf).any():
+        return
+    if not any(getattr(event, "max_occurrences", 0) > 0 for event in events):
+        raise ValueError("t_span: an infinite tf needs a terminal event to stop the objects "
+                         "(events=Event(g, terminal=True)); without one every object would "
+                         "run to max_steps (status -2). Give a finite tf")
+    if times is not None and np.isinf(times).any():
+        raise ValueError("t_eval: the default output time, tf, is never reached where tf is "
+                         "infinite; give finite output times, or t_eval=\"steps\" (every "
+                         "accepted step, as scipy's t_eval=None) where the front offers it "
+                         "(numpy arrays); the stopping state is also in res.y_events")
 
 
 def output_times(t_eval, t0, tf, n_objects):
@@ -345,7 +374,8 @@ def output_times(t_eval, t0, tf, n_objects):
     or ``(N, M)``, one row per object: each row's times inside its object's span,
     sorted in its direction (ties allowed), trailing NaN padding allowed (no output
     there). Errors name the argument and the first object at fault. None:
-    the end of each span, ``[tf]`` or ``(N, 1)``."""
+    the end of each span, ``[tf]`` or ``(N, 1)`` (an infinite tf is refused there
+    later, by `unbounded_end`, once the events are known)."""
     per_object_span = np.ndim(t0) == 1
     if t_eval is None:
         return tf[:, None].copy() if per_object_span else np.array([tf])
@@ -466,18 +496,20 @@ CallOptions = collections.namedtuple("CallOptions", (
 
 def call_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
                  max_event_records, params_given, max_step, first_step, t0, tf, args,
-                 stacklevel=5):
+                 stacklevel=5, times=None):
     """The one checker of every front of ``solve_ivp`` (numpy, JAX, Dask): all but the
     arrays, which each front converts first (``n`` states' components, the spans
     ``t0``/``tf``, None where a JAX span is traced). In one order, with one set of
     messages: `step_sizes`, `extra_args`, then `solver_options`. ``user_fun``: ``fun``
     as given (``fun`` comes back bounds-checked); ``args``: scipy's, as the tuple the
-    front appends to its params rows (`with_args`)."""
+    front appends to its params rows (`with_args`). ``times``: the checked output times
+    where known (an infinite tf's default ``[tf]`` is refused: `unbounded_end`)."""
     max_step, first_step = step_sizes(max_step, first_step, t0, tf)
     args = extra_args(args)
     method, checked, rtol, atol, events, max_steps, records = solver_options(
         fun, n, method, rtol, atol, events, event_kind, max_steps, max_event_records,
         params_given, stacklevel=stacklevel, extra_columns=len(args))
+    unbounded_end(tf, events, times)
     return CallOptions(method, checked, fun, rtol, atol, events, max_steps, records,
                        max_step, first_step, args)
 

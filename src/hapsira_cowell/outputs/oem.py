@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-__all__ = ["OemWriter", "write_oem", "read_oem", "OemEphemeris", "as_epoch"]
+__all__ = ["OemEphemeris", "OemWriter", "as_epoch", "as_epochs", "read_oem", "write_oem"]
 
 
 def _oem():
@@ -33,9 +33,11 @@ def _oem():
 def _oem_times(epoch, tofs):
     """Output times as an astropy Time array that prints to the nanosecond: the oem
     package reads epochs to the nanosecond, and astropy's default text (ms)
-    would move a LEO state by metres."""
+    would move a LEO state by metres. Per-object epochs (``(N,)``): ``(N, M)``."""
     from astropy import units as u
-    times = epoch.utc + np.asarray(tofs, dtype=np.float64) * u.s
+    offsets = np.asarray(tofs, dtype=np.float64) * u.s
+    utc = epoch.utc
+    times = utc + offsets if utc.isscalar else utc[:, None] + offsets[None, :]
     times.precision = 9
     return times
 
@@ -58,6 +60,27 @@ def as_epoch(value, name="epoch"):
     if not time.isscalar:
         raise ValueError(f"{name}: expected a single time, got {time.size} of them")
     return time
+
+
+def as_epochs(value, count, name="epoch"):
+    """``value`` as a scalar astropy Time (`as_epoch`), or as ``count`` of them, one per
+    object (a Time of shape ``(count,)``, or a sequence astropy reads as one): a
+    `ValueError` naming ``name`` for any other shape."""
+    from astropy.time import Time
+
+    if isinstance(value, Time) and value.isscalar or isinstance(value, (str, bytes)) \
+            or not (isinstance(value, Time) or np.ndim(value) >= 1):
+        return as_epoch(value, name)
+    if not isinstance(value, Time):
+        try:
+            value = Time(value)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{name}: {value!r} are not times astropy reads ({error}); "
+                             "expected one astropy Time, or one per object") from None
+    if value.shape != (count,):
+        raise ValueError(f"{name}: expected a single time or one per object, shape "
+                         f"({count},), got shape {value.shape}")
+    return value
 
 
 def header_value(value, name):
@@ -184,8 +207,9 @@ def _format_numbers(values):
 
 def _data_lines(epochs, rr, vv):
     """The data lines of objects: ``epochs`` (M,) the times' ISO text as bytes (NUL-
-    padded ``S`` array); ``rr``, ``vv`` (N, M, 3) with finite values (others are
-    formatted as 0). Returns (N, M, W) uint8: a line per state, NUL-padded.
+    padded ``S`` array), or (N, M), each object's own; ``rr``, ``vv`` (N, M, 3) with
+    finite values (others are formatted as 0). Returns (N, M, W) uint8: a line per
+    state, NUL-padded.
 
     The oem package formats each number in a Python call of its own, which made
     writing 50 times slower than propagating (issue 25); here every number of a
@@ -195,7 +219,7 @@ def _data_lines(epochs, rr, vv):
     numbers = np.where(np.isfinite(numbers), numbers, 0.0)
     width = epochs.dtype.itemsize
     lines = np.zeros((n, m, width + 6 * (1 + _WIDTH) + 1), dtype=np.uint8)
-    lines[:, :, :width] = epochs.view(np.uint8).reshape(m, width)
+    lines[:, :, :width] = epochs.view(np.uint8).reshape(-1, m, width)
     fields = lines[:, :, width:-1].reshape(n, m, 6, 1 + _WIDTH)
     fields[..., 0] = ord(" ")
     fields[..., 1:] = _format_numbers(numbers.reshape(-1)).reshape(n, m, 6, _WIDTH)
@@ -238,7 +262,7 @@ class OemWriter:
                              "has one; give a CSV catalog's with --epoch")
         _oem()  # installed, or a ValueError that says how
         from astropy.time import Time
-        epoch = as_epoch(epoch)
+        epoch = as_epochs(epoch, len(names))  # one, or one per object
         self.folder = os.fspath(folder)
         self.names = [header_value(name, f"names[{i}] (OBJECT_NAME)")
                       for i, name in enumerate(names)]
@@ -265,10 +289,19 @@ class OemWriter:
         self.order = np.argsort(np.asarray(tofs), kind="stable")  # OEM rows go forward
         if not np.isfinite(np.asarray(tofs, dtype=np.float64)).all():
             _check_times(tofs, (), self.order)  # names the time before astropy sees NaN
-        #: each output time's UTC text to the nanosecond, as the oem package writes epochs
-        self.texts = np.array(_oem_times(epoch, tofs).isot, dtype=object).reshape(-1)
-        _check_times(tofs, self.texts, self.order)
-        self.epochs = np.array([text.encode() for text in self.texts], dtype=bytes)
+        #: each output time's UTC text to the nanosecond, as the oem package writes epochs:
+        #: one row shared by all objects, or one per object (per-object epochs)
+        self.texts = np.array(_oem_times(epoch, tofs).isot, dtype=object).reshape(
+            -1, np.size(tofs))
+        for i, row in enumerate(self.texts):
+            try:
+                _check_times(tofs, row, self.order)
+            except ValueError as error:
+                if len(self.texts) == 1:
+                    raise
+                raise ValueError(f"{error} (object {i}, epoch {epoch[i].utc.isot})") from None
+        self.epochs = np.array([[text.encode() for text in row] for row in self.texts],
+                               dtype=bytes)
         self.created = Time.now().utc.isot
         parent = os.path.dirname(os.path.abspath(folder))
         self.partial = tempfile.mkdtemp(prefix=".hapsira-cowell-oem-", dir=parent)
@@ -283,9 +316,14 @@ class OemWriter:
         step = max(1, self.BLOCK_STATES // max(len(self.texts), 1))
         for first in range(0, rr.shape[0], step):
             last = min(first + step, rr.shape[0])
-            lines = _data_lines(self.epochs, rr[first:last], vv[first:last])
+            lines = _data_lines(self._rows(start + first, start + last), rr[first:last],
+                                vv[first:last])
             for j in range(first, last):
                 self._write_one(start + j, rr[j], vv[j], lines[j - first])
+
+    def _rows(self, start, stop):
+        """The epochs' text of objects ``start:stop``: the shared row, or theirs."""
+        return self.epochs if len(self.epochs) == 1 else self.epochs[start:stop]
 
     def _write_one(self, i, rr, vv, lines=None):
         finite = np.isfinite(rr).all(axis=1) & np.isfinite(vv).all(axis=1)
@@ -293,13 +331,14 @@ class OemWriter:
         if keep.size == 0:
             self.skipped.append(self.names[i])
             return
-        first, last = self.texts[keep[0]], self.texts[keep[-1]]
+        texts = self.texts[0 if len(self.texts) == 1 else i]
+        first, last = texts[keep[0]], texts[keep[-1]]
         for which, text in (("first", first), ("last", last)):
             if _leap_second(text):  # an object that stopped right at a leap second
                 raise ValueError(_leap_message(f"object {i} ({self.names[i]!r}): its {which} "
                                                "state's time", text))
         if lines is None:
-            lines = _data_lines(self.epochs, rr[None], vv[None])[0]
+            lines = _data_lines(self._rows(i, i + 1)[-1], rr[None], vv[None])[0]
         with open(os.path.join(self.partial, self.files[i]), "wb") as file:
             file.write(self._header(i, first, last).encode())
             file.write(lines[keep].tobytes().translate(None, b"\0") + b"\n")
@@ -345,10 +384,12 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
         For one object (``rr`` of shape ``(M, 3)``) the file; for N objects a
         folder (created if missing) that gets one file per object,
         ``00000-NAME.oem``, ... (an OEM describes a single object).
-    epoch : astropy.time.Time, str or datetime
+    epoch : astropy.time.Time, str or datetime, or N of them
         The time of ``tofs = 0``: anything ``astropy.time.Time(epoch)`` reads,
         e.g. ``"2026-01-01T00:00:00"`` (UTC unless a Time says otherwise; any
-        scale, the files are in UTC).
+        scale, the files are in UTC). Or one per object, a ``Time`` of shape
+        ``(N,)`` (a per-object `propagate_orbits` result's ``res.epoch``): object
+        i's states are at ``epoch[i] + tofs``.
     tofs : (M,) array, Quantity or TimeDelta
         Times of flight of the states, s (as given to `cowell`).
     rr, vv : (M, 3) or (N, M, 3) arrays or Quantities
@@ -396,10 +437,10 @@ def write_oem(path, epoch, tofs, rr, vv, *, frame, names=None, ids=None, center=
 
     from ..units import to_value
 
-    epoch = as_epoch(epoch)
     tofs = np.atleast_1d(to_value(tofs, u.s, "tofs"))
     rr, vv = to_value(rr, u.km, "rr"), to_value(vv, u.km / u.s, "vv")
     single = rr.ndim == 2
+    epoch = as_epochs(epoch, 1 if single else rr.shape[0])
     rr, vv = (rr[None], vv[None]) if single else (rr, vv)
     if rr.ndim != 3 or rr.shape[1:] != (tofs.size, 3) or vv.shape != rr.shape:
         raise ValueError(f"rr, vv: expected shape (M, 3) or (N, M, 3) with M = {tofs.size} "

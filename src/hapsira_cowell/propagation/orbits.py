@@ -4,8 +4,8 @@ An orbit here is any object with ``r`` and ``v`` (astropy Quantities, the
 state in the attractor's frame), ``attractor.k`` (GM as a Quantity) and
 ``epoch`` (an astropy ``Time``): hapsira's and poliastro's ``Orbit`` are.
 `states_from_orbits` turns a list of them into `cowell`'s inputs at one
-common epoch; `propagate_orbits` propagates them from there and returns an
-`OrbitsResult`: `cowell`'s result with the common ``epoch`` beside it.
+common epoch (or one per orbit); `propagate_orbits` propagates them from there and
+returns an `OrbitsResult`: `cowell`'s result with the ``epoch`` beside it.
 """
 
 import functools
@@ -17,10 +17,7 @@ from astropy.time import Time
 
 from .propagator import CowellResult
 
-__all__ = ["states_from_orbits", "propagate_orbits", "OrbitsResult"]
-
-# rows of objects x output times of one synchronisation call: bounds its memory (~100 MB)
-_SYNC_ROWS = 2_000_000
+__all__ = ["OrbitsResult", "propagate_orbits", "states_from_orbits"]
 
 
 def _orbit_list(orbits):
@@ -65,35 +62,15 @@ def _read(orbit, index):
 
 
 def _advance(k, r0, v0, offsets, f, params, rtol, atol):
-    """States after ``offsets[i]`` seconds (one sign), objects sorted by offset, in chunks
-    whose output table (objects x distinct offsets) stays bounded."""
+    """States after ``offsets[i]`` seconds (either sign, 0 included), each object
+    integrated to its own offset (one time of flight per object, ``(N, 1)``): its state
+    is its last step's end, the same number whichever other objects share the call."""
     from .api import cowell
     from .forms import units_unchecked
 
-    order = np.argsort(np.abs(offsets), kind="stable")
-    # distinct[i]: how many distinct offsets the sorted list has up to i
-    distinct = np.concatenate([[0], np.cumsum(np.diff(offsets[order]) != 0)])
-    r, v = np.full_like(r0, np.nan), np.full_like(v0, np.nan)
-    status = np.zeros(len(offsets), dtype=np.int64)
-    start = 0
-    while start < len(order):
-        stop = start + 1
-        while stop < len(order) and (stop + 1 - start) * (
-                distinct[stop] - distinct[start] + 1) <= _SYNC_ROWS:
-            stop += 1
-        rows = order[start:stop]
-        tofs, column = np.unique(offsets[rows], return_inverse=True)
-        if tofs[0] < 0:  # backward: tofs run from 0 down
-            tofs, column = tofs[::-1], len(tofs) - 1 - column
-        row_params = params if params is None or params.ndim == 1 else params[rows]
-        with units_unchecked():  # from Quantities: the units are known
-            res = cowell(k, r0[rows], v0[rows], tofs, rtol, atol, f=f, params=row_params)
-        picked = np.arange(len(rows))
-        r[rows] = res.rr[picked, column]
-        v[rows] = res.vv[picked, column]
-        status[rows] = res.status
-        start = stop
-    return r, v, status
+    with units_unchecked():  # from Quantities: the units are known
+        res = cowell(k, r0, v0, offsets[:, None], rtol, atol, f=f, params=params)
+    return res.rr[:, 0], res.vv[:, 0], res.status
 
 
 def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, atol=1e-12):
@@ -105,9 +82,12 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
         hapsira or poliastro ``Orbit`` objects, or any objects with ``r``,
         ``v`` (Quantities), ``attractor.k`` (Quantity) and ``epoch``
         (astropy ``Time``). All must share one attractor (one GM).
-    epoch : astropy.time.Time or str, optional
+    epoch : astropy.time.Time or str, or N of them, optional
         The common epoch (a str is read as UTC); default: the latest of the
-        orbits' epochs, as the command line does with a TLE catalog.
+        orbits' epochs, as the command line does with a TLE catalog. Or one
+        epoch per orbit, a ``Time`` of shape ``(N,)`` (or N strings): orbit i
+        is brought to ``epoch[i]`` (``Time([o.epoch for o in orbits])``: each
+        its own, nothing propagated).
     f, params, rtol, atol
         How orbits at other epochs are brought to ``epoch``: propagated with
         `cowell` (forward or backward), by default two-body. A custom ``f``
@@ -123,7 +103,7 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
         frame. An orbit that could not be brought there has NaN rows (and a
         warning says which): `cowell` then gives it a negative status alone.
     epoch : astropy.time.Time
-        The common epoch.
+        The common epoch, or the ``(N,)`` epochs given.
     """
     from ..units import to_value
 
@@ -150,8 +130,9 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
         except ValueError as error:
             raise ValueError(f"epoch: expected an astropy Time or a time string (UTC), got "
                              f"{epoch!r} ({error})") from None
-    if not epoch.isscalar:
-        raise ValueError(f"epoch: expected a single time, got shape {epoch.shape}")
+    if not epoch.isscalar and epoch.shape != (len(items),):
+        raise ValueError(f"epoch: expected a single time or one per orbit, shape "
+                         f"({len(items)},), got shape {epoch.shape}")
     # in TT, i.e. SI seconds on the geoid, as the solver's t (a TDB difference would
     # differ by up to 3e-10 of the span)
     offsets = (epoch.tt - epochs.tt).to_value(u.s)
@@ -161,16 +142,14 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
             raise ValueError(f"params: expected (P,) or ({len(items)}, P), got {params.shape}")
     r, v = r0.copy(), v0.copy()
     failed = []
-    for sign in (1.0, -1.0):
-        moving = np.flatnonzero(offsets * sign > 0)
-        if moving.size == 0:
-            continue
+    moving = np.flatnonzero(offsets != 0)
+    if moving.size:
         rows = params if params is None or params.ndim == 1 else params[moving]
         r[moving], v[moving], status = _advance(ks[0], r0[moving], v0[moving], offsets[moving],
                                                 f, rows, rtol, atol)
         failed += moving[status != 0].tolist()
     if failed:
-        warnings.warn(f"{len(failed)} orbit(s) could not be propagated to {epoch.utc.isot} "
+        warnings.warn(f"{len(failed)} orbit(s) could not be propagated to {_told(epoch)} "
                       f"(orbits[{', '.join(map(str, sorted(failed)[:5]))}"
                       f"{', ...' if len(failed) > 5 else ''}]): their states are NaN",
                       RuntimeWarning, stacklevel=2)
@@ -179,13 +158,21 @@ def states_from_orbits(orbits, epoch=None, *, f=None, params=None, rtol=1e-11, a
     return float(ks[0]), r, v, epoch
 
 
+def _told(epoch):
+    """An epoch, or the first and last of per-object ones, as UTC text."""
+    if epoch.isscalar:
+        return epoch.utc.isot
+    return f"{len(epoch)} epochs ({epoch[0].utc.isot} ... {epoch[-1].utc.isot})"
+
+
 class OrbitsResult(CowellResult):
     """What `propagate_orbits` returns: `cowell`'s `CowellResult` (``rr``, ``vv``,
     ``status``, ``t_events``, ``n_events``, ``nfev``, ``nsteps``, ``success``,
     ``messages()``) plus ``epoch``.
 
     ``epoch`` (astropy ``Time``) is the common epoch the times of flight count
-    from: ``rr[i, j]`` is orbit i at ``epoch + tofs[j]``. Unpacking as the
+    from: ``rr[i, j]`` is orbit i at ``epoch + tofs[j]``; with per-object epochs
+    a ``Time`` of shape ``(N,)``, orbit i's at ``epoch[i] + tofs[j]``. Unpacking as the
     tuple ``res, epoch = propagate_orbits(...)`` of earlier versions still
     works, with a `DeprecationWarning`; read ``res.epoch`` instead.
     """
@@ -201,7 +188,7 @@ class OrbitsResult(CowellResult):
         return iter((self, self.epoch))
 
     def __repr__(self):
-        return f"{super().__repr__()[:-1]}, epoch={self.epoch.utc.isot} UTC)"
+        return f"{super().__repr__()[:-1]}, epoch={_told(self.epoch)} UTC)"
 
 
 @functools.cache
@@ -221,12 +208,15 @@ def _with_epoch(result, epoch):
 
 
 def propagate_orbits(orbits, tofs, epoch=None, **cowell_kwargs):
-    """Propagate Orbit objects with `cowell` from one common epoch.
+    """Propagate Orbit objects with `cowell` from one common epoch, or one epoch each.
 
     `states_from_orbits` brings the orbits to ``epoch`` (default: their
     latest) with the same ``f``, ``params``, ``rtol`` and ``atol``; then
     ``cowell(k, r0, v0, tofs, **cowell_kwargs)`` runs from there. ``tofs``
     count from ``epoch``: the states of the result are at ``epoch + tofs``.
+    ``epoch`` may be a ``Time`` of shape ``(N,)``, one per orbit (``tofs`` then
+    count from each orbit's own, ``(M,)`` shared or ``(N, M)``); ``res.epoch`` is
+    that array.
 
     Returns
     -------

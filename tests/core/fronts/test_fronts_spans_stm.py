@@ -179,3 +179,67 @@ def test_dask_stm_to_zarr(da, tmp_path):
     group = lazy.to_zarr(tmp_path / "out.zarr")
     np.testing.assert_array_equal(group["stm"][:], want.stm)
     np.testing.assert_array_equal(group["stm_events_0"][:], want.stm_events[0])
+
+
+# ------------------------------------------------------- an infinite end (issue 27 item 5)
+
+def infinite_problem():
+    """Oscillators stopped by a terminal event, ends +inf, -inf and finite mixed; one
+    that never stops (its level out of reach) ends at max_steps."""
+    from ..ivp.test_infinite_span import falls, problem
+    y0, params = problem(4, seed=8)
+    params[3, 1] = 10.0
+    tf = np.array([np.inf, 3.0, -np.inf, np.inf])
+    rows = np.array([np.linspace(0.0, 1.5, 4), np.linspace(0.0, 3.0, 4),
+                     np.linspace(0.0, -1.5, 4), [0.0, 1.0, 1e6, np.nan]])
+    return y0, params, tf, rows, falls()
+
+
+def infinite_reference():
+    from ..ivp.test_infinite_span import oscillator
+    y0, params, tf, rows, event = infinite_problem()
+    want = solve_ivp(oscillator, (np.zeros(4), tf), y0, t_eval=rows, params=params,
+                     events=event, max_steps=300, **TOL)
+    assert want.status.tolist()[2:] == [1, -2] and want.status[0] == 1
+    return want
+
+
+def test_jax_infinite_end_equals_numpy(jax_solve):
+    jax, jax_solve_ivp = jax_solve
+    import jax.numpy as jnp
+
+    from ..ivp.test_infinite_span import oscillator
+    y0, params, tf, rows, event = infinite_problem()
+    want = infinite_reference()
+
+    def call(tf, y0, rows, params):
+        return jax_solve_ivp(oscillator, (jnp.zeros(4), tf), y0, t_eval=rows, params=params,
+                             events=event, max_steps=300, **TOL)
+
+    args = [jnp.asarray(a) for a in (tf, y0, rows, params)]
+    assert_same(call(*args), want, False)  # concrete: checked as the numpy call
+    assert_same(jax.jit(call)(*args), want, False)  # traced: max_steps guards
+    with pytest.raises(ValueError, match=r"^t_eval: the default output time"):
+        jax_solve_ivp(oscillator, (0.0, np.inf), y0, params=params, events=event)
+    with pytest.raises(ValueError, match=r"^t_eval: the default output time"):  # inside jit
+        jax.jit(lambda y: jax_solve_ivp(oscillator, (0.0, np.inf), y, params=params,
+                                        events=event))(y0)
+    with pytest.raises(ValueError, match=r"^t_span: an infinite tf needs a terminal event"):
+        jax_solve_ivp(oscillator, (0.0, -np.inf), y0, t_eval=[-1.0], params=params)
+
+
+def test_dask_infinite_end_equals_numpy(da):
+    from ..ivp.test_infinite_span import oscillator
+    y0, params, tf, rows, event = infinite_problem()
+    want = infinite_reference()
+    lazy = solve_ivp(oscillator, (np.zeros(4), tf), da.from_array(y0, chunks=3), t_eval=rows,
+                     params=params, events=event, max_steps=300, **TOL)
+    assert_same(lazy.compute(), want, False)
+    shared = solve_ivp(oscillator, (0.0, np.inf), da.from_array(y0[:3], chunks=2),
+                       t_eval=[0.0, 0.5], params=params[:3], events=event, **TOL).compute()
+    alone = solve_ivp(oscillator, (0.0, np.inf), y0[:3], t_eval=[0.0, 0.5],
+                      params=params[:3], events=event, **TOL)
+    assert_same(shared, alone, False)
+    with pytest.raises(ValueError, match=r"^t_eval: the default output time"):
+        solve_ivp(oscillator, (0.0, np.inf), da.from_array(y0, chunks=2), params=params,
+                  events=event)

@@ -388,8 +388,10 @@ def test_solve_ivp_bad_inputs_name_the_argument():
         hcj.solve_ivp(lotka, SPAN, Y0, t_eval=jnp.asarray(T_EVAL) + 1.0)
     with pytest.raises(ValueError, match="t_span: expected two real numbers"):
         hcj.solve_ivp(lotka, (0.0, 1.0, 2.0), Y0)
-    with pytest.raises(ValueError, match="t_span: expected finite times"):
-        jax.jit(lambda t: hcj.solve_ivp(lotka, (0.0, np.inf), Y0, t_eval=t))(T_EVAL)
+    with pytest.raises(ValueError, match="t_span: an infinite tf needs a terminal event"):
+        jax.jit(lambda t: hcj.solve_ivp(lotka, (0.0, np.inf), Y0, t_eval=t, params=P))(T_EVAL)
+    with pytest.raises(ValueError, match="t_span: expected a finite t0"):
+        jax.jit(lambda t: hcj.solve_ivp(lotka, (np.nan, 1.0), Y0, t_eval=t))(T_EVAL)
     with pytest.raises(ValueError, match=rf"params: expected shape \(P,\) or \({IVP_N}, P\), "
                                          rf"got \({IVP_N + 1}, 4\)"):
         jax.jit(lambda y, p: hcj.solve_ivp(lotka, SPAN, y, params=p))(Y0, np.vstack([P, P[:1]]))

@@ -199,12 +199,17 @@ def test_solve_ivp_events_of_the_wrong_kind_name_themselves():
     ((0.0, [1.0, 2.0]), r"t_span: expected two real numbers \(t0, tf\) or two arrays of "
                         r"shape \(1,\) \(one t0 and one tf per object\), got shapes \(\) and "
                         r"\(2,\)"),
-    ((0.0, math.nan), r"t_span: expected finite times, got \(0.0, nan\)"),
-    ((0.0, math.inf), r"t_span: expected finite times"),
+    ((0.0, math.nan), r"t_span: expected a finite t0 and a finite or infinite tf \(no NaN\), "
+                      r"got \(0.0, nan\)"),
+    ((math.inf, 0.0), r"t_span: expected a finite t0"),
+    ((-math.inf, math.inf), r"t_span: expected a finite t0"),
+    # an infinite end is scipy's "until a terminal event": without one, refused
+    ((0.0, math.inf), r"t_span: an infinite tf needs a terminal event"),
     (5.0, r"t_span: expected two real numbers \(t0, tf\), got float 5.0"),
 ])
 def test_t_span_must_be_two_real_numbers(t_span, match):
-    """scipy reads "10" as (1, 0) and integrates backward; it never returns for NaN or inf."""
+    """scipy reads "10" as (1, 0) and integrates backward; it never returns for NaN, an
+    infinite t0, or an infinite tf without a terminal event."""
     with pytest.raises(ValueError, match=match):
         solve_ivp(lotka, t_span, [1.0, 2.0], params=[1, 1, 1, 1])
 

@@ -30,9 +30,9 @@ What is not ported, and why:
   integration); their observable effects are ported (a first step capped by
   ``max_step``, a failing ``max_step=1e-20``).
 - ``test_empty`` (``n = 0``): refused (``y0: ... n >= 1``), checked.
-- An infinite ``t_span`` end (``test_duplicate_timestamps``, ``test_empty``): refused
-  for now (``t_span: expected finite times``); ported with a finite end beyond the
-  terminal event, which gives the same run.
+- An infinite ``t_span`` end without a terminal event (``test_empty``'s second call):
+  scipy never returns; refused here (``t_span: an infinite tf needs a terminal event``),
+  checked. With a terminal event (``test_duplicate_timestamps``) it is ported as it is.
 - ``test_initial_state_finiteness``: a non-finite ``y0`` does not raise here, because one
   bad object must not stop a batch; that object gets status -3 and NaN, checked.
 - ``test_tbound_respected_*``: scipy's right-hand sides raise when evaluated outside
@@ -517,9 +517,12 @@ def test_ported_empty_state_is_refused_naming_y0():
         solve_ivp(decay, (0.0, 10.0), np.zeros((0,)), dense_output=True)
 
 
-def test_ported_infinite_span_is_refused_naming_t_span():
-    with pytest.raises(ValueError, match="t_span: expected finite times"):
-        solve_ivp(decay, (0.0, np.inf), [1.0, 2.0])
+def test_ported_infinite_span_without_terminal_event_is_refused_naming_t_span():
+    with pytest.raises(ValueError, match="t_span: an infinite tf needs a terminal event"):
+        solve_ivp(decay, (0.0, np.inf), [1.0, 2.0], t_eval=[1.0])
+    with pytest.raises(ValueError, match="t_span: an infinite tf needs a terminal event"):
+        solve_ivp(decay, (0.0, -np.inf), [1.0, 2.0], t_eval="steps",
+                  events=Event(hit_ground, terminal=False))
 
 
 @hjit
@@ -533,10 +536,9 @@ def hit_ground(t, y, p):
 
 
 def test_ported_duplicate_timestamps():
-    """scipy integrates to infinity and stops at the ground; a finite end well past the
-    event (0.1 s against 0.002 s) gives the same run."""
+    """scipy integrates to infinity and stops at the ground; so does this run."""
     max_step = 0.05 * 0.001 / 9.80665
-    res = solve_ivp(cannon, (0.0, 0.1), [[0.0, 0.01], [0.0, 0.02]], method="RK45",
+    res = solve_ivp(cannon, (0.0, np.inf), [[0.0, 0.01], [0.0, 0.02]], method="RK45",
                     max_step=max_step, events=Event(hit_ground, terminal=True, direction=-1),
                     dense_output=True, t_eval="steps")
     obj = res[0]

@@ -246,11 +246,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     # the checker every front shares (its messages), on the concrete options; a traced
     # span (None here) leaves first_step unchecked against it
     span = [concrete(t) for t in (t0, tf)]
+    if any(t is None for t in span):  # made inside jit from the span as given: read that
+        span = [concrete(t) for t in t_span]
     (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
      args) = checks.call_options(
         fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
         max_event_records, params_given, option(max_step, "max_step"),
-        None if first_step is None else option(first_step, "first_step"), *span, args)
+        None if first_step is None else option(first_step, "first_step"), *span, args,
+        # the default output times are the ends: read as given where traced inside jit
+        times=concrete(times) if t_eval is not None or span[1] is None
+        else np.atleast_1d(span[1]))
     params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
     diagnose = diagnosis(fun, events)
     width = n
