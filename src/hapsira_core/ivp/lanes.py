@@ -27,8 +27,15 @@ from ..jit import hjit
 from ..kernels.cache import factory
 from . import methods
 from .control import MAX_FACTOR, MIN_FACTOR, _step_factor, make_initial_step, ulp_toward
-from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, STEP_TOO_SMALL, SUCCESS,
-                     config_row)
+from .layout import (
+    BAD_INITIAL_STATE,
+    ICONF,
+    INFO,
+    MAX_STEPS,
+    STEP_TOO_SMALL,
+    SUCCESS,
+    config_row,
+)
 from .state import fun_form, rhs
 from .state import ops as state_ops
 

@@ -105,7 +105,7 @@ def test_ensembles_bit_identical_with_failures(monkeypatch, name, method, width,
         tf[4] = -tf[4]  # one object integrates backward
     y0[2, 0] = math.nan  # its own status: bad initial state
     params[7, 0] = 1e300  # f overflows in the first steps: its own failure status
-    kwargs = dict(method=method, rtol=1e-9, atol=1e-12, params=params)
+    kwargs = {"method": method, "rtol": 1e-9, "atol": 1e-12, "params": params}
     if outputs:  # t0 itself among them: scipy's interpolant of the first step
         kwargs["t_eval"] = np.stack([np.linspace(0.0, t, 5) for t in tf])
     lane = _solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs)
@@ -126,7 +126,7 @@ def test_ensembles_bit_identical_with_failures(monkeypatch, name, method, width,
 @host_only
 def test_max_steps_and_max_step_bit_identical(monkeypatch):
     fun, y0, params, t0, tf = _ensemble("van_der_pol", 7, seed=3)
-    for kwargs in (dict(max_steps=9), dict(max_step=0.05), dict(first_step=1e-3)):
+    for kwargs in ({"max_steps": 9}, {"max_step": 0.05}, {"first_step": 1e-3}):
         kwargs.update(method="DOP853", rtol=1e-9, atol=1e-12, params=params)
         lane = _solve(monkeypatch, 3, fun, (t0, tf), y0, **kwargs)
         scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
@@ -138,16 +138,16 @@ def test_max_steps_and_max_step_bit_identical(monkeypatch):
 def test_host_width_on_van_der_pol(monkeypatch):
     width = target.lane_width() or 4
     fun, y0, params, t0, tf = _ensemble("van_der_pol", 4 * width + 1, seed=5)
-    kwargs = dict(method="DOP853", rtol=1e-10, atol=1e-12, params=params)
+    kwargs = {"method": "DOP853", "rtol": 1e-10, "atol": 1e-12, "params": params}
     _assert_same(_solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs),
                  _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs))
 
 
 @host_only
 def test_orbit_workload_bit_identical(monkeypatch):
-    from hapsira_cowell import cowell
-
     from reference import K_EARTH, R_EARTH, coe_to_rv
+
+    from hapsira_cowell import cowell
 
     rng = np.random.default_rng(7)
     states = [coe_to_rv(K_EARTH, R_EARTH + rng.uniform(300, 1200), rng.uniform(0, 0.02),
@@ -186,7 +186,7 @@ def test_fallbacks_are_automatic(monkeypatch):
     assert build.lanes("Radau", van_der_pol) == 0  # implicit methods
     assert build.lanes("DOP853", van_der_pol, records=True) == 0  # dense_output, "steps"
     assert build.lanes("RK45", van_der_pol, jac=van_der_pol) == 0
-    fun, y0, params, t0, tf = _ensemble("van_der_pol", 5, seed=1)
+    fun, y0, params, t0, _tf = _ensemble("van_der_pol", 5, seed=1)
     result = solve_ivp(fun, (t0, 5.0), y0, params=params, events=[event], dense_output=True)
     assert (np.asarray(result.status) == 0).all()
     monkeypatch.setattr(settings, "LANES", 0)
