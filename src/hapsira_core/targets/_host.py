@@ -420,14 +420,16 @@ class LaneKernel(kernel.ObjectKernel):
                     f"    mode = ieee_floats()\n"
                     f"    body({names}, 0, {first_out}.shape[0])\n"
                     f"    restore_floats(mode)\n")
-        # chunks of objects, several per thread so that uneven objects balance;
-        # an object's numbers do not depend on its chunk (lanes are independent)
+        # chunks of objects, many per thread so that uneven objects balance (the
+        # thread count is not read here: numba's get_num_threads() is a dynamic
+        # global, which keeps the kernel out of the disk cache); an object's
+        # numbers do not depend on its chunk (lanes are independent)
         return (f"import numba as _numba\n"
                 f"import numpy as _np\n"
                 f"{FLOATS_IMPORT}\n\n\n"
                 f"def kernel({names}):\n"
                 f"    total = {first_out}.shape[0]\n"
-                f"    size = max(16, total // (8 * _numba.get_num_threads()) + 1)\n"
+                f"    size = max(16, (total + 1023) // 1024)\n"
                 f"    chunks = (total + size - 1) // size\n"
                 f"    done = _np.zeros(chunks, _np.bool_)\n"
                 f"    for c in _numba.prange(chunks):\n"
