@@ -2,6 +2,7 @@
 
     python benchmarks/cpu_vs_peers.py [--n-scipy 20] [--n-cpu 500] [--n-parallel 2000] [--n-heyoka 200]
 
+Each target runs per object (``HAPSIRA_LANES=off``) and in SIMD lanes (``auto``).
 Reports microseconds per object-day (wall clock, compile excluded: each target
 is warmed up on two objects first), accepted steps per object, and the largest
 position difference from scipy on the objects scipy ran. Each target runs in
@@ -44,9 +45,9 @@ print(json.dumps({{"seconds": best, "compile_s": compile_s, "n_objects": {n},
 """
 
 
-def run_target(target, n, rr_path):
+def run_target(target, n, rr_path, lanes="auto"):
     script = TARGET_SCRIPT.format(here=HERE, n=n, rr_path=rr_path)
-    result = harness.run_child(script, env=harness.child_env(target))
+    result = harness.run_child(script, env=harness.child_env(target, HAPSIRA_LANES=lanes))
     result.pop("process_s", None)
     return result
 
@@ -88,9 +89,17 @@ def main():
     out_path = harness.result_path(args.out)
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     rr_path = os.path.join(os.path.dirname(out_path), "_final.npy")
-    for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel)):
-        name = f"hapsira {target}" + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)")
-        result = run_target(target, n, rr_path)
+    from hapsira_core.targets import _host
+    width = _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles()
+    results["lanes"] = {"auto_width": width, "vector_doubles": _host.vector_doubles(),
+                        "cpu": _host.cpu_features()[0]}
+    # each target per object (HAPSIRA_LANES=off) and in lanes (auto: the host's width)
+    for target, n, lanes in (("cpu", args.n_cpu, "off"), ("cpu", args.n_cpu, "auto"),
+                             ("parallel", args.n_parallel, "off"),
+                             ("parallel", args.n_parallel, "auto")):
+        name = (f"hapsira {target}" + ("" if lanes == "off" else f", {width} lanes")
+                + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)"))
+        result = run_target(target, n, rr_path, lanes)
         final = np.load(rr_path)[: args.n_scipy]
         diff = np.linalg.norm(final - scipy_final, axis=1) / np.linalg.norm(scipy_final, axis=1)
         result["max_rel_pos_diff_vs_scipy"] = float(diff.max())

@@ -7,7 +7,8 @@ Two problems (workloads.py), each N objects with their own parameters
 (params rows): Van der Pol (mu in [0.5, 3], t in [0, 20]) and Lotka-Volterra
 (four rates per object, t in [0, 15]); rtol 1e-9, atol 1e-12, final state only.
 
-``--platform host`` (default): our cpu and parallel targets, each in its own
+``--platform host`` (default): our cpu and parallel targets, each per object
+(``HAPSIRA_LANES=off``) and in SIMD lanes (``auto``), each in its own
 process (the target is fixed at import), against scipy's ``solve_ivp`` one
 object at a time (on ``--n-scipy`` objects) and CyRK's numba solver
 ``nbsolve_ivp`` (PyPI ``cyrk``) in an ``njit`` loop over the objects; compile
@@ -81,9 +82,14 @@ print(json.dumps(out))
 relative_difference = harness.relative_difference
 
 
-def run_target(target, n, method, final):
+#: our host runs: (name, target, HAPSIRA_LANES): per object and in SIMD lanes
+VARIANTS = (("cpu", "cpu", "off"), ("cpu_lanes", "cpu", "auto"),
+            ("parallel", "parallel", "off"), ("parallel_lanes", "parallel", "auto"))
+
+
+def run_target(target, n, method, final, lanes="auto"):
     script = TARGET_SCRIPT.format(here=HERE, n=n, method=method, final=final)
-    result = harness.run_child(script, env=harness.child_env(target))
+    result = harness.run_child(script, env=harness.child_env(target, HAPSIRA_LANES=lanes))
     result.pop("process_s", None)
     return result
 
@@ -91,8 +97,8 @@ def run_target(target, n, method, final):
 def host_main(args):
     prefix = os.path.join(HERE, "results", "_ensembles_final_")
     ours = {}
-    for target in ("cpu", "parallel"):
-        ours[target] = run_target(target, args.n, args.method, f"{prefix}{target}_")
+    for variant, target, lanes in VARIANTS:
+        ours[variant] = run_target(target, args.n, args.method, f"{prefix}{variant}_", lanes)
     rows = {}
     for name in SPANS:
         scipy_s, scipy_final = peers.ensemble_scipy(name, args.n_scipy, args.n, args.method)
@@ -106,7 +112,7 @@ def host_main(args):
         except peers.Missing as error:
             row["cyrk_missing"] = str(error)
             print(f"CyRK not run: {error}", flush=True)
-        for target in ("cpu", "parallel"):
+        for target, _, _ in VARIANTS:
             final = np.load(f"{prefix}{target}_{name}.npy")
             os.remove(f"{prefix}{target}_{name}.npy")
             result = ours[target][name]
@@ -117,18 +123,20 @@ def host_main(args):
             if "cyrk_us_per_object" in row:
                 row[target]["vs_cyrk"] = row["cyrk_us_per_object"] / us
         rows[name] = row
-    record = {"n_objects": args.n, "n_scipy": args.n_scipy, "method": args.method,
+    from hapsira_core.targets import _host
+    record = {"lanes": {"auto_width": _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles(),
+                        "cpu": _host.cpu_features()[0]}, "n_objects": args.n, "n_scipy": args.n_scipy, "method": args.method,
               "rtol": RTOL, "atol": ATOL, "problems": rows}
     harness.write_result(args.out or "ensembles", record)
     print("| problem | scipy us/obj | CyRK us/obj | cpu us/obj (x scipy, x CyRK) | "
-          "parallel us/obj (x scipy, x CyRK) | max rel. diff vs scipy |")
-    print("|---|---|---|---|---|---|")
+          "cpu lanes | parallel | parallel lanes | max rel. diff vs scipy |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, row in rows.items():
         cells = [f"{row[t]['us_per_object']:.1f} ({row[t]['vs_scipy']:.0f}x, "
-                 f"{row[t].get('vs_cyrk', float('nan')):.1f}x)" for t in ("cpu", "parallel")]
+                 f"{row[t].get('vs_cyrk', float('nan')):.1f}x)" for t, _, _ in VARIANTS]
         print(f"| {name} | {row['scipy_us_per_object']:.0f} | "
               f"{row.get('cyrk_us_per_object', float('nan')):.1f} | "
-              f"{cells[0]} | {cells[1]} | {row['cpu']['max_rel_diff']:.1e} |")
+              f"{' | '.join(cells)} | {row['cpu']['max_rel_diff']:.1e} |")
 
 
 # --- cuda: ours against diffrax and CuBIE on one GPU ---
@@ -217,7 +225,9 @@ def main():
     if args.child:
         return child(args.child, args.n, args.repeat, args.n_ref, args.finals)
     refs = {name: scipy_reference(name, args.n_ref, args.n) for name in SPANS}
-    record = {"n_objects": args.n, "rtol": RTOL, "atol": ATOL, "repeat": args.repeat,
+    from hapsira_core.targets import _host
+    record = {"lanes": {"auto_width": _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles(),
+                        "cpu": _host.cpu_features()[0]}, "n_objects": args.n, "rtol": RTOL, "atol": ATOL, "repeat": args.repeat,
               "reference": f"scipy DOP853 rtol 1e-12 atol 1e-14, first {args.n_ref} objects",
               "peers": {}}
     with tempfile.TemporaryDirectory() as scratch:

@@ -13,6 +13,8 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
+``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
+                   lanes: ``auto``, ``off`` or a width
 =================  ==================================  =========
 
 A bad value raises `ValueError` naming the variable, the value and
@@ -112,3 +114,26 @@ CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # kernel time): benchmarks/results/h100_launch_sweep.json
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
+
+
+def _lanes(name, default):
+    """``"auto"``, ``0`` (off) or a lane width from 1 to 64."""
+    raw = os.environ.get(name, default).strip().lower()
+    if raw == "auto":
+        return "auto"
+    if raw in ("off", "0", "1", "false", "no"):
+        return 0
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 2 <= value <= 64:
+        raise ValueError(f"{name}={os.environ.get(name)!r} is not valid; expected 'auto', "
+                         "'off' or a lane width from 2 to 64 (objects stepped at once per core)")
+    return value
+
+
+#: ``"auto"``, 0 (off) or a width: how many objects a core steps at once in the SIMD
+#: lanes of the host targets (`hapsira_core.ivp.lanes`); ``auto``: the width of the
+#: host's vectors in float64 where the lane loop applies.
+LANES = _lanes("HAPSIRA_LANES", "auto")

@@ -10,10 +10,12 @@ import dataclasses
 
 import numpy as np
 
+from .. import settings
 from ..jit import Arg, ObjectKernel
 from ..kernels import cache
 from ..kernels.errors import CallbackCompileError, chained, user_function_error
 from ..targets import active as target
+from . import lanes as lanes_module
 from . import methods
 from .state import fun_form
 
@@ -81,13 +83,16 @@ class KernelSpec:
     jac: object = None
     #: whether the kernel takes the step records ``steps`` and ``dense`` (`arguments`)
     records: bool = False
+    #: objects stepped at once per core (`.lanes`); 0: the per-object loop
+    lanes: int = 0
 
     def source(self, fun, events, jac="None"):
         """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
         ``jac`` the source of the expressions that give the functions."""
-        return (_RECORDS_BODY if self.records else _BODY).format(
+        template = _LANES_BODY if self.lanes else _RECORDS_BODY if self.records else _BODY
+        return template.format(
             method=self.method, n=self.n, keep=self.keep_stages, fun=fun, events=events,
-            event_states=self.event_states, jac=jac)
+            event_states=self.event_states, jac=jac, lanes=self.lanes)
 
     def body(self):
         """The per-object ``body``, made in memory from the same `source` as the
@@ -110,14 +115,42 @@ class KernelSpec:
                                                                     jac_source)
         functions = self.event_functions if self.jac is None else (
             self.event_functions + (self.jac,))
-        key = cache.key(self.fun, functions, prelude,
-                        code_options=ObjectKernel.code_options())
+        options = ObjectKernel.code_options()
+        if self.lanes:  # compiled for this CPU's vectors
+            options = tuple(options) + target.lane_code_options(self.lanes)
+        key = cache.key(self.fun, functions, prelude, code_options=options)
         return key, prelude
 
     def build(self):
-        return ObjectKernel(self.body(), arguments(bool(self.event_functions),
-                                                   self.event_states, self.records),
-                            self.recipe())
+        args = arguments(bool(self.event_functions), self.event_states, self.records)
+        if self.lanes:
+            scalar = dataclasses.replace(self, lanes=0)
+            return target.LaneKernel(self.body(), args, self.recipe(),
+                                     lambda: _built(scalar))
+        return ObjectKernel(self.body(), args, self.recipe())
+
+
+def _built(spec):
+    if spec not in KERNELS:
+        KERNELS[spec] = spec.build()
+    return KERNELS[spec]
+
+
+def lanes(method, fun, event_functions=(), records=False, jac=None):
+    """The lane width for this kernel on the active target (`.lanes`): 0 where the
+    per-object loop runs it (``HAPSIRA_LANES=off``, a target or a solve the lane
+    loop does not cover). A width asked of a target without lanes is refused."""
+    if settings.LANES == 0:
+        return 0
+    if not hasattr(target, "lane_width"):
+        if settings.LANES == "auto":
+            return 0
+        raise ValueError(f"HAPSIRA_LANES={settings.LANES}: the {target.NAME} target has no "
+                         "lane mode (the host targets cpu and parallel have); use "
+                         "HAPSIRA_LANES=auto or off with it")
+    if not lanes_module.supports(method, fun, event_functions, records, jac):
+        return 0
+    return target.lane_width()
 
 
 def kernel(method, n, fun, event_functions, event_states=False, jac=None, records=False):
@@ -125,10 +158,9 @@ def kernel(method, n, fun, event_functions, event_states=False, jac=None, record
     `KernelSpec` and process); ``jac``: the user's ``jac=`` for an implicit method;
     ``records``: a kernel that also takes the step records (`arguments`)."""
     spec = KernelSpec(method, n, fun, tuple(event_functions), event_states, jac=jac,
-                      records=records)
-    if spec not in KERNELS:
-        KERNELS[spec] = spec.build()
-    return KERNELS[spec]
+                      records=records,
+                      lanes=lanes(method, fun, tuple(event_functions), records, jac))
+    return _built(spec)
 
 
 _BODY = """
@@ -145,6 +177,20 @@ def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
     # no step records: typed stand-ins, never written (records=False)
     solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
           y, info, t_events, y_events, n_events, scratch, work, scratch, y_events)
+"""
+
+_LANES_BODY = """
+from hapsira_core.ivp.lanes import make_solve_lanes
+from hapsira_core.jit import hjit
+
+solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes})
+
+
+@hjit
+def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+         y, info, t_events, y_events, n_events, scratch, work, first, last):
+    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+          y, info, t_events, y_events, n_events, scratch, work, first, last)
 """
 
 _RECORDS_BODY = """

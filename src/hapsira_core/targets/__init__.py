@@ -26,6 +26,11 @@ it needs. A target provides
 ``local_dask_cluster``  a Dask cluster on this machine suited to the target
 ``progress_min_chunk()`` (optional) the fewest objects per kernel call when
                          ``progress=True`` runs the objects in chunks
+``LaneKernel``,          (optional) the lane loop's kernel (`hapsira_core.ivp.lanes`),
+``lane_width()``,        the objects per core it steps at once (0: off) and
+``lane_code_options(w)`` what its code depends on (CPU features); a target
+                         without them runs ``HAPSIRA_LANES=auto`` per object
+                         and refuses a width
 =======================  ===================================================
 
 A new target is one module (or folder) here, or in a folder named by

@@ -1,6 +1,7 @@
 """What the host targets (cpu, parallel) share: ``numba.njit`` functions, C called
 by symbol, and XLA handlers that are numba ``cfunc``s."""
 
+import contextlib
 import math
 import sys
 import warnings
@@ -344,3 +345,114 @@ class PrangeLoop(kernel.ObjectKernel):
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", parallel=True, cache=cached)(function)
+
+
+# --- lanes: several objects per core at once (hapsira_core.ivp.lanes) ---
+
+@contextlib.contextmanager
+def slp_vectorizer():
+    """numba's SLP vectoriser on while a lane kernel compiles (numba leaves it off by
+    default; the per-object kernels keep that). The lane loop's attempt is W lanes'
+    isomorphic straight-line code, which this pass packs into vector instructions."""
+    old = numba.core.config.SLP_VECTORIZE
+    numba.core.config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        numba.core.config.SLP_VECTORIZE = old
+
+
+def cpu_features():
+    """The host CPU's name and LLVM features: lane kernels are compiled for them."""
+    import llvmlite.binding as llvm
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def vector_doubles():
+    """float64s per vector register of the host: 8 with AVX-512, 4 with AVX, else 2."""
+    features = cpu_features()[1].split(",")
+    if "+avx512f" in features:
+        return 8
+    if "+avx" in features:
+        return 4
+    return 2
+
+
+def lane_width():
+    """Objects per lane kernel call (``HAPSIRA_LANES``): 0 where off."""
+    if settings.LANES == "auto":
+        return AUTO_LANES_PER_VECTOR * vector_doubles()
+    return settings.LANES
+
+
+#: auto's width in vectors: see docs/benchmarks.md ("Lanes") for the widths measured
+AUTO_LANES_PER_VECTOR = 1
+
+
+def lane_code_options(width):
+    """What a lane kernel's code depends on beyond the target's options."""
+    return ("lanes", width, "slp") + cpu_features()
+
+
+class LaneKernel(kernel.ObjectKernel):
+    """``body(arrays..., first, last)`` on ranges of objects: the lane loop
+    (`hapsira_core.ivp.lanes`) over all objects (cpu) or over chunks on all cores
+    (parallel). ``scalar``: the per-object kernel of the same solve (the JAX front's
+    handlers call a per-object body), made when first asked for."""
+
+    PARALLEL = False
+
+    def __init__(self, body, args, recipe, scalar):
+        super().__init__(body, args, recipe)
+        self._scalar = scalar
+
+    @property
+    def scalar(self):
+        if callable(self._scalar):
+            self._scalar = self._scalar()
+        return self._scalar
+
+    def _source(self):
+        names, _, first_out = self._call_parts()
+        if not self.PARALLEL:
+            return (f"{FLOATS_IMPORT}\n\n"
+                    f"def kernel({names}):\n"
+                    f"    mode = ieee_floats()\n"
+                    f"    body({names}, 0, {first_out}.shape[0])\n"
+                    f"    restore_floats(mode)\n")
+        # chunks of objects, many per thread so that uneven objects balance (the
+        # thread count is not read here: numba's get_num_threads() is a dynamic
+        # global, which keeps the kernel out of the disk cache); an object's
+        # numbers do not depend on its chunk (lanes are independent)
+        return (f"import numba as _numba\n"
+                f"import numpy as _np\n"
+                f"{FLOATS_IMPORT}\n\n\n"
+                f"def kernel({names}):\n"
+                f"    total = {first_out}.shape[0]\n"
+                f"    size = max(16, (total + 1023) // 1024)\n"
+                f"    chunks = (total + size - 1) // size\n"
+                f"    done = _np.zeros(chunks, _np.bool_)\n"
+                f"    for c in _numba.prange(chunks):\n"
+                f"        k = _np.int64(c)\n"
+                f"        mode = ieee_floats()\n"
+                f"        body({names}, k * size, min(total, (k + 1) * size))\n"
+                f"        restore_floats(mode)\n"
+                f"        done[k] = True\n"
+                # prange drops an exception raised past a thread's first chunk
+                f"    for k in range(chunks):\n"
+                f"        if not done[k]:\n"
+                f"            raise IndexError('index is out of bounds')\n")
+
+    def _compile(self, function, cached):
+        return numba.njit(error_model="numpy", parallel=self.PARALLEL, cache=cached)(function)
+
+    def _build(self):
+        with slp_vectorizer():  # compiled now, not at the first call, to have it on
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+    def _run(self, compiled, arrays):
+        if arrays[self.n_inputs].shape[0] > 0:
+            with np.errstate(all="ignore"):
+                compiled(*arrays)

@@ -6,7 +6,7 @@ from .. import settings
 from ..kernels import kernel
 from . import _host
 from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa: F401
-                    rsqrt)
+                    lane_code_options, lane_width, rsqrt)
 
 NAME = "cpu"
 #: numba compiles bounds checks into functions that ask for them (params read at
@@ -55,3 +55,10 @@ class ObjectKernel(kernel.ObjectKernel):
 
     def _run(self, compiled, arrays):
         compiled(*arrays)
+
+
+class LaneKernel(_host.LaneKernel):
+    """The lane loop over all objects on one core."""
+    TARGET = NAME
+    PARALLEL = False
+    code_options = staticmethod(code_options)

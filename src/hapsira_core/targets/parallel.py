@@ -7,7 +7,7 @@ from .. import settings
 from ..kernels import kernel
 from . import _host
 from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa: F401
-                    rsqrt)
+                    lane_code_options, lane_width, rsqrt)
 
 NAME = "parallel"
 #: numba compiles bounds checks into functions that ask for them (params read at
@@ -77,3 +77,10 @@ class ObjectKernel(kernel.ObjectKernel):
             # A failing object's NaNs are its own status, not a ufunc warning.
             with np.errstate(all="ignore"):
                 compiled(*arrays)
+
+
+class LaneKernel(_host.LaneKernel):
+    """The lane loop on chunks of objects on all cores."""
+    TARGET = NAME
+    PARALLEL = True
+    code_options = staticmethod(code_options)

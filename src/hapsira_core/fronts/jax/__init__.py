@@ -188,7 +188,7 @@ def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"
         conf = jnp.asarray(conf).at[:, layout.t0].set(t0).at[:, layout.tf].set(tf)
     shapes = problem.output_shapes(n_objects)
     try:
-        kernel = xla_kernel(problem.kernel, what)
+        kernel = xla_kernel(getattr(problem.kernel, "scalar", problem.kernel), what)
         # the argument order of Problem.run: y0, t_eval, params, then the shared rows
         outputs = kernel(y0, t_eval, params, conf, *rows, n=n_objects,
                          sizes=kernel.output_sizes(shapes.values()))

@@ -1,0 +1,249 @@
+"""The lane loop (`hapsira_core.ivp.lanes`): W objects per core at once, bit-identical to the
+per-object loop.
+
+Each problem runs twice in one process, once with the per-object kernel and once with a
+lane kernel of a given width (`build.lanes` pinned by monkeypatch: ``HAPSIRA_LANES`` is read
+at import), and every output must be equal bit for bit: states, statuses, nfev, nsteps.
+The ensembles have per-object parameters and spans (one integrated backward), an object
+count that no width divides, and failing objects among them (a NaN initial state, a
+parameter that overflows f) that get their own status while the others keep their bits.
+Widths 2 and 3 keep the compile short; the host's own width runs on Van der Pol.
+"""
+
+import math
+import types
+
+import numpy as np
+import pytest
+
+from hapsira_core import settings
+from hapsira_core.ivp import Event, build, lanes, solve_ivp
+from hapsira_core.jit import hjit
+from hapsira_core.targets import active as target
+from hapsira_cowell.perturbations import J2_perturbation, two_body
+
+HOST_LANES = hasattr(target, "lane_width")
+host_only = pytest.mark.skipif(not HOST_LANES, reason="lanes are a host-target mode "
+                               "(cpu, parallel); the refusal elsewhere is tested below")
+
+FIELDS = ("y", "t", "status", "nfev", "nsteps", "njev", "nlu")
+
+
+@hjit
+def van_der_pol(t, y, p):
+    return (y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0])
+
+
+@hjit
+def lotka_volterra(t, y, p):
+    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+
+
+@hjit
+def lorenz(t, y, p):
+    return (p[0] * (y[1] - y[0]), y[0] * (p[1] - y[2]) - y[1], y[0] * y[1] - p[2] * y[2])
+
+
+@hjit
+def crossing(t, y, p):
+    return y[0]
+
+
+@hjit
+def van_der_pol_rows(t, y, p, dydt):
+    dydt[0] = y[1]
+    dydt[1] = p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]
+
+
+def _ensemble(name, n, seed):
+    """(fun, y0, params, t0, tf) of n objects with their own parameters and spans."""
+    rng = np.random.default_rng(seed)
+    if name == "van_der_pol":
+        y0 = np.column_stack([rng.uniform(0.5, 2.5, n), rng.uniform(-1.0, 1.0, n)])
+        return van_der_pol, y0, rng.uniform(0.5, 3.0, (n, 1)), 0.0, rng.uniform(5.0, 12.0, n)
+    if name == "lotka_volterra":
+        y0 = rng.uniform(1.0, 10.0, (n, 2))
+        params = np.column_stack([rng.uniform(1.0, 2.0, n), rng.uniform(0.5, 1.5, n),
+                                  rng.uniform(2.0, 4.0, n), rng.uniform(0.5, 1.5, n)])
+        return lotka_volterra, y0, params, 0.0, rng.uniform(4.0, 9.0, n)
+    y0 = rng.uniform(-10.0, 10.0, (n, 3)) + np.array([0.0, 0.0, 25.0])
+    params = np.column_stack([rng.uniform(9.0, 11.0, n), rng.uniform(26.0, 30.0, n),
+                              rng.uniform(2.4, 2.9, n)])
+    return lorenz, y0, params, 0.0, rng.uniform(1.0, 3.0, n)
+
+
+def _solve(monkeypatch, width, *args, **kwargs):
+    monkeypatch.setattr(build, "lanes", lambda *a, **k: width)
+    result = solve_ivp(*args, **kwargs)
+    monkeypatch.undo()
+    return result
+
+
+def _assert_same(lane, scalar, rows=slice(None)):
+    """Every field of ``lane`` equal, bit for bit, to ``scalar``'s objects ``rows``."""
+    for field in FIELDS:
+        a, b = np.asarray(getattr(lane, field)), np.asarray(getattr(scalar, field))
+        if b.ndim and b.shape[0] == np.asarray(scalar.status).shape[0]:
+            b = b[rows]
+        assert a.dtype == b.dtype and a.shape == b.shape, field
+        assert a.tobytes() == b.tobytes(), f"{field} differs from the per-object loop"
+
+
+CASES = [  # problem, method, width, explicit output times
+    ("van_der_pol", "DOP853", 3, True),
+    ("lotka_volterra", "RK45", 2, False),
+    ("lorenz", "RK23", 2, True),  # sigma = 1e300 makes it stiff: max_steps ends it
+]
+
+
+@host_only
+@pytest.mark.parametrize("name, method, width, outputs", CASES)
+def test_ensembles_bit_identical_with_failures(monkeypatch, name, method, width, outputs):
+    n = 11  # no width divides it: the last lanes run dry at different times
+    fun, y0, params, t0, tf = _ensemble(name, n, seed=len(name))
+    if name != "lorenz":  # (backward, Lorenz's flow expands volumes: it blows up)
+        tf[4] = -tf[4]  # one object integrates backward
+    y0[2, 0] = math.nan  # its own status: bad initial state
+    params[7, 0] = 1e300  # f overflows in the first steps: its own failure status
+    kwargs = {"method": method, "rtol": 1e-9, "atol": 1e-12, "params": params}
+    if outputs:  # t0 itself among them: scipy's interpolant of the first step
+        kwargs["t_eval"] = np.stack([np.linspace(0.0, t, 5) for t in tf])
+    lane = _solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs)
+    scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+    _assert_same(lane, scalar)
+    status = np.asarray(scalar.status)
+    assert status[2] == -3 and status[7] < 0 and (np.delete(status, [2, 7]) == 0).all()
+    assert np.isnan(np.asarray(lane.y)[[2, 7]][..., -1]).all()
+    # the others have the bits they have without the failing objects beside them
+    keep = [i for i in range(n) if i not in (2, 7)]
+    alone = dict(kwargs, params=params[keep])
+    if outputs:
+        alone["t_eval"] = kwargs["t_eval"][keep]
+    others = _solve(monkeypatch, width, fun, (t0, tf[keep]), y0[keep], **alone)
+    _assert_same(others, scalar, rows=keep)
+
+
+@host_only
+def test_max_steps_and_max_step_bit_identical(monkeypatch):
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 7, seed=3)
+    for kwargs in ({"max_steps": 9}, {"max_step": 0.05}, {"first_step": 1e-3}):
+        kwargs.update(method="DOP853", rtol=1e-9, atol=1e-12, params=params)
+        lane = _solve(monkeypatch, 3, fun, (t0, tf), y0, **kwargs)
+        scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+        _assert_same(lane, scalar)
+    assert (np.asarray(lane.nsteps) > 0).all()
+
+
+@host_only
+def test_host_width_on_van_der_pol(monkeypatch):
+    width = target.lane_width() or 4
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 4 * width + 1, seed=5)
+    kwargs = {"method": "DOP853", "rtol": 1e-10, "atol": 1e-12, "params": params}
+    _assert_same(_solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs),
+                 _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs))
+
+
+@host_only
+def test_orbit_workload_bit_identical(monkeypatch):
+    from reference import K_EARTH, R_EARTH, coe_to_rv
+
+    from hapsira_cowell import cowell
+
+    rng = np.random.default_rng(7)
+    states = [coe_to_rv(K_EARTH, R_EARTH + rng.uniform(300, 1200), rng.uniform(0, 0.02),
+                        rng.uniform(0, math.pi), *rng.uniform(0, 2 * math.pi, 3))
+              for _ in range(5)]
+    r0 = np.array([s[0] for s in states])
+    v0 = np.array([s[1] for s in states])
+    tofs = np.linspace(0.0, 6 * 3600.0, 4)
+    results = []
+    for width in (2, 0):
+        monkeypatch.setattr(build, "lanes", lambda *a, width=width, **k: width)
+        results.append(cowell(K_EARTH, r0, v0, tofs, f=_two_body_j2, rtol=1e-11))
+        monkeypatch.undo()
+    lane, scalar = results
+    for field in ("rr", "vv", "status", "nfev"):
+        assert np.asarray(getattr(lane, field)).tobytes() == \
+            np.asarray(getattr(scalar, field)).tobytes(), field
+    assert (np.asarray(scalar.status) == 0).all()
+
+
+@hjit
+def _two_body_j2(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    a = J2_perturbation(t, rr, vv, k, 1.08262668e-3, 6378.137)
+    return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
+
+
+@host_only
+def test_fallbacks_are_automatic(monkeypatch):
+    """What the lane loop does not cover runs per object, with no error, under any width."""
+    monkeypatch.setattr(settings, "LANES", 4)
+    event = Event(crossing)
+    assert build.lanes("DOP853", van_der_pol) == 4
+    assert build.lanes("DOP853", van_der_pol, (event.device_function,)) == 0  # events
+    assert build.lanes("DOP853", van_der_pol_rows) == 0  # array form (and so stm=True)
+    assert build.lanes("Radau", van_der_pol) == 0  # implicit methods
+    assert build.lanes("DOP853", van_der_pol, records=True) == 0  # dense_output, "steps"
+    assert build.lanes("RK45", van_der_pol, jac=van_der_pol) == 0
+    fun, y0, params, t0, _tf = _ensemble("van_der_pol", 5, seed=1)
+    result = solve_ivp(fun, (t0, 5.0), y0, params=params, events=[event], dense_output=True)
+    assert (np.asarray(result.status) == 0).all()
+    monkeypatch.setattr(settings, "LANES", 0)
+    assert build.lanes("DOP853", van_der_pol) == 0
+
+
+def test_target_without_lanes(monkeypatch):
+    """auto runs per object where a target has no lanes (cuda); a width is refused."""
+    if HOST_LANES:  # the host targets: a stand-in target without lanes
+        monkeypatch.setattr(build, "target", types.SimpleNamespace(NAME="cuda"))
+    monkeypatch.setattr(settings, "LANES", "auto")
+    assert build.lanes("DOP853", van_der_pol) == 0
+    monkeypatch.setattr(settings, "LANES", 4)
+    with pytest.raises(ValueError, match="HAPSIRA_LANES=4: the cuda target has no lane mode"):
+        build.lanes("DOP853", van_der_pol)
+
+
+@pytest.mark.parametrize("raw, expected", [("auto", "auto"), ("off", 0), ("0", 0), ("4", 4),
+                                           (" 8 ", 8), ("AUTO", "auto")])
+def test_setting(monkeypatch, raw, expected):
+    monkeypatch.setenv("HAPSIRA_LANES", raw)
+    assert settings._lanes("HAPSIRA_LANES", "auto") == expected
+
+
+@pytest.mark.parametrize("raw", ["x", "65", "-2", "4.5", ""])
+def test_bad_setting(monkeypatch, raw):
+    monkeypatch.setenv("HAPSIRA_LANES", raw)
+    with pytest.raises(ValueError, match="HAPSIRA_LANES=.*expected 'auto', 'off' or a lane width"):
+        settings._lanes("HAPSIRA_LANES", "auto")
+
+
+@host_only
+def test_cache_key_has_width_and_cpu(monkeypatch):
+    import llvmlite.binding as llvm
+    options = target.lane_code_options(4)
+    assert 4 in options and llvm.get_host_cpu_name() in options
+    assert llvm.get_host_cpu_features().flatten() in options
+    keys = {build.KernelSpec("DOP853", 2, van_der_pol, lanes=w).recipe()[0] for w in (0, 2, 4)}
+    assert len(keys) == 3
+
+
+@host_only
+def test_attempt_is_packed_vector_code():
+    """The lanes' attempt compiles to packed instructions (4 float64 per ymm on AVX2)."""
+    import re
+
+    from hapsira_core.targets import _host
+
+    if _host.vector_doubles() < 4:
+        pytest.skip("no AVX on this host")
+    width = 4
+    attempt = lanes.make_attempt("DOP853", 2, van_der_pol, width)
+    n_rows = 3 + 12 + 1 + 2
+    with _host.slp_vectorizer():
+        attempt(np.ones((n_rows, 2, width)), np.ones((lanes.N_FLOATS, width)),
+                np.ones((1, 1)), np.zeros((lanes.N_INTS, width), np.int64), np.ones((1, 8)))
+    asm = "\n".join(attempt.inspect_asm().values())
+    packed = len(re.findall(r"\bvmulpd\b[^\n]*ymm", asm))
+    scalar = len(re.findall(r"\bvmulsd\b", asm))
+    assert packed > 100 and packed > scalar, (packed, scalar)
