@@ -74,6 +74,7 @@ def _ensemble(name, n, seed):
 
 def _solve(monkeypatch, width, *args, **kwargs):
     monkeypatch.setattr(build, "lanes", lambda *a, **k: width)
+    monkeypatch.setattr(settings, "LANES", width)  # a number: lanes at any object count
     result = solve_ivp(*args, **kwargs)
     monkeypatch.undo()
     return result
@@ -159,6 +160,7 @@ def test_orbit_workload_bit_identical(monkeypatch):
     results = []
     for width in (2, 0):
         monkeypatch.setattr(build, "lanes", lambda *a, width=width, **k: width)
+        monkeypatch.setattr(settings, "LANES", width)
         results.append(cowell(K_EARTH, r0, v0, tofs, f=_two_body_j2, rtol=1e-11))
         monkeypatch.undo()
     lane, scalar = results
@@ -247,3 +249,23 @@ def test_attempt_is_packed_vector_code():
     packed = len(re.findall(r"\bvmulpd\b[^\n]*ymm", asm))
     scalar = len(re.findall(r"\bvmulsd\b", asm))
     assert packed > 100 and packed > scalar, (packed, scalar)
+
+
+@host_only
+def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
+    """Under auto a call below AUTO_LANES_MIN_OBJECTS never compiles the lane kernel
+    (it compiles twice as long); at or above it the lane kernel runs."""
+    from hapsira_core.targets import _host
+
+    calls = []
+    monkeypatch.setattr(settings, "LANES", "auto")
+    monkeypatch.setattr(_host.LaneKernel, "compile", lambda self: calls.append(self) or
+                        (_ for _ in ()).throw(RuntimeError("lane kernel compiled")))
+    monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 3)
+    y0 = np.array([[1.0, 0.5], [0.3, -0.2]])
+    res = solve_ivp(van_der_pol, (0.0, 2.0), y0, params=np.array([[1.0], [2.0]]))
+    assert calls == [] and list(res.status) == [0, 0]
+    with pytest.raises(RuntimeError, match="lane kernel compiled"):
+        solve_ivp(van_der_pol, (0.0, 2.0), np.vstack([y0, y0]),
+                  params=np.array([[1.0], [2.0], [1.0], [2.0]]))
+    assert len(calls) == 1
