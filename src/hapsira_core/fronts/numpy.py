@@ -153,14 +153,13 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
                     first_step=first_step, end_states=t_eval is None, jac=jac,
                     step_records=step_records)
-    if stm:
-        at_events = sensitivities.event_matrices(raw, n, single)
-        matrices = sensitivities.split(raw, n, single)
+    matrices = {}
+    if stm:  # before split, which leaves the kernel's rows the state's
+        matrices["stm_events"] = sensitivities.event_matrices(raw, n, False)
+        matrices["stm"] = sensitivities.split(raw, n, False)
     if all_steps:
         times = raw["steps"][:, :, 0]
-    result = IVPResult(times, raw, single)
+    result = IVPResult.from_kernel(times, raw, single, **matrices)
     if dense_output:
         result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
-    if stm:
-        result.stm, result.stm_events = matrices, at_events
     return result
