@@ -434,11 +434,11 @@ def _solve_block(blob, y0, *rows):
                         end_states=spec["end_states"])
     if not spec["stm"]:
         return tuple(raw[name] for name in _RAW)
-    at_events = sensitivities.event_matrices(raw, n, False)
-    matrices = sensitivities.split(raw, n, False)
+    matrices = sensitivities.matrices(raw, n)
+    at_events = matrices["stm_events"]
     stacked = (np.stack(at_events, axis=1) if at_events
                else np.empty((y0.shape[0], 0, raw["y_events"].shape[2], n, n)))
-    return tuple(raw[name] for name in _RAW) + (matrices, stacked)
+    return tuple(raw[name] for name in _RAW) + (matrices["stm"], stacked)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,

@@ -239,8 +239,5 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                       [user_fun if stm else fun] + [e.g for e in events], diagnose,
                       max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
-    matrices = {}
-    if stm:  # before split, which leaves the kernel's rows the state's
-        matrices["stm_events"] = sensitivities.event_matrices(raw, n, False)
-        matrices["stm"] = sensitivities.split(raw, n, False)
+    matrices = sensitivities.matrices(raw, n) if stm else {}
     return IVPResult.from_kernel(times, raw, single, **matrices)
