@@ -7,8 +7,15 @@ import pytest
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
-from hapsira_core.ivp import STATUS_MESSAGES, Event, IVPResult, ObjectResult, Statuses, results
-from hapsira_core.ivp import solve_ivp
+from hapsira_core.ivp import (
+    STATUS_MESSAGES,
+    Event,
+    IVPResult,
+    ObjectResult,
+    Statuses,
+    results,
+    solve_ivp,
+)
 from hapsira_core.jit import hjit
 
 SIM = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -90,17 +97,17 @@ def test_each_object_is_scipys_solution(solved):
 
 def test_one_object_is_the_batch_row_without_its_axis(solved):
     y0, params, t_eval, _ = solved
-    batch = _solve(y0[:2], params[:2], t_eval[1], stm=True)
-    one = _solve(y0[1], params[1], t_eval[1], stm=True)
-    assert one.single and len(one) == 1 and one.y.shape == (2, 4)
-    assert one.stm.shape == (2, 2, 4) and one.stm_events[0].shape == (4, 2, 2)
+    batch = _solve(y0[:2], params[:2], t_eval[0], stm=True)
+    one = _solve(y0[1], params[1], t_eval[0], stm=True)
+    assert one.single and len(one) == 1 and one.y.shape == (2, 5)
+    assert one.stm.shape == (2, 2, 5) and one.stm_events[0].shape == (4, 2, 2)
     assert set(one.arrays()) == set(batch.arrays())
     for name, array in one.arrays().items():
         want = batch.arrays()[name]
         np.testing.assert_array_equal(array, want if name == "t" else want[1], err_msg=name)
     assert vars(one[0]).keys() == vars(batch[1]).keys()
     np.testing.assert_array_equal(one[-1].stm, batch[1].stm)
-    assert one[0].stm.shape == (2, 2, 4) and one.messages() == STATUS_MESSAGES[0]
+    assert one[0].stm.shape == (2, 2, 5) and one.messages() == STATUS_MESSAGES[0]
     with pytest.raises(IndexError, match=r"res\[1\]: the result holds 1 object"):
         one[1]
 
@@ -155,5 +162,5 @@ def test_dask_view_is_the_same_result_computed_later(solved):
         assert type(done) is IVPResult and type(lazy.persist()) is DaskIVPResult
         for name, array in res.arrays().items():
             np.testing.assert_array_equal(done.arrays()[name], array, err_msg=name)
-        one = _solve(da.from_array(y0[1], chunks=2), params[1], t_eval[1])
+        one = _solve(da.from_array(y0[1], chunks=2), params[1], t_eval[1, :4])
         assert len(one) == 1 and one[0].t.tolist() == res[1].t.tolist()

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from astropy import units as u
 from astropy.time import Time
+from reference import K_EARTH, R_EARTH, varied_orbits
 
 from hapsira_core import settings
 from hapsira_core.ivp import results as core
 from hapsira_cowell import STATUS_MESSAGES, CowellResult, OrbitsResult, cowell
 from hapsira_cowell.models.events import AltitudeCrossEvent, NodeCrossEvent
 from hapsira_cowell.propagation.orbits import _with_epoch
-from reference import K_EARTH, R_EARTH, varied_orbits
 
 SIM = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 # a terminal re-entry crossing and a node crossing recorded fewer times than it occurs
@@ -20,12 +20,13 @@ TOFS = np.array([300.0, 1200.0]) if SIM else np.array([600.0, 3000.0, 9000.0])
 
 
 def _cloud(seed):
-    """Named orbits, one grazing 340 km (stopped by the event) and one NaN state."""
+    """Named orbits, one falling from 400 km (stopped by the 350 km event on its way
+    down) and one NaN state."""
     states = varied_orbits(seed)
     names = ["leo", "sso", "eccentric"] if SIM else ["leo", "sso", "eccentric", "molniya", "geo"]
     r0 = [states[name][0] for name in names]
     v0 = [states[name][1] for name in names]
-    r = R_EARTH + 340.0
+    r = R_EARTH + 400.0  # its apoapsis: perigee below the ground
     r0 += [[r, 0.0, 0.0], [np.nan, 0.0, 0.0]]
     v0 += [[0.0, 0.98 * np.sqrt(K_EARTH / r), 1.0], [0.0, 7.5, 0.0]]
     return np.array(r0), np.array(v0)
