@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 
 # public name -> submodule that defines it
 _LAZY = {
-    "cowell": "propagation.api", "CowellResult": "propagation.propagator",
-    "STATUS_MESSAGES": "propagation.propagator",
+    "cowell": "propagation.api", "CowellResult": "propagation.results",
+    "STATUS_MESSAGES": "propagation.results",
     "states_from_orbits": "propagation.orbits", "propagate_orbits": "propagation.orbits",
     "OrbitsResult": "propagation.orbits", "UnitsWarning": "units",
     "from_classical": "inputs.elements", "from_equinoctial": "inputs.elements",

@@ -31,10 +31,11 @@ import math
 import os
 import pickle
 import sys
+from typing import ClassVar
 
 import numpy as np
 
-from ..ivp.results import IVPResult
+from ..ivp.results import TIMES, IVPResult
 
 __all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
@@ -284,32 +285,57 @@ def _zarr_chunks(array):
 
 
 class DaskResult:
-    """What the Dask results share: compute, persist and stream to Zarr."""
+    """The Dask view of a result type (mixed in before it): the same fields as Dask
+    arrays, computed when asked (`compute`, `persist`, `to_zarr`, ``res[i]``, or
+    ``dask.compute`` on fields together, so that each chunk runs once)."""
+
+    #: The result class this one is a view of (what `compute` returns).
+    BASE = None
+    #: Zarr group attributes besides the fields' documentation (`to_zarr`).
+    PRODUCER: ClassVar[dict] = {}
 
     def _fields(self):
         """``{name: array}``: what `to_zarr` writes, as the result shows it."""
-        raise NotImplementedError
+        return self.arrays()
 
-    def _numpy(self, computed):
-        """The numpy result from computed `_lazy` arrays."""
-        raise NotImplementedError
+    def _attrs(self):
+        return {**self.PRODUCER, "fields": {f.name: f.doc for f in self.FIELDS},
+                "status_messages": {str(k): v for k, v in self.MESSAGES.items()}}
 
-    def _lazy(self):
-        """``{name: Dask array}`` from which `_numpy` makes the numpy result."""
-        raise NotImplementedError
+    def _numpy(self, computed, single=None):
+        """The numpy result from computed `arrays`."""
+        return self.with_arrays(computed, self.BASE, single)
+
+    def _rebuild(self, lazy):
+        """This result with other Dask arrays (persisted ones)."""
+        return self.with_arrays(lazy)
+
+    def _summary(self):
+        n = self.status.shape[0] if self.status.ndim else 1
+        chunks = len(self.status.chunks[0]) if self.status.ndim else 1
+        return f"objects={n}, chunks={chunks}, Dask arrays: .compute() or .to_zarr(path)"
+
+    def _object(self, i):
+        """Object ``i`` of the numpy result, its row computed alone."""
+        import dask
+        if i is None:
+            return self.compute()[0]
+        rows = {name: array if field.role == TIMES and array.ndim == 1 else
+                array[i:i + 1] for name, field, array in self._flat()}
+        return self._numpy(dask.compute(rows)[0], single=False)[0]
 
     def compute(self, retries=RETRIES, **kwargs):
         """The numpy result (every chunk run once; ``retries``: reruns of a chunk that
         raised); ``kwargs`` go to ``dask.compute``."""
         import dask
-        lazy = self._lazy()
+        lazy = self.arrays()
         values = dask.compute(*lazy.values(), retries=retries, **kwargs)
         return self._numpy(dict(zip(lazy, values)))
 
     def persist(self, retries=RETRIES, **kwargs):
         """The same result with its chunks computed and kept on the workers."""
         import dask
-        lazy = self._lazy()
+        lazy = self.arrays()
         values = dask.persist(*lazy.values(), retries=retries, **kwargs)
         return self._rebuild(dict(zip(lazy, values)))
 
@@ -319,12 +345,12 @@ class DaskResult:
 
         ``store``: a path or URL (``storage_options`` go to fsspec) that every
         worker can write to. Arrays are named as the result's fields
-        (``t_events`` per event as ``t_events_0``, ...), with units and status
-        messages in the group's attributes. Each chunk of objects is computed
-        once and written as it finishes, so the result never has to fit in
-        memory. ``overwrite``: replace an existing group (else it is an
-        error). ``compute=False`` returns the Dask object that writes when
-        computed; ``kwargs`` go to ``dask.compute``.
+        (``t_events`` per event as ``t_events_0``, ...), with the fields'
+        documentation, units and status messages in the group's attributes. Each
+        chunk of objects is computed once and written as it finishes, so the
+        result never has to fit in memory. ``overwrite``: replace an existing
+        group (else it is an error). ``compute=False`` returns the Dask object
+        that writes when computed; ``kwargs`` go to ``dask.compute``.
         """
         import dask
         import dask.array as da
@@ -357,95 +383,14 @@ class DaskResult:
         dask.compute(*writes, retries=retries, **kwargs)
         return group
 
-    def _attrs(self):
-        return {}
-
-    def _rebuild(self, lazy):
-        raise NotImplementedError
-
-
-def _status_repr(self, name):
-    n = self.status.shape[0] if self.status.ndim else 1
-    chunks = len(self.status.chunks[0]) if self.status.ndim else 1
-    return f"{name}(objects={n}, chunks={chunks}, Dask arrays: .compute() or .to_zarr(path))"
-
-
-def _stm_fields(result, raw, single):
-    """``result.stm`` and ``result.stm_events`` (a list, one per event) from a chunk
-    task's ``stm``/``stm_events`` outputs (`_solve_block`), where ``stm=True``."""
-    if "stm" not in raw:
-        return result
-    result.stm = raw["stm"][0] if single else raw["stm"]
-    events = raw["stm_events"]
-    result.stm_events = [events[0, e] if single else events[:, e]
-                         for e in range(events.shape[1])]
-    return result
-
 
 class DaskIVPResult(DaskResult, IVPResult):
     """`hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
     shapes (``t`` stays numpy), computed when asked (`compute`,
-    `to_zarr`, or ``dask.compute`` on the fields)."""
+    `to_zarr`, ``res[i]``, or ``dask.compute`` on the fields)."""
 
-    def __init__(self, t, raw, single=False):
-        IVPResult.__init__(self, t, raw, single)
-        self._raw = raw
-        _stm_fields(self, raw, single)
-
-    @property
-    def success(self):
-        """True where the object reached ``tf`` or a terminal event (a Dask array)."""
-        return self.status >= 0
-
-    def messages(self):
-        """The meaning of each object's status (computes ``status``)."""
-        from ..ivp.layout import STATUS_MESSAGES
-        status = np.asarray(self.status.compute())
-        if status.ndim == 0:
-            return STATUS_MESSAGES[int(status)]
-        return [STATUS_MESSAGES[int(s)] for s in status]
-
-    def __len__(self):
-        return 1 if self.single else self.status.shape[0]
-
-    def __getitem__(self, i):
-        """Object ``i`` as an `hapsira_core.ivp.ObjectResult` (computes its row)."""
-        import dask
-        if self.single:
-            return self.compute()[i]
-        index = range(len(self))[i]
-        rows = dask.compute({k: v[index:index + 1] for k, v in self._raw.items()})[0]
-        t = self.t[index:index + 1] if self.t.ndim == 2 else self.t  # per-object times
-        return _stm_fields(IVPResult(t, rows), rows, False)[0]
-
-    def __repr__(self):
-        return _status_repr(self, "DaskIVPResult")
-
-    def _lazy(self):
-        return dict(self._raw)
-
-    def _numpy(self, computed):
-        return _stm_fields(IVPResult(self.t, computed, self.single), computed, self.single)
-
-    def _rebuild(self, lazy):
-        return DaskIVPResult(self.t, lazy, self.single)
-
-    def _fields(self):
-        fields = {"t": self.t, "y": self.y, "status": self.status, "nfev": self.nfev,
-                  "nsteps": self.nsteps, "n_events": self.n_events}
-        fields.update({f"t_events_{e}": t for e, t in enumerate(self.t_events)})
-        fields.update({f"y_events_{e}": y for e, y in enumerate(self.y_events)})
-        if getattr(self, "stm", None) is not None:
-            fields["stm"] = self.stm
-            fields.update({f"stm_events_{e}": m for e, m in enumerate(self.stm_events)})
-        return fields
-
-    def _attrs(self):
-        from ..ivp.layout import STATUS_MESSAGES
-        return {"producer": "hapsira_core.ivp.solve_ivp",
-                "layout": "y: (N, n, M) as scipy's sol.y per object; t_events_e: (N, C) "
-                          "per event e, NaN-padded; y_events_e: (N, C, n)",
-                "status_messages": {str(k): v for k, v in STATUS_MESSAGES.items()}}
+    BASE = IVPResult
+    PRODUCER: ClassVar[dict] = {"producer": "hapsira_core.ivp.solve_ivp"}
 
 
 # ----------------------------------------------------------------------- solve_ivp
@@ -489,11 +434,11 @@ def _solve_block(blob, y0, *rows):
                         end_states=spec["end_states"])
     if not spec["stm"]:
         return tuple(raw[name] for name in _RAW)
-    at_events = sensitivities.event_matrices(raw, n, False)
-    matrices = sensitivities.split(raw, n, False)
+    matrices = sensitivities.matrices(raw, n)
+    at_events = matrices["stm_events"]
     stacked = (np.stack(at_events, axis=1) if at_events
                else np.empty((y0.shape[0], 0, raw["y_events"].shape[2], n, n)))
-    return tuple(raw[name] for name in _RAW) + (matrices, stacked)
+    return tuple(raw[name] for name in _RAW) + (matrices["stm"], stacked)
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -564,8 +509,13 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if stm:
         outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64)]
         names = _RAW + _STM
-    fields = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")
-    return DaskIVPResult(times, dict(zip(names, fields)), single)
+    fields = dict(zip(names, blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")))
+    matrices = {}
+    if stm:
+        events = fields.pop("stm_events")
+        matrices = {"stm": fields.pop("stm"),
+                    "stm_events": [events[:, e] for e in range(events.shape[1])]}
+    return DaskIVPResult.from_kernel(times, fields, single, **matrices)
 
 
 # ------------------------------------------------------------------------ workers

@@ -97,7 +97,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         call without ``stm``. Events get ``y`` with the matrix after the state
         (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
         recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
-        held fixed: `hapsira_core.ivp.sensitivities.event_matrices`).
+        held fixed: `hapsira_core.ivp.sensitivities.matrices`).
     dense_output : bool
         scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
         coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
@@ -153,14 +153,10 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
                     first_step=first_step, end_states=t_eval is None, jac=jac,
                     step_records=step_records)
-    if stm:
-        at_events = sensitivities.event_matrices(raw, n, single)
-        matrices = sensitivities.split(raw, n, single)
+    matrices = sensitivities.matrices(raw, n) if stm else {}
     if all_steps:
         times = raw["steps"][:, :, 0]
-    result = IVPResult(times, raw, single)
+    result = IVPResult.from_kernel(times, raw, single, **matrices)
     if dense_output:
         result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
-    if stm:
-        result.stm, result.stm_events = matrices, at_events
     return result

@@ -198,29 +198,23 @@ def augmented(fun, user_fun, n, rtol, atol):
     return fun, rtol, atol
 
 
-def event_matrices(raw, n, single):
-    """Phi at each recorded event of an augmented run, before `split`: a list with one
-    ``(N, C, n, n)`` array per event (``(C, n, n)`` for one object), NaN-padded as
-    ``y_events``. It is the matrix at the event's time, interpolated as the state is
-    (the dense output of the augmented system): d y(t) / d y0 at t = t_event held fixed,
-    without the motion of t_event itself with y0."""
+def matrices(raw, n):
+    """The matrices of an augmented run, object axis first, and ``raw``'s rows made
+    the state's (changed in place): ``{"stm": (N, n, n, M), "stm_events": [one
+    (N, C, n, n) per event]}``, the fields of the result (`.results`).
+
+    ``stm_events`` is Phi at each recorded event, NaN-padded as ``y_events``: the
+    matrix at the event's time, interpolated as the state is (the dense output of
+    the augmented system), d y(t) / d y0 at t = t_event held fixed, without the
+    motion of t_event itself with y0."""
     full = raw["y_events"]  # (N, E, C, n + n * n)
-    out = []
-    for e in range(full.shape[1]):
-        block = full[:, e, :, n:]
-        block = block.reshape(block.shape[0], block.shape[1], n, n)
-        out.append(block[0] if single else block)
-    return out
-
-
-def split(raw, n, single):
-    """The kernel's rows of an augmented run as the state's (``raw`` changed in
-    place) and the STM, ``(N, n, n, M)`` (``(n, n, M)`` for one object)."""
-    full = raw["y"]
-    raw["y"] = full[..., :n]
-    raw["y_events"] = raw["y_events"][..., :n]
-    stm = full[..., n:].reshape(full.shape[0], full.shape[1], n, n).transpose(0, 2, 3, 1)
-    return stm[0] if single else stm
+    at_events = [full[:, e, :, n:].reshape(full.shape[0], full.shape[2], n, n)
+                 for e in range(full.shape[1])]
+    states = raw["y"]
+    raw["y"] = states[..., :n]
+    raw["y_events"] = full[..., :n]
+    stm = states[..., n:].reshape(states.shape[0], states.shape[1], n, n).transpose(0, 2, 3, 1)
+    return {"stm": stm, "stm_events": at_events}
 
 
 @factory

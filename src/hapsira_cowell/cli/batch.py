@@ -173,7 +173,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
 
 def summary_lines(run, catalog, tof, wall_seconds):
     """The end-of-run summary: objects, outcomes by status, re-entries, timings."""
-    from ..propagation.propagator import STATUS_MESSAGES
+    from ..propagation.results import STATUS_MESSAGES
 
     n = len(run.status)
     lines = [f"objects: {n} ({catalog.kind}, frame {catalog.frame}"

@@ -9,6 +9,8 @@ result is the single-process result for those objects, bit for bit. See
 """
 
 
+from typing import ClassVar
+
 import numpy as np
 from astropy import units as u
 
@@ -18,8 +20,8 @@ from hapsira_core.ivp import checks
 from ..units import is_quantity, to_value
 from .forms import (call_options, check_gm, check_tofs, check_units, refuse_stm, step_options,
                     units_unchecked)
-from .propagator import CowellResult, STATUS_MESSAGES
 from .propagator import cowell as cowell_numpy
+from .results import CowellResult
 
 __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_client",
            "close_client", "workers", "warm_up", "map_chunks"]
@@ -115,7 +117,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                ((), np.int64), ((len(events),), np.int64)]
     outputs += [((records,), np.float64)] * len(events)
     fields = core.blocks(propagate_chunk, blob, arrays, outputs, "hapsira-cowell")
-    return DaskCowellResult.from_fields(fields, tofs, single)
+    result = DaskCowellResult.of_objects(single, **_fields(fields))
+    result.tofs = tofs
+    return result
 
 
 class DaskCowellResult(core.DaskResult, CowellResult):
@@ -123,68 +127,21 @@ class DaskCowellResult(core.DaskResult, CowellResult):
 
     Fields and shapes as the numpy result, plus ``tofs`` (numpy). Nothing is
     computed until asked: `compute` (the numpy result), `persist`,
-    `to_zarr` (stream to a Zarr store), or ``dask.compute`` on fields,
-    together, so that each chunk runs once.
+    `to_zarr` (stream to a Zarr store), ``res[i]`` (object i alone), or
+    ``dask.compute`` on fields, together, so that each chunk runs once.
     """
 
-    @classmethod
-    def from_fields(cls, fields, tofs, single):
-        rr, vv, status, nfev, nsteps, n_events, *t_events = fields
-        if single:
-            rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
-            n_events, t_events = n_events[0], [t[0] for t in t_events]
-        result = cls(rr, vv, status, list(t_events), n_events, nfev, nsteps)
-        result.tofs, result.single = tofs, single
-        return result
-
-    @property
-    def success(self):
-        """True where the object reached the last time or a terminal event (a Dask array)."""
-        return self.status >= 0
-
-    def messages(self):
-        """The meaning of each object's status (computes ``status``)."""
-        status = np.asarray(self.status.compute())
-        if status.ndim == 0:
-            return STATUS_MESSAGES[int(status)]
-        return [STATUS_MESSAGES[int(s)] for s in status]
-
-    def __len__(self):
-        return 1 if self.single else self.status.shape[0]
-
-    def __repr__(self):
-        return core._status_repr(self, "DaskCowellResult")
-
-    def _lazy(self):
-        lazy = {"rr": self.rr, "vv": self.vv, "status": self.status, "nfev": self.nfev,
-                "nsteps": self.nsteps, "n_events": self.n_events}
-        lazy.update({f"t_events_{e}": t for e, t in enumerate(self.t_events)})
-        return lazy
-
-    def _split(self, values):
-        t_events = [values[f"t_events_{e}"] for e in range(len(self.t_events))]
-        return (values["rr"], values["vv"], values["status"], t_events, values["n_events"],
-                values["nfev"], values["nsteps"])
-
-    def _numpy(self, computed):
-        return CowellResult(*self._split(computed))
+    BASE = CowellResult
+    PRODUCER: ClassVar[dict] = {"producer": "hapsira_cowell.cowell",
+                "units": {"rr": "km", "vv": "km/s", "tofs": "s", "t_events_*": "s"}}
 
     def _rebuild(self, lazy):
-        result = DaskCowellResult(*self._split(lazy))
-        result.tofs, result.single = self.tofs, self.single
+        result = super()._rebuild(lazy)
+        result.tofs = self.tofs
         return result
 
     def _fields(self):
-        return dict(self._lazy(), tofs=self.tofs)
-
-    def _attrs(self):
-        return {"producer": "hapsira_cowell.cowell",
-                "units": {"rr": "km", "vv": "km/s", "tofs": "s", "t_events_*": "s"},
-                "layout": "rr, vv: (N, M, 3) at tofs, NaN after an object stopped; "
-                          "t_events_e: (N, C) times of event e, NaN-padded; "
-                          "n_events: (N, E)",
-                "status_messages": {str(code): text for code, text in STATUS_MESSAGES.items()}}
-
+        return dict(self.arrays(), tofs=self.tofs)
 
 
 # ---------------------------------------------------------------- the batch driver
@@ -227,9 +184,11 @@ def workers(client):
     return client.run(core.worker_info)
 
 
-def _result(values):
+def _fields(values):
+    """The fields of `propagate_chunk`'s outputs, by name."""
     rr, vv, status, nfev, nsteps, n_events, *t_events = values
-    return CowellResult(rr, vv, status, list(t_events), n_events, nfev, nsteps)
+    return {"rr": rr, "vv": vv, "status": status, "t_events": t_events, "n_events": n_events,
+            "nfev": nfev, "nsteps": nsteps}
 
 
 def warm_up(client, blob, r0, v0, params):
@@ -272,4 +231,4 @@ def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
         values = future.result()
         future.release()
         submit()
-        yield first, last, _result(values)
+        yield first, last, CowellResult.of_objects(**_fields(values))

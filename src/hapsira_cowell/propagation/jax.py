@@ -8,19 +8,17 @@ it with :func:`hapsira_core.jax.run`. On ``HAPSIRA_TARGET=cpu`` or
 platform; see ``docs/jax.md``.
 """
 
-from typing import NamedTuple
-
 # first: without JAX it raises an ImportError that names the extra to install
 from hapsira_core.fronts.jax import (DerivativeError, concrete, is_jax, option, params_rows,
                                      real, require_x64, run)
+from hapsira_core.fronts.jax.pytree import view
 
-import jax  # noqa: E402  (after the import that explains a missing JAX)
-import jax.numpy as jnp  # noqa: E402
+import jax.numpy as jnp  # noqa: E402  (after the import that explains a missing JAX)
 import numpy as np  # noqa: E402
 from hapsira_core.ivp import checks  # noqa: E402
-from hapsira_core.ivp.layout import INFO  # noqa: E402
 
 from ..units import is_quantity  # noqa: E402
+from . import results  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
 from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
 from .forms import refuse_stm, step_options, tofs_end  # noqa: E402
@@ -31,22 +29,8 @@ from .forms import check_tofs as _numpy_tofs  # noqa: E402
 __all__ = ["cowell", "CowellResult", "DerivativeError"]
 
 
-class CowellResult(NamedTuple):
-    """What :func:`cowell` returns: JAX arrays, a pytree (returnable from ``jax.jit``).
-
-    Fields and shapes as :class:`hapsira_cowell.CowellResult`: ``rr``, ``vv``
-    ``(N, M, 3)``; ``status``, ``nfev``, ``nsteps`` ``(N,)``; ``t_events``
-    a tuple of one ``(N, C)`` array per event; ``n_events`` ``(N, E)``. For
-    one object (``r0`` of shape ``(3,)``) the N axis is dropped.
-    """
-
-    rr: jax.Array
-    vv: jax.Array
-    status: jax.Array
-    t_events: tuple
-    n_events: jax.Array
-    nfev: jax.Array
-    nsteps: jax.Array
+#: `hapsira_cowell.CowellResult` of JAX arrays, a pytree (`hapsira_core.fronts.jax.pytree`).
+CowellResult = view(results.CowellResult, __name__)
 
 
 def _no_quantity(value, name, unit):
@@ -115,7 +99,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     Returns
     -------
     CowellResult
-        A named tuple of JAX arrays.
+        `hapsira_cowell.CowellResult`'s fields as JAX arrays, a pytree.
     """
     refuse_stm(stm, "JAX")
     require_x64("hapsira_cowell.propagation.jax.cowell")
@@ -150,15 +134,4 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     end = tofs[-1] if known is None else tofs_end(known)  # per-object rows: each its own
     raw = run(orbit_problem, y0, params, 0.0, end, rtol, atol,
               "hapsira_cowell.propagation.jax.cowell kernel")
-    y = raw["y"]
-    rr, vv = y[:, :, :3], y[:, :, 3:]
-    info = raw["info"]
-    status, nfev, nsteps = info[:, INFO.status], info[:, INFO.nfev], info[:, INFO.nsteps]
-    t_events = tuple(raw["t_events"][:, e] for e in range(len(events)))
-    n_events = raw["n_events"]
-    if single:
-        rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
-        t_events = tuple(t[0] for t in t_events)
-        n_events = n_events[0]
-    return CowellResult(rr, vv, status, t_events, n_events, nfev, nsteps)
-
+    return CowellResult.from_kernel(raw, single)

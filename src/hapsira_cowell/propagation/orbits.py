@@ -15,7 +15,9 @@ import numpy as np
 from astropy import units as u
 from astropy.time import Time
 
-from .propagator import CowellResult
+from hapsira_core.ivp.results import ATTRIBUTE, Field
+
+from .results import CowellResult
 
 __all__ = ["OrbitsResult", "propagate_orbits", "states_from_orbits"]
 
@@ -167,19 +169,18 @@ def _told(epoch):
 
 class OrbitsResult(CowellResult):
     """What `propagate_orbits` returns: `cowell`'s `CowellResult` (``rr``, ``vv``,
-    ``status``, ``t_events``, ``n_events``, ``nfev``, ``nsteps``, ``success``,
-    ``messages()``) plus ``epoch``.
+    ``status``, ``t_events``, ``n_events``, ``nfev``, ``nsteps``, ``stm``,
+    ``success``, ``messages()``, ``res[i]``) plus ``epoch``.
 
-    ``epoch`` (astropy ``Time``) is the common epoch the times of flight count
-    from: ``rr[i, j]`` is orbit i at ``epoch + tofs[j]``; with per-object epochs
-    a ``Time`` of shape ``(N,)``, orbit i's at ``epoch[i] + tofs[j]``. Unpacking as the
-    tuple ``res, epoch = propagate_orbits(...)`` of earlier versions still
-    works, with a `DeprecationWarning`; read ``res.epoch`` instead.
+    Unpacking as the tuple ``res, epoch = propagate_orbits(...)`` of earlier
+    versions still works, with a `DeprecationWarning`; read ``res.epoch`` instead.
     """
 
-    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps, epoch):
-        super().__init__(rr, vv, status, t_events, n_events, nfev, nsteps)
-        self.epoch = epoch
+    FIELDS = CowellResult.FIELDS + (Field(
+        "epoch", ATTRIBUTE, "astropy ``Time``: the common epoch the times of flight count "
+                            "from (``rr[i, j]`` is orbit i at ``epoch + tofs[j]``); with "
+                            "per-object epochs a ``Time`` of shape ``(N,)``, orbit i's at "
+                            "``epoch[i] + tofs[j]``"),)
 
     def __iter__(self):
         warnings.warn("propagate_orbits returns one OrbitsResult now: unpacking it as "
@@ -197,11 +198,11 @@ def _epoch_class(base):
 
 
 def _with_epoch(result, epoch):
-    """``result`` of `cowell` as an `OrbitsResult`: the numpy result's fields copied; a Dask
+    """``result`` of `cowell` as an `OrbitsResult`: the numpy result's fields; a Dask
     result (params given as a Dask array) keeps its class, the epoch mixed in."""
     if type(result) is CowellResult:
-        return OrbitsResult(result.rr, result.vv, result.status, result.t_events,
-                            result.n_events, result.nfev, result.nsteps, epoch)
+        return OrbitsResult(single=result.single, epoch=epoch,
+                            **{f.name: getattr(result, f.name) for f in CowellResult.FIELDS})
     result.__class__ = _epoch_class(type(result))
     result.epoch = epoch
     return result

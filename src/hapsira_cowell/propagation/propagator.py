@@ -6,10 +6,9 @@ start at 0, and results come back in orbit units and shapes.
 """
 
 import numpy as np
-from astropy import units as u
 
-from hapsira_core import ivp
 from hapsira_core.ivp import checks
+from hapsira_core.ivp.layout import INFO
 from hapsira_core.kernels.kernel import Columns
 from hapsira_core.progress import check as check_progress
 
@@ -17,46 +16,9 @@ from ..units import is_quantity
 from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
                     check_tofs, check_units, problem, step_options, tofs_end,
                     warn_if_all_failed)
+from .results import STATUS_MESSAGES, CowellResult  # their documented path
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
-
-#: What each ``status`` code means.
-STATUS_MESSAGES = {
-    ivp.SUCCESS: "reached the last time of flight",
-    ivp.TERMINATED: "stopped by a terminal event",
-    ivp.STEP_TOO_SMALL: "step size fell below 10 ulp of t (a singularity, e.g. "
-                        "a collision with the attractor's centre)",
-    ivp.MAX_STEPS: "max_steps accepted steps were not enough",
-    ivp.BAD_INITIAL_STATE: "initial state or its derivative is not finite "
-                           "(NaN or inf input, or r = 0)",
-}
-
-
-class CowellResult(ivp.Statuses):
-    """What `cowell()` returns.
-
-    ``rr``, ``vv``: states at ``tofs``, ``(N, M, 3)`` km and km/s (NaN where
-    the object had stopped); ``status``: ``(N,)`` codes, see
-    `STATUS_MESSAGES`; ``t_events``: one ``(N, C)`` array of event times
-    (s, NaN-padded) per event; ``n_events``: ``(N, E)`` occurrence counts;
-    ``nfev``, ``nsteps``: ``(N,)`` work done; ``stm``: ``(N, M, 6, 6)``
-    state transition matrices d(rr, vv)(tofs[j]) / d(r0, v0) (NaN where the
-    object had stopped) with ``cowell(..., stm=True)``, else None. For a
-    single object (``r0`` of shape ``(3,)``) the leading N axis is dropped
-    everywhere.
-    """
-
-    MESSAGES = STATUS_MESSAGES
-
-    def __init__(self, rr, vv, status, t_events, n_events, nfev, nsteps, stm=None):
-        self.stm = stm
-        self.rr = rr
-        self.vv = vv
-        self.status = status
-        self.t_events = t_events
-        self.n_events = n_events
-        self.nfev = nfev
-        self.nsteps = nsteps
 
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
@@ -167,21 +129,5 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     raw = problem(f, events, tofs, max_steps, records, stm, user_f, max_step=max_step,
                   first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
                                              progress)
-    y = raw["y"]
-    rr, vv = y[:, :, :3], y[:, :, 3:6]
-    matrices = y[:, :, 6:].reshape(y.shape[0], y.shape[1], 6, 6) if stm else None
-    t_events = [raw["t_events"][:, e] for e in range(len(events))]
-    n_events = raw["n_events"]
-    info = raw["info"]
-    status, nfev, nsteps = info[:, 0], info[:, 1], info[:, 2]
-    warn_if_all_failed(status)
-    if quantities:
-        rr = rr << u.km
-        vv = vv << (u.km / u.s)
-        t_events = [t << u.s for t in t_events]
-    if single:
-        rr, vv, status, nfev, nsteps = rr[0], vv[0], status[0], nfev[0], nsteps[0]
-        t_events = [t[0] for t in t_events]
-        n_events = n_events[0]
-        matrices = None if matrices is None else matrices[0]
-    return CowellResult(rr, vv, status, t_events, n_events, nfev, nsteps, matrices)
+    warn_if_all_failed(raw["info"][:, INFO.status])
+    return CowellResult.from_kernel(raw, single, quantities)

@@ -201,8 +201,11 @@ def test_cowell_no_copies_of_inputs_or_outputs():
     r0, v0, params = jnp.asarray(R0), jnp.asarray(V0), jnp.asarray(PARAMS)
     # r0 and v0 are joined into y0 and y split into rr, vv (the core's state is
     # (rr, vv)); GM joins the params rows: the program makes those, the call none
-    y = jax.jit(lambda r, v, p: jnp.concatenate(jax_cowell(r, v, params=p)[:2], axis=2))(
-        r0, v0, params)
+    def rows(r, v, p):
+        res = jax_cowell(r, v, params=p)
+        return jnp.concatenate([res.rr, res.vv], axis=2)
+
+    y = jax.jit(rows)(r0, v0, params)
     kernel = cowell_kernel()
     names = [a.name for a in kernel.args]
     assert kernel.pointers[names.index("y")] == y.unsafe_buffer_pointer()
@@ -401,6 +404,66 @@ def test_solve_ivp_bad_inputs_name_the_argument():
         hcj.solve_ivp(lotka, SPAN, Y0, method="LSODA")
     with pytest.raises(ValueError, match="events"):
         hcj.solve_ivp(lotka, SPAN, Y0, events=[prey_level])
+
+
+# ============================================================================
+# the results: views of the numpy result types
+# ============================================================================
+
+def _same_object(got, want):
+    """Two `ObjectResult` s equal attribute by attribute, arrays bit for bit."""
+    assert vars(got).keys() == vars(want).keys()
+    for name, value in vars(want).items():
+        if isinstance(value, list):
+            assert len(getattr(got, name)) == len(value), name
+            for a, b in zip(getattr(got, name), value):
+                np.testing.assert_array_equal(a, b, err_msg=name)
+        elif isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(got, name), value, err_msg=name)
+        else:
+            assert getattr(got, name) == value, name
+
+
+def test_results_are_pytree_views_of_the_numpy_types(ivp_reference, orbit_reference):
+    from hapsira_cowell.propagation.results import CowellResult
+    for view, base in ((hcj.IVPResult, ivp.IVPResult), (hj.CowellResult, CowellResult)):
+        assert issubclass(view, base) and view.FIELDS is base.FIELDS
+    res = jax.jit(lambda y0: jax_ivp(y0))(Y0)
+    assert type(res) is hcj.IVPResult
+    # the pytree's paths are the field names, one definition with the numpy type's
+    paths = {jax.tree_util.keystr(path[:1])
+             for path, _ in jax.tree_util.tree_flatten_with_path(res)[0]}
+    assert paths == {f".{name}" for name in ivp_reference.arrays()
+                     if not name.startswith(("t_events_", "y_events_"))} | {
+        ".t_events", ".y_events"}
+    assert repr(res) == repr(ivp_reference) and len(res) == len(ivp_reference) == IVP_N
+    np.testing.assert_array_equal(res.success, ivp_reference.success)
+    assert res.messages() == ivp_reference.messages()
+    assert res.njev.shape == (IVP_N,) and res.stm is None
+    for i in range(IVP_N):
+        _same_object(res[i], ivp_reference[i])
+    orbits = jax_cowell(R0, V0)
+    assert type(orbits) is hj.CowellResult and repr(orbits) == repr(orbit_reference)
+    for i in (0, N - 1, -1):
+        _same_object(orbits[i], orbit_reference[i])
+    one = jax_ivp(Y0[1], P[1])
+    assert len(one) == 1 and repr(one) == repr(numpy_ivp(Y0[1], P[1]))
+    _same_object(one[0], ivp_reference[1])
+
+
+def test_a_traced_result_is_not_read():
+    seen = {}
+
+    @jax.jit
+    def program(y0):
+        res = jax_ivp(y0)
+        seen["repr"] = repr(res)
+        with pytest.raises(TypeError, match="outside jax.jit"):
+            res[0]
+        return res.success
+
+    assert np.asarray(program(Y0)).shape == (IVP_N,)
+    assert seen["repr"] == f"IVPResult(objects={IVP_N}, traced)"
 
 
 # ============================================================================

@@ -7,8 +7,6 @@ numbers bit for bit. Needs the ``jax`` extra and 64-bit JAX
 (``jax.config.update("jax_enable_x64", True)``); see ``docs/jax.md``.
 """
 
-from typing import NamedTuple
-
 import numpy as np
 
 # first: without JAX it raises an ImportError that names the extra to install
@@ -18,37 +16,16 @@ import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
 from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp import sensitivities  # noqa: E402
+from ...ivp import results, sensitivities  # noqa: E402
 from ...ivp.api import diagnosis, with_sensitivities  # noqa: E402
-from ...ivp.layout import INFO, config_row  # noqa: E402
+from ...ivp.layout import config_row  # noqa: E402
+from .pytree import view  # noqa: E402
 
 __all__ = ["solve_ivp", "IVPResult", "DerivativeError", "run"]
 
 
-class IVPResult(NamedTuple):
-    """What :func:`solve_ivp` returns: JAX arrays, a pytree (returnable from ``jax.jit``).
-
-    Fields as :class:`hapsira_core.ivp.IVPResult`: ``t`` ``(M,)``; ``y``
-    ``(N, n, M)``, NaN after a terminal event or a failure; ``status``,
-    ``nfev``, ``nsteps`` ``(N,)``; ``t_events`` a tuple of one ``(N, C)``
-    array per event, ``y_events`` one ``(N, C, n)`` per event, NaN-padded;
-    ``n_events`` ``(N, E)``; ``t`` ``(N, M)`` with per-object spans or output
-    times; ``stm``, ``stm_events`` with ``stm=True`` (None otherwise). For one
-    object (``y0`` of shape ``(n,)``) the N axis is dropped.
-    """
-
-    t: jax.Array
-    y: jax.Array
-    status: jax.Array
-    t_events: tuple
-    y_events: tuple
-    n_events: jax.Array
-    nfev: jax.Array
-    nsteps: jax.Array
-    #: ``(N, n, n, M)`` with ``stm=True``, else None
-    stm: jax.Array = None
-    #: one ``(N, C, n, n)`` per event with ``stm=True``, else None
-    stm_events: tuple = None
+#: `hapsira_core.ivp.IVPResult` of JAX arrays, a pytree (`.pytree.view`).
+IVPResult = view(results.IVPResult, __name__)
 
 
 # -- argument checks that work on traced values -------------------------------
@@ -234,7 +211,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Returns
     -------
     IVPResult
-        A named tuple of JAX arrays.
+        `hapsira_core.ivp.IVPResult`'s fields as JAX arrays, a pytree.
     """
     require_x64("hapsira_core.jax.solve_ivp")
     y0, single = _states(y0)
@@ -267,21 +244,5 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                       [user_fun if stm else fun] + [e.g for e in events], diagnose,
                       max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
-    matrices = at_events = None
-    if stm:
-        at_events = tuple(sensitivities.event_matrices(raw, n, single))
-        matrices = sensitivities.split(raw, n, single)
-
-    info = raw["info"]
-    y = jnp.swapaxes(raw["y"], 1, 2)  # (N, n, M): res.y[i] laid out as scipy's sol.y
-    status, nfev, nsteps = info[:, INFO.status], info[:, INFO.nfev], info[:, INFO.nsteps]
-    t_events = tuple(raw["t_events"][:, e] for e in range(len(events)))
-    y_events = tuple(raw["y_events"][:, e] for e in range(len(events)))
-    n_events = raw["n_events"]
-    if single:
-        y, status, nfev, nsteps, n_events = y[0], status[0], nfev[0], nsteps[0], n_events[0]
-        t_events = tuple(t[0] for t in t_events)
-        y_events = tuple(s[0] for s in y_events)
-        times = times[0] if times.ndim == 2 else times
-    return IVPResult(times, y, status, t_events, y_events, n_events, nfev, nsteps, matrices,
-                     at_events)
+    matrices = sensitivities.matrices(raw, n) if stm else {}
+    return IVPResult.from_kernel(times, raw, single, **matrices)
