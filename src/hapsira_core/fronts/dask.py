@@ -371,14 +371,16 @@ def _status_repr(self, name):
 
 
 def _stm_fields(result, raw, single):
-    """``result.stm`` and ``result.stm_events`` (a list, one per event) from a chunk
-    task's ``stm``/``stm_events`` outputs (`_solve_block`), where ``stm=True``."""
+    """``result.stm`` and ``result.stm_events``, ``stm_events_total``,
+    ``dt_events_dy0`` (lists, one per event) from a chunk task's `_STM` outputs
+    (`_solve_block`), where ``stm=True``."""
     if "stm" not in raw:
         return result
     result.stm = raw["stm"][0] if single else raw["stm"]
-    events = raw["stm_events"]
-    result.stm_events = [events[0, e] if single else events[:, e]
-                         for e in range(events.shape[1])]
+    for name in _STM[1:]:
+        events = raw[name]
+        setattr(result, name, [events[0, e] if single else events[:, e]
+                               for e in range(events.shape[1])])
     return result
 
 
@@ -437,7 +439,8 @@ class DaskIVPResult(DaskResult, IVPResult):
         fields.update({f"y_events_{e}": y for e, y in enumerate(self.y_events)})
         if getattr(self, "stm", None) is not None:
             fields["stm"] = self.stm
-            fields.update({f"stm_events_{e}": m for e, m in enumerate(self.stm_events)})
+            for name in _STM[1:]:
+                fields.update({f"{name}_{e}": m for e, m in enumerate(getattr(self, name))})
         return fields
 
     def _attrs(self):
@@ -452,7 +455,7 @@ class DaskIVPResult(DaskResult, IVPResult):
 
 _RAW = ("y", "info", "t_events", "y_events", "n_events")
 #: With ``stm=True`` a chunk's task returns these too (`_solve_block`).
-_STM = ("stm", "stm_events")
+_STM = ("stm", "stm_events", "stm_events_total", "dt_events_dy0")
 
 
 def _solve_block(blob, y0, *rows):
@@ -479,7 +482,7 @@ def _solve_block(blob, y0, *rows):
     diagnose = api.diagnosis(fun, events)
     kernel_fun = fun
     if spec["stm"]:  # as the numpy front: the state and its matrix, one system
-        from ..ivp import sensitivities
+        from ..ivp import event_derivatives, sensitivities
         kernel_fun, rtol, atol, y0, diagnose = api.with_sensitivities(
             fun, spec["user_fun"], n, rtol, atol, y0, diagnose)
     raw = api.integrate(spec["method"], kernel_fun, y0, t0, tf, t_eval, rtol, atol, params,
@@ -490,10 +493,16 @@ def _solve_block(blob, y0, *rows):
     if not spec["stm"]:
         return tuple(raw[name] for name in _RAW)
     at_events = sensitivities.event_matrices(raw, n, False)
+    totals, gradients = event_derivatives.totals(raw, spec["user_fun"], events, params, n,
+                                                 False)
     matrices = sensitivities.split(raw, n, False)
-    stacked = (np.stack(at_events, axis=1) if at_events
-               else np.empty((y0.shape[0], 0, raw["y_events"].shape[2], n, n)))
-    return tuple(raw[name] for name in _RAW) + (matrices, stacked)
+    records = raw["y_events"].shape[2]
+
+    def stacked(per_event, *trailing):  # (k, E, C, ...) as one output
+        return (np.stack(per_event, axis=1) if per_event
+                else np.empty((y0.shape[0], 0, records) + trailing))
+    return tuple(raw[name] for name in _RAW) + (matrices, stacked(at_events, n, n),
+                                                stacked(totals, n, n), stacked(gradients, n))
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -532,8 +541,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
         shared = checks.with_args(shared, checks.columns_given(params), args)
     if stm:  # refused here, not on a worker, where fun cannot be differentiated
-        from ..ivp import sensitivities
+        from ..ivp import event_derivatives, sensitivities
         sensitivities.value_and_jacobian(user_fun, n)
+        event_derivatives.check_events(events, n)
     # per-object inputs travel with their chunk of objects, shared ones in the blob
     names, arrays = [], [y0]
     if per_object is not None:
@@ -562,7 +572,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                ((n_ev,), np.int64)]
     names = _RAW
     if stm:
-        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64)]
+        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64),
+                    ((n_ev, y_records, n, n), np.float64), ((n_ev, y_records, n), np.float64)]
         names = _RAW + _STM
     fields = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")
     return DaskIVPResult(times, dict(zip(names, fields)), single)

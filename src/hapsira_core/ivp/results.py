@@ -130,6 +130,11 @@ class ObjectResult:
             self.stm = pick(result.stm)[..., :self.t.shape[-1]]
             self.stm_events = [pick(m)[:len(t)] for m, t in zip(result.stm_events,
                                                                  self.t_events)]
+        if getattr(result, "stm_events_total", None) is not None:
+            self.stm_events_total = [pick(m)[:len(t)] for m, t in
+                                     zip(result.stm_events_total, self.t_events)]
+            self.dt_events_dy0 = [pick(m)[:len(t)] for m, t in
+                                  zip(result.dt_events_dy0, self.t_events)]
 
     def __repr__(self):
         return f"ObjectResult(status={self.status}, nfev={self.nfev}, nsteps={self.nsteps})"

@@ -18,7 +18,7 @@ import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
 from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp import sensitivities  # noqa: E402
+from ...ivp import event_derivatives, sensitivities  # noqa: E402
 from ...ivp.api import diagnosis, with_sensitivities  # noqa: E402
 from ...ivp.layout import INFO, config_row  # noqa: E402
 
@@ -33,7 +33,8 @@ class IVPResult(NamedTuple):
     ``nfev``, ``nsteps`` ``(N,)``; ``t_events`` a tuple of one ``(N, C)``
     array per event, ``y_events`` one ``(N, C, n)`` per event, NaN-padded;
     ``n_events`` ``(N, E)``; ``t`` ``(N, M)`` with per-object spans or output
-    times; ``stm``, ``stm_events`` with ``stm=True`` (None otherwise). For one
+    times; ``stm``, ``stm_events``, ``stm_events_total``, ``dt_events_dy0`` with
+    ``stm=True`` (None otherwise). For one
     object (``y0`` of shape ``(n,)``) the N axis is dropped.
     """
 
@@ -49,6 +50,10 @@ class IVPResult(NamedTuple):
     stm: jax.Array = None
     #: one ``(N, C, n, n)`` per event with ``stm=True``, else None
     stm_events: tuple = None
+    #: one ``(N, C, n, n)`` per event with ``stm=True``: d y(t_event(y0)) / d y0
+    stm_events_total: tuple = None
+    #: one ``(N, C, n)`` per event with ``stm=True``: d t_event / d y0
+    dt_events_dy0: tuple = None
 
 
 # -- argument checks that work on traced values -------------------------------
@@ -164,6 +169,15 @@ def _span(t_span, t_eval, n_objects):
 
 # -- the run ----------------------------------------------------------------
 
+def _event_launch(kernel, te, ye, p, n):
+    """`hapsira_core.ivp.event_derivatives.totals`'s kernel on XLA's buffers."""
+    n_objects, records = ye.shape[:2]
+    if not n_objects or not records:
+        return jnp.zeros((n_objects, records, n * n)), jnp.zeros((n_objects, records, n))
+    launch = xla_kernel(kernel, "hapsira event derivatives kernel")
+    return tuple(launch(te, ye, p, n=n_objects, sizes={"nn": n * n, "n": n}))
+
+
 def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"):
     """:meth:`Problem.run <hapsira_core.ivp.Problem.run>` on JAX arrays, inside ``jax.jit``.
 
@@ -226,8 +240,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     ``atol``, ``events``, ``max_steps``, ``max_event_records`` and ``stm`` fix the
     compiled program and must be concrete; so must ``max_step``, ``first_step`` and
     ``args`` (numbers, as in the numpy call; they do not recompile). ``stm=True``:
-    ``res.stm`` ``(N, n, n, M)`` and ``res.stm_events`` (one ``(N, C, n, n)`` per
-    event) as in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
+    ``res.stm`` ``(N, n, n, M)``, ``res.stm_events`` and ``res.stm_events_total``
+    (one ``(N, C, n, n)`` per event) and ``res.dt_events_dy0`` (one ``(N, C, n)``) as
+    in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
     ``y0``/``params`` runs the batch as one call with more objects; ``jax.grad``
     raises :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
 
@@ -255,6 +270,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     diagnose = diagnosis(fun, events)
     width = n
     if stm:  # as the numpy call: the state and its matrix, one array-form system
+        event_derivatives.check_events(events, n)
         fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
                                                            diagnose, jnp)
         width = n + n * n
@@ -262,9 +278,11 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                       [user_fun if stm else fun] + [e.g for e in events], diagnose,
                       max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
-    matrices = at_events = None
+    matrices = at_events = totals = gradients = None
     if stm:
         at_events = tuple(sensitivities.event_matrices(raw, n, single))
+        totals, gradients = (tuple(x) for x in event_derivatives.totals(
+            raw, user_fun, events, params, n, single, _event_launch))
         matrices = sensitivities.split(raw, n, single)
 
     info = raw["info"]
@@ -279,4 +297,4 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         y_events = tuple(s[0] for s in y_events)
         times = times[0] if times.ndim == 2 else times
     return IVPResult(times, y, status, t_events, y_events, n_events, nfev, nsteps, matrices,
-                     at_events)
+                     at_events, totals, gradients)
