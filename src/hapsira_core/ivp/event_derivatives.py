@@ -34,11 +34,12 @@ def check_events(events, n):
     """Differentiate each event's ``g`` with respect to ``t`` and the state's n
     components now, so that one that cannot be is refused before the run:
     `NotDifferentiable` naming the event (``stm=True`` gives the events'
-    total derivatives, which need dg/dy)."""
+    total derivatives, which need dg/dy); a ``g`` whose source cannot be read
+    (made by ``exec``) too, as ``fun`` is."""
     for index, event in enumerate(events):
         try:
             sensitivities.derivative_twin(event.g, _spec(n))
-        except derivatives.NotDifferentiable as error:
+        except (derivatives.NotDifferentiable, twins.SourceUnavailable) as error:
             raise derivatives.NotDifferentiable(
                 f"events[{index}]: with stm=True the event function is differentiated too "
                 f"(res.dt_events_dy0, res.stm_events_total need dg/dt and dg/dy, with y the "
