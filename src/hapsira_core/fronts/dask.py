@@ -397,7 +397,7 @@ class DaskIVPResult(DaskResult, IVPResult):
 
 _RAW = ("y", "info", "t_events", "y_events", "n_events")
 #: With ``stm=True`` a chunk's task returns these too (`_solve_block`).
-_STM = ("stm", "stm_events")
+_STM = ("stm", "stm_events", "stm_events_total", "dt_events_dy0")
 
 
 def _solve_block(blob, y0, *rows):
@@ -424,7 +424,7 @@ def _solve_block(blob, y0, *rows):
     diagnose = api.diagnosis(fun, events)
     kernel_fun = fun
     if spec["stm"]:  # as the numpy front: the state and its matrix, one system
-        from ..ivp import sensitivities
+        from ..ivp import event_derivatives, sensitivities
         kernel_fun, rtol, atol, y0, diagnose = api.with_sensitivities(
             fun, spec["user_fun"], n, rtol, atol, y0, diagnose)
     raw = api.integrate(spec["method"], kernel_fun, y0, t0, tf, t_eval, rtol, atol, params,
@@ -434,11 +434,17 @@ def _solve_block(blob, y0, *rows):
                         end_states=spec["end_states"])
     if not spec["stm"]:
         return tuple(raw[name] for name in _RAW)
+    totals, gradients = event_derivatives.totals(raw, spec["user_fun"], events, params, n,
+                                                 False)
     matrices = sensitivities.matrices(raw, n)
-    at_events = matrices["stm_events"]
-    stacked = (np.stack(at_events, axis=1) if at_events
-               else np.empty((y0.shape[0], 0, raw["y_events"].shape[2], n, n)))
-    return tuple(raw[name] for name in _RAW) + (matrices["stm"], stacked)
+    records = raw["y_events"].shape[2]
+
+    def stacked(per_event, *trailing):  # (k, E, C, ...) as one output
+        return (np.stack(per_event, axis=1) if per_event
+                else np.empty((y0.shape[0], 0, records) + trailing))
+    return tuple(raw[name] for name in _RAW) + (
+        matrices["stm"], stacked(matrices["stm_events"], n, n), stacked(totals, n, n),
+        stacked(gradients, n))
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
@@ -477,8 +483,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
         shared = checks.with_args(shared, checks.columns_given(params), args)
     if stm:  # refused here, not on a worker, where fun cannot be differentiated
-        from ..ivp import sensitivities
+        from ..ivp import event_derivatives, sensitivities
         sensitivities.value_and_jacobian(user_fun, n)
+        event_derivatives.check_events(events, n)
     # per-object inputs travel with their chunk of objects, shared ones in the blob
     names, arrays = [], [y0]
     if per_object is not None:
@@ -507,14 +514,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                ((n_ev,), np.int64)]
     names = _RAW
     if stm:
-        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64)]
+        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64),
+                    ((n_ev, y_records, n, n), np.float64), ((n_ev, y_records, n), np.float64)]
         names = _RAW + _STM
     fields = dict(zip(names, blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")))
     matrices = {}
     if stm:
-        events = fields.pop("stm_events")
-        matrices = {"stm": fields.pop("stm"),
-                    "stm_events": [events[:, e] for e in range(events.shape[1])]}
+        matrices = {"stm": fields.pop("stm")}
+        for name in _STM[1:]:  # (N, E, C, ...) outputs: one (N, C, ...) per event
+            stacked = fields.pop(name)
+            matrices[name] = [stacked[:, e] for e in range(stacked.shape[1])]
     return DaskIVPResult.from_kernel(times, fields, single, **matrices)
 
 

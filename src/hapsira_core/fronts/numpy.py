@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..ivp import checks, methods, sensitivities
+from ..ivp import checks, event_derivatives, methods, sensitivities
 from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
 from ..ivp.layout import RECORD_DENSE, RECORD_STATES
 from ..ivp.results import IVPResult
@@ -97,7 +97,11 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         call without ``stm``. Events get ``y`` with the matrix after the state
         (n + n * n numbers, an array); ``res.stm_events`` holds the matrix at each
         recorded event, one ``(N, C, n, n)`` per event (Phi at t_event, that time
-        held fixed: `hapsira_core.ivp.sensitivities.matrices`).
+        held fixed: `hapsira_core.ivp.sensitivities.matrices`);
+        ``res.stm_events_total`` the same with the event's time moving with y0,
+        d y(t_event(y0)) / d y0, and ``res.dt_events_dy0`` one ``(N, C, n)`` per
+        event, d t_event / d y0 (`hapsira_core.ivp.event_derivatives`: each
+        event's ``g`` is differentiated too, and refused by name where it cannot be).
     dense_output : bool
         scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
         coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
@@ -146,6 +150,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     diagnose = diagnosis(fun, events)
     jac = checks.jacobian_option(jac, method, n, stm)
     if stm:
+        event_derivatives.check_events(events, n)
         fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
                                                            diagnose)
     raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
@@ -153,7 +158,11 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                     + [e.g for e in events], diagnose, progress, max_step=max_step,
                     first_step=first_step, end_states=t_eval is None, jac=jac,
                     step_records=step_records)
-    matrices = sensitivities.matrices(raw, n) if stm else {}
+    matrices = {}
+    if stm:  # the event derivatives first: they read the augmented event states
+        totals, gradients = event_derivatives.totals(raw, user_fun, events, params, n, False)
+        matrices = dict(sensitivities.matrices(raw, n), stm_events_total=totals,
+                        dt_events_dy0=gradients)
     if all_steps:
         times = raw["steps"][:, :, 0]
     result = IVPResult.from_kernel(times, raw, single, **matrices)

@@ -60,6 +60,11 @@ STM = Field("stm", ROWS, "``(N, n, n, M)`` with ``stm=True`` (``stm[i, :, :, j]`
                          "d y(t_j) / d y0 of object i), else None", along_t=True)
 STM_EVENTS = Field("stm_events", EVENTS, "one ``(N, C, n, n)`` array per event with "
                                          "``stm=True`` (Phi at ``t_events``), else None")
+STM_EVENTS_TOTAL = Field("stm_events_total", EVENTS, "one ``(N, C, n, n)`` array per event "
+                                                     "with ``stm=True``: d y(t_event(y0)) / d y0, "
+                                                     "the event's time moving with y0, else None")
+DT_EVENTS_DY0 = Field("dt_events_dy0", EVENTS, "one ``(N, C, n)`` array per event with "
+                                               "``stm=True``: d t_event / d y0, else None")
 
 
 def _first(field, value, sequence):
@@ -216,7 +221,7 @@ class IVPResult(BatchResult):
     """
 
     FIELDS = (T, Y, STATUS, T_EVENTS, Y_EVENTS, N_EVENTS, NFEV, NSTEPS, STM, STM_EVENTS,
-              NJEV, NLU)
+              NJEV, NLU, STM_EVENTS_TOTAL, DT_EVENTS_DY0)
 
     def __init__(self, *values, single=False, **fields):
         super().__init__(*values, single=single, **fields)
@@ -228,7 +233,7 @@ class IVPResult(BatchResult):
         """The result from the kernel's trimmed outputs (``raw``: ``y`` ``(N, M, n)``,
         ``info``, ``t_events`` ``(N, E, C)``, ``y_events``, ``n_events``; numpy, Dask
         or JAX arrays alike) and the output times ``t``; ``fields``: others, object
-        axis first (``stm``, ``stm_events``)."""
+        axis first (``stm``, ``stm_events``, ``stm_events_total``, ``dt_events_dy0``)."""
         info = raw["info"]
         events = range(raw["t_events"].shape[1])
         return cls.of_objects(

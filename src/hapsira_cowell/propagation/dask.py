@@ -18,7 +18,7 @@ from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
 
 from ..units import is_quantity, to_value
-from .forms import (call_options, check_gm, check_tofs, check_units, refuse_stm, step_options,
+from .forms import (call_options, check_gm, check_stm, check_tofs, check_units, step_options,
                     units_unchecked)
 from .propagator import cowell as cowell_numpy
 from .results import CowellResult
@@ -32,7 +32,8 @@ def propagate_chunk(blob, r0, v0, params=None):
 
     ``blob``: the call's description (`pack_call`); ``params``: the
     chunk's rows, or None for the blob's shared row. Returns ``(rr, vv,
-    status, nfev, nsteps, n_events, *t_events)`` as numpy arrays.
+    status, nfev, nsteps, n_events, *t_events)`` as numpy arrays, and ``stm``
+    last where the blob asks for it.
     """
     spec = core.unpack(blob)
     with units_unchecked():  # the client checked them (pack_call, cowell); no chunk repeats it
@@ -40,18 +41,21 @@ def propagate_chunk(blob, r0, v0, params=None):
                            f=spec["f"], params=spec["params"] if params is None else params,
                            events=spec["events"], max_steps=spec["max_steps"],
                            max_event_records=spec["records"], max_step=spec["max_step"],
-                           first_step=spec["first_step"])
-    return (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
+                           first_step=spec["first_step"], stm=spec.get("stm", False))
+    fields = (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
+    return fields + (res.stm,) if res.stm is not None else fields
 
 
 def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
               max_steps=100_000, max_event_records=64, params_given=None,
-              max_step=float("inf"), first_step=None):
+              max_step=float("inf"), first_step=None, stm=False):
     """The checked call (all but the per-object arrays) as one blob for the workers.
 
     ``params``: the shared row, or None when each chunk brings its own rows;
     ``params_given``: what the user gave (its width is checked here, before
-    any chunk runs; default ``params``). Returns ``(blob, tofs, events,
+    any chunk runs; default ``params``); ``stm``: each chunk returns its state
+    transition matrices too (``f`` is differentiated here first, so that a
+    function that cannot be is refused before any chunk runs). Returns ``(blob, tofs, events,
     max_event_records)`` as checked.
     """
     k = check_gm(k)
@@ -60,9 +64,14 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records,
         params if params_given is None else params_given, stacklevel=6)
+    if check_stm(stm):  # refused here, where the user sees it, not on a worker
+        from hapsira_core.ivp import sensitivities
+
+        from .forms import orbit_rhs
+        sensitivities.value_and_jacobian(orbit_rhs(f), 6)
     blob = core.pack(f=f, events=events, k=float(k), tofs=tofs, rtol=rtol, atol=atol,
                      params=params, max_steps=max_steps, records=records, max_step=max_step,
-                     first_step=first_step)
+                     first_step=first_step, stm=bool(stm))
     return blob, tofs, events, records
 
 
@@ -86,8 +95,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     whose fields are Dask arrays in km, km/s and s. Plain numbers are checked
     for units as by the numpy call (`UnitsWarning`), but Dask arrays of
     states are not (that would compute them), nor are the results.
+    ``stm=True`` adds ``stm`` ``(N, M, 6, 6)``, each chunk's matrices integrated
+    on its worker, bit for bit the numpy call's.
     """
-    refuse_stm(stm, "Dask")
+    stm = check_stm(stm)
     plain = [not is_quantity(x) for x in (k, r0, v0, tofs)]
     r0, single = _states(r0, "r0", u.km)
     v0, single_v = _states(v0, "v0", u.km / u.s)
@@ -106,7 +117,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                                             events=events, max_steps=max_steps,
                                             max_event_records=max_event_records,
                                             params_given=params, max_step=max_step,
-                                            first_step=first_step)
+                                            first_step=first_step, stm=stm)
     check_units(k if plain[0] else None,
                 r0 if plain[1] and not core.is_dask_array(r0) else None,
                 v0 if plain[2] and not core.is_dask_array(v0) else None,
@@ -116,8 +127,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),
                ((), np.int64), ((len(events),), np.int64)]
     outputs += [((records,), np.float64)] * len(events)
+    if stm:
+        outputs.append(((m, 6, 6), np.float64))
     fields = core.blocks(propagate_chunk, blob, arrays, outputs, "hapsira-cowell")
-    result = DaskCowellResult.of_objects(single, **_fields(fields))
+    result = DaskCowellResult.of_objects(single, **_fields(fields, stm))
     result.tofs = tofs
     return result
 
@@ -184,11 +197,13 @@ def workers(client):
     return client.run(core.worker_info)
 
 
-def _fields(values):
-    """The fields of `propagate_chunk`'s outputs, by name."""
+def _fields(values, stm=False):
+    """The fields of `propagate_chunk`'s outputs, by name (``stm``: the matrices last)."""
+    values = list(values)
+    matrices = values.pop() if stm else None
     rr, vv, status, nfev, nsteps, n_events, *t_events = values
     return {"rr": rr, "vv": vv, "status": status, "t_events": t_events, "n_events": n_events,
-            "nfev": nfev, "nsteps": nsteps}
+            "nfev": nfev, "nsteps": nsteps, "stm": matrices}
 
 
 def warm_up(client, blob, r0, v0, params):

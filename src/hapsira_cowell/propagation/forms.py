@@ -26,7 +26,7 @@ from ..units import UnitsWarning, to_value
 
 __all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
            "check_units", "warn_if_all_failed", "units_unchecked", "bounds_checked", "problem",
-           "check_stm", "refuse_stm", "tofs_end", "step_options"]
+           "check_stm", "tofs_end", "step_options"]
 
 #: km^3/s^2: above any solar-system body's GM (the Sun's is 1.327e11); the Moon's GM in
 #: m^3/s^2 is 4.9e12, the Earth's 3.986e14
@@ -373,14 +373,6 @@ def check_stm(stm):
     if not isinstance(stm, (bool, np.bool_)):
         raise TypeError(f"stm: expected True or False, got {stm!r}")
     return bool(stm)
-
-
-def refuse_stm(stm, front):
-    """The JAX and Dask fronts: ``stm=True`` is the numpy front's only (for now)."""
-    if check_stm(stm):
-        raise NotImplementedError(
-            f"stm: the state transition matrix is computed by the numpy front only, not by "
-            f"the {front} front; call hapsira_cowell.cowell(..., stm=True) on numpy arrays")
 
 
 def problem(f, events, tofs, max_steps, records, stm=False, user_f=None, *,

@@ -21,7 +21,7 @@ from ..units import is_quantity  # noqa: E402
 from . import results  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
 from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
-from .forms import refuse_stm, step_options, tofs_end  # noqa: E402
+from .forms import check_stm, step_options, tofs_end  # noqa: E402
 from .forms import check_gm as _numpy_gm  # noqa: E402
 from .forms import check_state as _numpy_state  # noqa: E402
 from .forms import check_tofs as _numpy_tofs  # noqa: E402
@@ -90,7 +90,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     ``max_event_records`` fix the compiled program and must be concrete.
     Traced ``tofs`` are not checked (sorted away from 0, one sign): keep them
     valid; per-object ``(N, M)`` rows are taken when concrete. ``max_step`` and
-    ``first_step`` as in the numpy call (concrete numbers). ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
+    ``first_step`` as in the numpy call (concrete numbers). ``stm=True`` (concrete:
+    it fixes the program) adds ``stm`` ``(N, M, 6, 6)``, bit for bit the numpy
+    call's (the same kernel). ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
     runs the batch as one call with more objects; ``jax.grad`` raises
     :class:`~hapsira_core.fronts.jax.xla.DerivativeError`. Concrete ``k``,
     ``r0``, ``v0`` are checked for units as by the numpy call
@@ -101,7 +103,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     CowellResult
         `hapsira_cowell.CowellResult`'s fields as JAX arrays, a pytree.
     """
-    refuse_stm(stm, "JAX")
+    stm = check_stm(stm)
     require_x64("hapsira_cowell.propagation.jax.cowell")
     # the order of the numpy call's checks
     k = _gm(k)
@@ -124,13 +126,19 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     if concrete_rows is not None:
         for event in events:
             event.check_params(np.asarray(concrete_rows)[:, :checks.columns_given(params)])
+    user_f = f
     f, events = bounds_checked(f, events)
     # GM first in every row, as the numpy call: a traced or vmapped k is data
     params = jnp.concatenate((jnp.broadcast_to(k, (rows.shape[0], 1)), rows), axis=1)
     y0 = jnp.concatenate((r0, v0), axis=1)
+    if stm:  # as the numpy call: Phi(0) = I after each state, tolerances never read
+        y0 = jnp.concatenate((y0, jnp.broadcast_to(jnp.eye(6).ravel(), (y0.shape[0], 36))),
+                             axis=1)
+        rtol = np.concatenate([rtol, np.full(36, rtol[0])])
+        atol = np.concatenate([atol, np.full(36, atol[0])])
 
-    orbit_problem = problem(f, events, tofs, max_steps, records, max_step=max_step,
-                            first_step=first_step)
+    orbit_problem = problem(f, events, tofs, max_steps, records, stm, user_f,
+                            max_step=max_step, first_step=first_step)
     end = tofs[-1] if known is None else tofs_end(known)  # per-object rows: each its own
     raw = run(orbit_problem, y0, params, 0.0, end, rtol, atol,
               "hapsira_cowell.propagation.jax.cowell kernel")

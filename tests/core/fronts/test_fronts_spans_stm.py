@@ -1,5 +1,6 @@
-"""Per-object spans and output times (issue 27) and ``stm=True`` (issue 28) on the JAX
-and Dask fronts of solve_ivp: the numpy front's numbers, bit for bit (the same kernel)."""
+"""Per-object spans and output times (issue 27) and ``stm=True`` (issue 28, with the events'
+total derivatives) on the JAX and Dask fronts of solve_ivp: the numpy front's numbers, bit
+for bit (the same kernels)."""
 
 import numpy as np
 import pytest
@@ -56,6 +57,12 @@ def assert_same(got, want, stm):
         assert len(got.stm_events) == len(want.stm_events) == 1
         for a, b in zip(got.stm_events, want.stm_events):
             np.testing.assert_array_equal(np.asarray(a), b)
+        # the events' total derivatives (issue 28): the same kernel after the run
+        assert len(got.stm_events_total) == len(got.dt_events_dy0) == 1
+        for name in ("stm_events_total", "dt_events_dy0"):
+            for a, b in zip(getattr(got, name), getattr(want, name)):
+                assert np.isfinite(b).any()
+                np.testing.assert_array_equal(np.asarray(a), b, err_msg=name)
 
 
 def test_numpy_reference_is_not_vacuous():
@@ -167,6 +174,7 @@ def test_dask_per_object_times_and_stm_equal_numpy(da, stm):
     np.testing.assert_array_equal(one.y, want[3].y)
     if stm:
         np.testing.assert_array_equal(one.stm, want[3].stm)
+        np.testing.assert_array_equal(one.dt_events_dy0[0], want[3].dt_events_dy0[0])
         np.testing.assert_array_equal(lazy.stm[1:2].compute(), want.stm[1:2])
 
 
@@ -179,6 +187,8 @@ def test_dask_stm_to_zarr(da, tmp_path):
     group = lazy.to_zarr(tmp_path / "out.zarr")
     np.testing.assert_array_equal(group["stm"][:], want.stm)
     np.testing.assert_array_equal(group["stm_events_0"][:], want.stm_events[0])
+    np.testing.assert_array_equal(group["stm_events_total_0"][:], want.stm_events_total[0])
+    np.testing.assert_array_equal(group["dt_events_dy0_0"][:], want.dt_events_dy0[0])
 
 
 # ------------------------------------------------------- an infinite end (issue 27 item 5)

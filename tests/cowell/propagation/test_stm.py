@@ -4,7 +4,7 @@ Against central differences of cowell itself (all perturbed runs in one batch), 
 two-body, two-body + J2 and the differentiable built-in perturbations together;
 det(Phi) = 1 for two-body (a Hamiltonian flow); the states and accepted steps identical
 to the call without ``stm``; NaN after an object stops, the others unaffected; the
-argument checked and the JAX and Dask fronts refusing it by name.
+argument checked; the JAX and Dask fronts giving the numpy front's matrices bit for bit.
 """
 
 import numpy as np
@@ -165,21 +165,85 @@ def test_a_table_lookup_is_named_as_not_differentiable():
         cowell(K, R0, V0, TOFS, f=us76, stm=True)
 
 
-def test_dask_front_refuses_stm():
+def _front(name, monkeypatch):
+    """``cowell`` of the JAX or Dask front, as a function of numpy arguments returning a
+    numpy-like result (the JAX kernel under the CUDA simulator: its XLA launcher)."""
+    if name == "jax":
+        jax = pytest.importorskip("jax")
+        jax.config.update("jax_enable_x64", True)
+        import hapsira_core.fronts.jax as fronts_jax
+        from hapsira_cowell.jax import cowell as jax_cowell
+
+        from . import test_fronts_agree
+        if test_fronts_agree.SIM:
+            monkeypatch.setattr(fronts_jax, "xla_kernel", test_fronts_agree._simulated_kernel)
+        return jax_cowell
     da = pytest.importorskip("dask.array")
-    from hapsira_cowell.propagation.dask import cowell as dask_cowell
 
-    with pytest.raises(NotImplementedError, match="stm.*numpy front only.*Dask"):
-        cowell(K, da.from_array(R0), da.from_array(V0), TOFS, stm=True)
-    dask_cowell(K, da.from_array(R0), da.from_array(V0), TOFS, stm=False)  # accepted
+    def dask_cowell(k, r0, v0, tofs, **kwargs):
+        lazy = cowell(k, da.from_array(r0, chunks=(2, 3) if np.ndim(r0) == 2 else -1), v0, tofs,
+                      **kwargs)
+        return lazy.compute(retries=0, scheduler="synchronous")
+    return dask_cowell
 
 
-def test_jax_front_refuses_stm():
-    pytest.importorskip("jax")
-    from hapsira_cowell.jax import cowell as jax_cowell
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("front", ["jax", "dask"])
+def test_jax_and_dask_fronts_give_the_numpy_matrices_bit_for_bit(front, monkeypatch):
+    """One kernel for every front: states, statuses, event times and Phi identical,
+    with an event, per-object params, a falling object stopped by the event and a bad
+    object (r = 0) failing alone."""
+    run = _front(front, monkeypatch)
+    r0 = np.concatenate([R0, [[6500.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    v0 = np.concatenate([V0, [[0.0, 7.0, 0.0], [1.0, 0.0, 0.0]]])
+    params = np.array([[2.2, 1e-5], [2.0, 2e-5], [2.2, 0.0], [2.2, 1e-5]])
+    kwargs = dict(f=perturbed, params=params, events=[AltitudeCrossEvent(100.0, R_EARTH)],
+                  stm=True)
+    want = cowell(K, r0, v0, TOFS, **kwargs)
+    assert list(want.status) == [0, 0, 1, -3]
+    assert np.isfinite(want.stm[:2]).all() and np.isnan(want.stm[3]).all()
+    got = run(K, r0, v0, TOFS, **kwargs)
+    assert np.asarray(got.stm).shape == (4, TOFS.size, 6, 6)
+    for name in ("rr", "vv", "status", "nsteps", "nfev", "n_events", "stm"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)), getattr(want, name),
+                                      err_msg=name)
+    np.testing.assert_array_equal(np.asarray(got.t_events[0]), want.t_events[0])
+    # one object: the N axis dropped, as the numpy call
+    one = run(K, R0[0], V0[0], TOFS, stm=True)
+    np.testing.assert_array_equal(np.asarray(one.stm), cowell(K, R0[0], V0[0], TOFS,
+                                                              stm=True).stm)
+    assert run(K, R0, V0, TOFS).stm is None
 
-    with pytest.raises(NotImplementedError, match="stm.*numpy front only.*JAX"):
-        jax_cowell(K, R0, V0, TOFS, stm=True)
+
+def test_jax_stm_inside_jit(monkeypatch):
+    jax_cowell = _front("jax", monkeypatch)
+    import jax
+
+    @jax.jit
+    def matrices(r0):
+        return jax_cowell(K, r0, V0, TOFS, f=j2, stm=True).stm
+
+    np.testing.assert_array_equal(np.asarray(matrices(R0)), cowell(K, R0, V0, TOFS, f=j2,
+                                                                   stm=True).stm)
+
+
+@pytest.mark.parametrize("front", ["jax", "dask"])
+def test_jax_and_dask_fronts_check_stm_as_the_numpy_call(front, monkeypatch):
+    run = _front(front, monkeypatch)
+    with pytest.raises(TypeError, match="stm: expected True or False"):
+        run(K, R0, V0, TOFS, stm=1)
+    # the Dask front differentiates f on the client, before any chunk runs
+    with pytest.raises(NotDifferentiable, match="density_us76"):
+        run(K, R0, V0, TOFS, f=us76, stm=True)
+
+
+def test_dask_stm_to_zarr(tmp_path):
+    da = pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    lazy = cowell(K, da.from_array(R0, chunks=(1, 3)), V0, TOFS, stm=True)
+    lazy.to_zarr(tmp_path / "out.zarr", scheduler="synchronous")
+    group = zarr.open_group(tmp_path / "out.zarr", mode="r")
+    np.testing.assert_array_equal(group["stm"][:], cowell(K, R0, V0, TOFS, stm=True).stm)
 
 
 @pytest.mark.skipif(settings.TARGET != "cuda", reason="device arrays exist on the cuda target only")

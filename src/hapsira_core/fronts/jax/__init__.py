@@ -16,7 +16,7 @@ import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
 from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp import results, sensitivities  # noqa: E402
+from ...ivp import event_derivatives, results, sensitivities  # noqa: E402
 from ...ivp.api import diagnosis, with_sensitivities  # noqa: E402
 from ...ivp.layout import config_row  # noqa: E402
 from .pytree import view  # noqa: E402
@@ -141,6 +141,15 @@ def _span(t_span, t_eval, n_objects):
 
 # -- the run ----------------------------------------------------------------
 
+def _event_launch(kernel, te, ye, p, n):
+    """`hapsira_core.ivp.event_derivatives.totals`'s kernel on XLA's buffers."""
+    n_objects, records = ye.shape[:2]
+    if not n_objects or not records:
+        return jnp.zeros((n_objects, records, n * n)), jnp.zeros((n_objects, records, n))
+    launch = xla_kernel(kernel, "hapsira event derivatives kernel")
+    return tuple(launch(te, ye, p, n=n_objects, sizes={"nn": n * n, "n": n}))
+
+
 def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"):
     """:meth:`Problem.run <hapsira_core.ivp.Problem.run>` on JAX arrays, inside ``jax.jit``.
 
@@ -203,8 +212,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     ``atol``, ``events``, ``max_steps``, ``max_event_records`` and ``stm`` fix the
     compiled program and must be concrete; so must ``max_step``, ``first_step`` and
     ``args`` (numbers, as in the numpy call; they do not recompile). ``stm=True``:
-    ``res.stm`` ``(N, n, n, M)`` and ``res.stm_events`` (one ``(N, C, n, n)`` per
-    event) as in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
+    ``res.stm`` ``(N, n, n, M)``, ``res.stm_events`` and ``res.stm_events_total``
+    (one ``(N, C, n, n)`` per event) and ``res.dt_events_dy0`` (one ``(N, C, n)``) as
+    in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
     ``y0``/``params`` runs the batch as one call with more objects; ``jax.grad``
     raises :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
 
@@ -237,6 +247,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     diagnose = diagnosis(fun, events)
     width = n
     if stm:  # as the numpy call: the state and its matrix, one array-form system
+        event_derivatives.check_events(events, n)
         fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
                                                            diagnose, jnp)
         width = n + n * n
@@ -244,5 +255,10 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                       [user_fun if stm else fun] + [e.g for e in events], diagnose,
                       max_step=max_step, first_step=first_step, end_states=t_eval is None)
     raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
-    matrices = sensitivities.matrices(raw, n) if stm else {}
+    matrices = {}
+    if stm:  # the event derivatives first: they read the augmented event states
+        totals, gradients = event_derivatives.totals(raw, user_fun, events, params, n, False,
+                                                     _event_launch)
+        matrices = dict(sensitivities.matrices(raw, n), stm_events_total=tuple(totals),
+                        dt_events_dy0=tuple(gradients))
     return IVPResult.from_kernel(times, raw, single, **matrices)
