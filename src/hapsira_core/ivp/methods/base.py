@@ -62,6 +62,22 @@ class Method:
         depend on n; an implicit method keeps n x n matrices there)."""
         return self.rows
 
+    #: whether the interpolant's coefficients are one 2-D block of rows (BDF: its
+    #: differences and scalars) rather than a tuple of coefficient states
+    interpolant_block = False
+
+    def coefficient_states(self, n):
+        """Rows of n numbers a step's interpolant takes besides ``y_old``: what
+        ``dense_output=True`` records per step (`..dense`) and the loop copies from
+        ``coefficients``; the last rows of `rows_for` unless the method says otherwise."""
+        rows = self.rows_for(n)
+        return rows.total - rows.coeffs
+
+    def interpolant(self, ops, keep, fun):
+        """``evaluate`` alone, for the records' evaluation kernel (`..dense`): an implicit
+        method builds it without its Jacobian (which ``jac=`` may have given)."""
+        return self.build(ops, keep, fun).evaluate
+
     @property
     def error_estimator_order(self):
         """The order the starting step size assumes (`..control.make_initial_step`)."""
