@@ -30,6 +30,11 @@ and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
 ``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has
 a row per stage and one for the step's end (``n_stages + 1``).
 
+For ``dense_output=True`` (`..dense`) a method also says how many rows of n numbers
+its coefficients take (`Method.coefficient_states`; a tuple of states, or one 2-D
+block where `Method.interpolant_block`) and gives ``evaluate`` alone
+(`Method.interpolant`), which the step records' kernel calls.
+
 ``keep``: whether ``attempt`` keeps its stages for the interpolant (host
 targets: an output time then costs what it costs in scipy) or the
 interpolant evaluates them again (GPU: fewer live registers and no memory
