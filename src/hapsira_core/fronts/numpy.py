@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..ivp import checks, event_derivatives, methods, sensitivities
+from ..ivp import checks, event_derivatives, sensitivities
 from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
 from ..ivp.layout import RECORD_DENSE, RECORD_STATES
 from ..ivp.results import IVPResult
@@ -104,7 +104,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         event's ``g`` is differentiated too, and refused by name where it cannot be).
     dense_output : bool
         scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
-        coefficient states, RK23's 3, DOP853's 7 and ``y_old``) so that
+        coefficient states, RK23's 3, DOP853's 7 and ``y_old``; Radau's
+        collocation polynomial (3), BDF's differences up to its order with the
+        order, step and end (9 rows), Rodas5P's own interpolant (4)) so that
         ``res[i].sol(t)`` is object i's continuous solution, as scipy's
         ``OdeSolution``, and ``res.sol(t)`` all objects' (``(N, n, len(t))``).
         Every step then builds its interpolant, as in scipy (``nfev`` as
@@ -127,10 +129,6 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if all_steps and t_eval != "steps":
         raise ValueError(f"t_eval: expected an array of times, None or \"steps\", "
                          f"got {t_eval!r}")
-    if dense_output and methods.get(method).state_shape == "array":
-        raise NotImplementedError(f"dense_output: not yet for the implicit method {method!r} "
-                                  "(its interpolant lives in its own memory); use t_eval or "
-                                  "t_eval=\"steps\"")
     if stm and (dense_output or all_steps):
         raise NotImplementedError("stm: not with dense_output=True or t_eval=\"steps\" yet; "
                                   "ask for the times you need in t_eval")

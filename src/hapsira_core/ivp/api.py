@@ -202,7 +202,7 @@ class Problem:
             "n_events": ((n_objects, slots), np.int64),
         }
         if self.step_records:
-            k1 = dense_output_module.coefficient_states(self.method) + 1
+            k1 = dense_output_module.coefficient_states(self.method, n) + 1
             shapes["steps"] = ((n_objects, steps + 1, 2), np.float64)
             shapes["dense"] = ((n_objects, max(steps, 1) if self.step_records & RECORD_DENSE else 1,
                                 k1 if self.step_records & RECORD_DENSE else 1, n), np.float64)

@@ -26,7 +26,7 @@ from ..jit import Arg, ObjectKernel, hjit
 from ..kernels.cache import factory
 from . import methods
 from .layout import INFO, SUCCESS
-from .state import fun_form
+from .state import fun_form, returns_a_view
 from .state import ops as state_ops
 
 __all__ = ["make_sol", "evaluate", "DenseSolution", "BatchSolution"]
@@ -34,11 +34,11 @@ __all__ = ["make_sol", "evaluate", "DenseSolution", "BatchSolution"]
 STATUS, NSTEPS = INFO.status, INFO.nsteps
 
 
-def coefficient_states(method_name):
-    """How many coefficient states the method's interpolant has (RK23 3, RK45 4,
-    DOP853 7): the last rows of its `WorkRows`."""
-    rows = methods.get(method_name).rows
-    return rows.total - rows.coeffs
+def coefficient_states(method_name, n):
+    """How many coefficient states (rows of n numbers) the method's interpolant has
+    besides ``y_old`` (RK23 3, RK45 4, DOP853 7, Radau 3, Rodas5P 4, BDF 9: its
+    differences and scalars, `.methods.base.Method.coefficient_states`)."""
+    return methods.get(method_name).coefficient_states(n)
 
 
 @factory
@@ -48,15 +48,21 @@ def make_sol(method_name, n, keep, f):
     does (a time at a breakpoint takes the earlier step; outside the steps the
     first or last step's interpolant extrapolates). No step: a successful object
     (``t0 == tf``) is constant, as scipy's; a failed one is NaN."""
-    shape = fun_form(f) or "tuple"
-    ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
     method = methods.get(method_name)
-    evaluate_step = method.build(ops, keep, f).evaluate
+    # an implicit method keeps its states in rows whatever the form of f, as its loop did
+    shape = method.state_shape or fun_form(f) or "tuple"
+    ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
+    evaluate_step = method.interpolant(ops, keep, f)
     load, store_row, fill_row = ops.load, ops.store_row, ops.fill_row
-    k = coefficient_states(method_name)
+    k = coefficient_states(method_name, n)
     # the coefficient states as the method's evaluate takes them: a tuple of k states
-    # (in the array shape each is its own row of ``dense``, loaded in place)
-    if k == 3:
+    # (in the array shape each is its own row of ``dense``, loaded in place), or the
+    # block of rows itself (BDF)
+    if method.interpolant_block:
+        @hjit(**returns_a_view())
+        def coefficients(d):
+            return d[1:]
+    elif k == 3:
         @hjit
         def coefficients(d):
             return (load(d[1], 0, d[1]), load(d[2], 0, d[2]), load(d[3], 0, d[3]))

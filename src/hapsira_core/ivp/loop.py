@@ -107,7 +107,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
     G, ROOT = SCRATCH.g, SCRATCH.root
     RECORDS = ICONF.records
-    n_coeffs = rows.total - rows.coeffs  # the interpolant's coefficient states
+    n_coeffs = method.coefficient_states(n)  # what a step's record keeps after y_old
 
     @hjit
     def record_reset(steps, dense, mode):

@@ -30,6 +30,11 @@ and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
 ``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has
 a row per stage and one for the step's end (``n_stages + 1``).
 
+For ``dense_output=True`` (`..dense`) a method also says how many rows of n numbers
+its coefficients take (`Method.coefficient_states`; a tuple of states, or one 2-D
+block where `Method.interpolant_block`) and gives ``evaluate`` alone
+(`Method.interpolant`), which the step records' kernel calls.
+
 ``keep``: whether ``attempt`` keeps its stages for the interpolant (host
 targets: an output time then costs what it costs in scipy) or the
 interpolant evaluates them again (GPU: fewer live registers and no memory
@@ -61,6 +66,22 @@ class Method:
         """The rows of ``work`` at n components (`rows` for a method whose rows do not
         depend on n; an implicit method keeps n x n matrices there)."""
         return self.rows
+
+    #: whether the interpolant's coefficients are one 2-D block of rows (BDF: its
+    #: differences and scalars) rather than a tuple of coefficient states
+    interpolant_block = False
+
+    def coefficient_states(self, n):
+        """Rows of n numbers a step's interpolant takes besides ``y_old``: what
+        ``dense_output=True`` records per step (`..dense`) and the loop copies from
+        ``coefficients``; the last rows of `rows_for` unless the method says otherwise."""
+        rows = self.rows_for(n)
+        return rows.total - rows.coeffs
+
+    def interpolant(self, ops, keep, fun):
+        """``evaluate`` alone, for the records' evaluation kernel (`..dense`): an implicit
+        method builds it without its Jacobian (which ``jac=`` may have given)."""
+        return self.build(ops, keep, fun).evaluate
 
     @property
     def error_estimator_order(self):

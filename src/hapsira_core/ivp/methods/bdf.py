@@ -21,6 +21,8 @@ Everything the method remembers between steps lives in the object's ``work``
 pivots, and a flat area of scalars (order, steps of equal size, whether the LU
 is current, njev, nlu, the interpolant's step and end) and of change_D's
 matrices R, U and R U (at most 6 x 6 each). Nothing is allocated in the loop.
+The interpolant of a step (for output times, events and ``dense_output=True``'s
+records) is a copy of D's first rows with its order, step and end (`BLOCK`).
 """
 
 import copy
@@ -51,8 +53,14 @@ _ERROR_CONST = _KAPPA * _GAMMA + 1 / np.arange(1, MAX_ORDER + 2)
 #: named states, then the step's own: the predictor, psi, Newton's sum of increments d,
 #: its increment dy, f at Newton's iterate, and the error scale.
 D_ROWS = MAX_ORDER + 3
-ROWS = WorkRows(stage_rows=D_ROWS, sums=6, coeffs=0)
+#: The interpolant's block (scipy's ``BdfDenseOutput``), copied from D after a step: rows
+#: 0..MAX_ORDER the differences D[0..MAX_ORDER] (those above the order unused), then the
+#: order, the step it was made for and its end (column 0 of a row each, so that n = 1 fits)
+B_ORDER, B_H, B_T = MAX_ORDER + 1, MAX_ORDER + 2, MAX_ORDER + 3
+BLOCK = MAX_ORDER + 4
+ROWS = WorkRows(stage_rows=D_ROWS, sums=6, coeffs=BLOCK)
 YP, PSI, DD, DY, FN, SCALE = range(ROWS.sums, ROWS.sums + 6)
+Q0 = ROWS.coeffs
 
 # Slots of the flat area (index k at row FLAT + k // n, column k % n).
 ORDER, N_EQUAL, LU_OK, NJEV, NLU, DENSE_H, T_NEW = range(7)
@@ -383,34 +391,52 @@ def build(ops, keep, fun, rows, jac=None):
     def counts(work):
         return int(get(work, NJEV)), int(get(work, NLU))
 
-    @hjit
+    @hjit(**returns_a_view())
     def coefficients(t_old, y_old, f_old, y_new, f_new, h, p, work):
-        return work  # the interpolant is D, kept in work until the next step
-
-    @hjit
-    def placeholder(y, work):
-        return work
-
-    @hjit
-    def evaluate(work, t_old, h, y_old, t, dst):
-        # scipy's BdfDenseOutput, made after the step (D rescaled to the next step size
-        # and order): y = D[0] + sum_{i=1..k} D[i] prod_{m<i} (t - t_m) / ((m + 1) h),
-        # t_m = t_new - m h
+        # the interpolant is D as the step left it (rescaled to the next step size and
+        # order): copied to its block, which the step records keep as it is
         order = int(get(work, ORDER))
-        hd = get(work, DENSE_H)
-        t_end = get(work, T_NEW)
-        for j in range(n):
-            product = 1.0
-            total = 0.0
-            for i in range(order):
-                product *= (t - (t_end - hd * float(i))) / (hd * float(1 + i))
-                total += work[i + 1, j] * product
-            dst[j] = total + work[0, j]
-        return dst
+        for i in range(MAX_ORDER + 1):
+            for j in range(n):
+                work[Q0 + i, j] = work[i, j] if i <= order else 0.0
+        work[Q0 + B_ORDER, 0] = float(order)
+        work[Q0 + B_H, 0] = get(work, DENSE_H)
+        work[Q0 + B_T, 0] = get(work, T_NEW)
+        return work[Q0:Q0 + BLOCK]
+
+    @hjit(**returns_a_view())
+    def placeholder(y, work):
+        return work[Q0:Q0 + BLOCK]
 
     return {"step": step, "begin": begin, "counts": counts, "coefficients": coefficients,
-            "placeholder": placeholder, "evaluate": evaluate, "interpolant_in_work": True,
+            "placeholder": placeholder, "evaluate": make_evaluate(n), "interpolant_in_work": True,
             "step_nfev": 0, "dense_nfev": 0, "error_exponent": -0.5}
+
+
+_EVALUATE = {}
+
+
+def make_evaluate(n):
+    """``evaluate(block, t_old, h, y_old, t, dst)``: scipy's ``BdfDenseOutput`` from the
+    interpolant's block (`BLOCK`: D, order k, step h and end t_new), ``y = D[0] +
+    sum_{i=1..k} D[i] prod_{m<i} (t - t_m) / ((m + 1) h)``, ``t_m = t_new - m h``; for
+    the loop and the step records alike (built once per n)."""
+    if n not in _EVALUATE:
+        @hjit
+        def evaluate(block, t_old, h, y_old, t, dst):
+            order = int(block[B_ORDER, 0])
+            hd = block[B_H, 0]
+            t_end = block[B_T, 0]
+            for j in range(n):
+                product = 1.0
+                total = 0.0
+                for i in range(order):
+                    product *= (t - (t_end - hd * float(i))) / (hd * float(1 + i))
+                    total += block[i + 1, j] * product
+                dst[j] = total + block[0, j]
+            return dst
+        _EVALUATE[n] = evaluate
+    return _EVALUATE[n]
 
 
 @hjit
@@ -449,6 +475,15 @@ class BDFMethod(Method):
         rows = copy.copy(ROWS)
         rows.total = _layout(n)[-1]
         return rows
+
+    #: the interpolant is the block of rows `BLOCK` (D and its scalars), not a tuple
+    interpolant_block = True
+
+    def coefficient_states(self, n):
+        return BLOCK
+
+    def interpolant(self, ops, keep, fun):
+        return make_evaluate(ops.n)
 
     def build(self, ops, keep, fun, jac=None):
         key = (ops.n, ops.n_err, ops.shape, keep, fun, jac)

@@ -121,6 +121,9 @@ class Radau(Method):
             self._built[key] = _build(ops, fun, jac, self.rows_for(ops.n))
         return self._built[key]
 
+    def interpolant(self, ops, keep, fun):
+        return make_evaluate(ops.n)
+
 
 def _build(ops, fun, jac, rows):
     import types
@@ -461,20 +464,31 @@ def _build(ops, fun, jac, rows):
     def placeholder(y):
         return y, y, y
 
-    @hjit(**view_options)
-    def evaluate(q, t_old, h, y_old, t, dst):
-        x = (t - t_old) / h
-        x2 = x * x
-        x3 = x2 * x
-        q0, q1, q2 = q
-        for k in range(n):
-            dst[k] = q0[k] * x + q1[k] * x2 + q2[k] * x3 + y_old[k]
-        return dst
-
     return types.SimpleNamespace(
         step=step, begin=begin, counts=counts, coefficients=coefficients,
-        placeholder=placeholder, evaluate=evaluate, step_nfev=0, dense_nfev=0,
+        placeholder=placeholder, evaluate=make_evaluate(n), step_nfev=0, dense_nfev=0,
         error_exponent=-0.25)
+
+
+_EVALUATE = {}
+
+
+def make_evaluate(n):
+    """``evaluate(q, t_old, h, y_old, t, dst)``: the collocation polynomial
+    ``y_old + Q_0 x + Q_1 x^2 + Q_2 x^3``, ``x = (t - t_old) / h`` (scipy's
+    ``RadauDenseOutput``), for the loop and the step records alike (built once per n)."""
+    if n not in _EVALUATE:
+        @hjit(**returns_a_view())
+        def evaluate(q, t_old, h, y_old, t, dst):
+            x = (t - t_old) / h
+            x2 = x * x
+            x3 = x2 * x
+            q0, q1, q2 = q
+            for k in range(n):
+                dst[k] = q0[k] * x + q1[k] * x2 + q2[k] * x3 + y_old[k]
+            return dst
+        _EVALUATE[n] = evaluate
+    return _EVALUATE[n]
 
 
 METHOD = Radau()

@@ -169,6 +169,13 @@ class Rosenbrock(Method):
                                                               self.rows_for(ops.n)))
         return self._built[key]
 
+    def coefficient_states(self, n):
+        # y_new (the loop's row, rewritten by the next step) and q_1..q_3
+        return 4
+
+    def interpolant(self, ops, keep, fun):
+        return make_evaluate(ops.n)
+
 
 def _build(ops, fun, jac, rows):
     n = ops.n
@@ -326,18 +333,29 @@ def _build(ops, fun, jac, rows):
     def placeholder(y):
         return (y, y, y, y)
 
-    @hjit(**view)
-    def evaluate(q, t_old, h, y_old, t, dst):
-        x = (t - t_old) / h
-        x1 = 1.0 - x
-        y1, q1, q2, q3 = q
-        for i in range(n):
-            dst[i] = x1 * y_old[i] + x * (y1[i] + x1 * (q1[i] + x * (q2[i] + x * q3[i])))
-        return dst
-
     return {"step": step, "begin": begin, "counts": counts, "coefficients": coefficients,
-            "placeholder": placeholder, "evaluate": evaluate, "step_nfev": S,
+            "placeholder": placeholder, "evaluate": make_evaluate(n), "step_nfev": S,
             "dense_nfev": 0, "error_exponent": exponent}
+
+
+_EVALUATE = {}
+
+
+def make_evaluate(n):
+    """``evaluate(q, t_old, h, y_old, t, dst)`` with ``q = (y_new, q_1, q_2, q_3)``:
+    ``(1 - x) y_old + x (y_new + (1 - x) (q_1 + x (q_2 + x q_3)))``, ``x = (t - t_old) / h``,
+    for the loop and the step records alike (built once per n)."""
+    if n not in _EVALUATE:
+        @hjit(**returns_a_view())
+        def evaluate(q, t_old, h, y_old, t, dst):
+            x = (t - t_old) / h
+            x1 = 1.0 - x
+            y1, q1, q2, q3 = q
+            for i in range(n):
+                dst[i] = x1 * y_old[i] + x * (y1[i] + x1 * (q1[i] + x * (q2[i] + x * q3[i])))
+            return dst
+        _EVALUATE[n] = evaluate
+    return _EVALUATE[n]
 
 
 METHOD = Rosenbrock("Rodas5P")
