@@ -26,8 +26,8 @@
    lies in ``[d - m, max(|p_a|, |p_b|) + m]`` (``d`` the chord's distance from
    the centre), and since ``|r_i - r_j| >= ||r_i| - |r_j||`` two objects whose
    radius intervals are more than the threshold apart cannot meet in the window
-   (`radius_candidates`). It is implied by the chord test up to the margins (it
-   removes no candidate) but is cheaper: it reads two numbers per object stored
+   (`radius_candidates`). The chord test implies it (same chords, same margins: it
+   removes no candidate), but the radius test is cheaper: it reads two numbers per object stored
    in the order the grid scans them, and drops most grid pairs (objects on
    different shells) before their positions are read.
 3. Narrow phase. Each candidate (pair, window) is integrated as one ODE of 12
