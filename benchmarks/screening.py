@@ -283,7 +283,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=None, help="cascade's threads")
     parser.add_argument("--n-par-ct", type=int, default=1,
                         help="cascade's collisional steps processed at once")
-    parser.add_argument("--json", default=None, help="append the --cascade run here")
+    parser.add_argument("--json", default=None, help="append the run here")
+    parser.add_argument("--label", default=None, help="a name for the run in --json")
     parser.add_argument("--machine", default="2-core shared dev box, loaded")
     parser.add_argument("--worker", choices=["ours", "cascade"], help=argparse.SUPPRESS)
     parser.add_argument("--population", help=argparse.SUPPRESS)
@@ -302,8 +303,16 @@ def main(argv=None):
           f"({result['broad_cpu_s']:.2f} s CPU), "
           f"refinement {result['narrow_s']:.2f} s, total {result['total_s']:.2f} s wall "
           f"({result['cpu_s']:.2f} s CPU time of this process, all threads)")
-    print(f"grid pairs {result['grid_pairs']}, candidates refined {result['candidates']}, "
+    print(f"grid pairs {result['grid_pairs']}, chord-tested (through the radius test) "
+          f"{result.get('chord_tests', 'n/a')}, candidates refined {result['candidates']}, "
           f"approaches {result['approaches']}")
+    if args.json:
+        path = Path(args.json)
+        runs = json.loads(path.read_text())["runs"] if path.exists() else []
+        runs.append({"label": args.label, "machine": args.machine, "n": args.n,
+                     "days": args.days, "threshold_km": args.threshold,
+                     "date": time.strftime("%Y-%m-%d"), **result})
+        path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
     return 0
 
 

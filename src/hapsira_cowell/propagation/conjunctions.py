@@ -22,6 +22,14 @@
    the straight-line relative motion between the two samples comes within
    ``threshold + m_i + m_j`` (``m`` the chord margins), a test that never
    drops a true approach since ``|r_i - r_j| >= |L_i - L_j| - m_i - m_j``.
+   Before the chord test, a radius test: each arc's distance from the centre
+   lies in ``[d - m, max(|p_a|, |p_b|) + m]`` (``d`` the chord's distance from
+   the centre), and since ``|r_i - r_j| >= ||r_i| - |r_j||`` two objects whose
+   radius intervals are more than the threshold apart cannot meet in the window
+   (`radius_candidates`). The chord test implies it (same chords, same margins: it
+   removes no candidate), but the radius test is cheaper: it reads two numbers per object stored
+   in the order the grid scans them, and drops most grid pairs (objects on
+   different shells) before their positions are read.
 3. Narrow phase. Each candidate (pair, window) is integrated as one ODE of 12
    components (both objects, the same force model) from the window's first
    sample to its last (and 5% past it: a minimum at a sample time is on two
@@ -35,11 +43,10 @@
 An approach is a local minimum of the distance inside ``(t0, tf)`` below the
 threshold; a distance still falling at ``tf`` (or rising from ``t0``) is not one.
 
-Why no apogee/perigee prefilter: it rules out pairs, but the grid never forms
-pairs that are far apart in the first place, so it would remove no work from
-the grid; for the pairs the grid does form it would replace a chord test (a
-dozen flops on numbers already loaded) by a radius test that is not cheaper
-and is weaker.
+Why no apogee/perigee prefilter: the radius interval per window is that
+filter made local (an object's radius over a window is a sliver of its
+perigee-apogee range), with a bound that needs no osculating elements and so
+holds under any perturbation the chord margin allows.
 """
 
 import math
@@ -59,6 +66,8 @@ __all__ = [
     "ConjunctionTable",
     "broad_phase",
     "chord_candidates",
+    "radius_bounds",
+    "radius_candidates",
     "refine",
     "sample_cloud",
     "screen",
@@ -215,6 +224,32 @@ def chord_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
     return np.einsum("...k,...k->...", closest, closest) <= (threshold + mi + mj) ** 2
 
 
+def radius_bounds(p0, p1, m):
+    """``(lo, hi)``: bounds on ``|r(t)|`` over each window, from its samples ``p0``,
+    ``p1`` (..., 3) and chord margin ``m``: ``|L(t)|`` is convex along the chord, so it
+    is at most its larger end and at least the chord's distance from the centre, and
+    ``|r(t)|`` is within ``m`` of ``|L(t)|``."""
+    e = p1 - p0
+    ee = np.einsum("...k,...k->...", e, e)
+    s = np.clip(-np.einsum("...k,...k->...", p0, e) / np.where(ee > 0, ee, 1.0), 0.0, 1.0)
+    low = np.linalg.norm(p0 + s[..., None] * e, axis=-1) - m
+    high = np.maximum(np.linalg.norm(p0, axis=-1), np.linalg.norm(p1, axis=-1)) + m
+    return low, high
+
+
+def radius_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
+    """Where the radius intervals of `radius_bounds` come within ``threshold`` (the
+    kernel's test, on the host)."""
+    lo_i, hi_i = radius_bounds(p0i, p1i, mi)
+    lo_j, hi_j = radius_bounds(p0j, p1j, mj)
+    return np.maximum(lo_i - hi_j, lo_j - hi_i) <= threshold + _RADIUS_PAD * np.maximum(hi_i, hi_j)
+
+
+#: Rounding of the radius bounds (a few ulps of the radius) is covered by this
+#: fraction of the radius added to the threshold in the radius test.
+_RADIUS_PAD = 1e-12
+
+
 # --- the broad phase as a kernel: one "object" of the target's ObjectKernel per window ---
 #
 # A uniform grid per window, hashed (spatial hashing: Teschner et al., "Optimized Spatial
@@ -223,7 +258,8 @@ def chord_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
 # centre, cells at least as wide as the widest box plus the threshold, so that two boxes
 # closer than the threshold have centres in the same or adjacent cells. Each object then
 # looks at its own cell and the 13 neighbours "ahead" of it (half of the 26: a pair in
-# two adjacent cells is seen from one side only), pairs pass the chord test, and the
+# two adjacent cells is seen from one side only), pairs pass the radius test (on copies
+# in slot order: a slot's scan reads consecutive memory) and the chord test, and the
 # survivors go to the window's bounded output row with a counter that keeps counting
 # past the row's end (the caller reruns such windows with a larger row: no pair is lost).
 # Windows are independent: a loop on cpu, a gufunc on parallel, a GPU thread each on cuda.
@@ -262,6 +298,21 @@ def _bucket(cx, cy, cz, size):
 
 
 @hjit
+def _radius_low(x0, y0, z0, x1, y1, z1):
+    """The chord's distance from the centre (`radius_bounds` before the margin)."""
+    ex = x1 - x0
+    ey = y1 - y0
+    ez = z1 - z0
+    ee = ex * ex + ey * ey + ez * ez
+    s = -(x0 * ex + y0 * ey + z0 * ez) / (ee if ee > 0 else 1.0)
+    s = min(max(s, 0.0), 1.0)
+    cx = x0 + s * ex
+    cy = y0 + s * ey
+    cz = z0 + s * ez
+    return math.sqrt(cx * cx + cy * cy + cz * cz)
+
+
+@hjit
 def _chord_close(pos, a, b, o, q, limit):
     """`chord_candidates` for objects ``o`` and ``q`` between samples ``a`` and ``b``:
     whether their straight-line relative motion comes within ``limit``."""
@@ -281,11 +332,14 @@ def _chord_close(pos, a, b, o, q, limit):
 
 
 @hjit
-def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, starts):
+def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, sorted_keys,
+                 order, starts):
     """The broad phase of one window: its candidate pairs in ``pairs`` (rows ``i, j``,
-    ``i < j``), ``counts = (candidates, grid pairs)``; candidates past ``pairs``' rows
-    are counted, not written. ``margin``, ``keys``, ``order``, ``starts``: working rows
-    (N, N, N, table size + 1)."""
+    ``i < j``), ``counts = (candidates, grid pairs, pairs through the radius test)``;
+    candidates past ``pairs``' rows are counted, not written. ``margin``, ``radius``
+    (low, high by object, then by slot order), ``keys`` (by object), ``sorted_keys``
+    (by slot order), ``order``, ``starts``: working rows (N, (N, 4), N, N, N, table
+    size + 1)."""
     a = window[0]
     b = a + 1
     dt = conf[0]
@@ -294,7 +348,7 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
     n = pos.shape[1]
     size = starts.shape[0] - 1
     cap = pairs.shape[0]
-    # the widest box of the window: the grid's cell
+    # the widest box of the window: the grid's cell; each object's radius interval
     widest = 0.0
     for o in range(n):
         m = _arc_margin(k, dt, pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
@@ -304,6 +358,11 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
         margin[o] = m
         for axis in range(3):
             widest = max(widest, abs(pos[b, o, axis] - pos[a, o, axis]) + 2.0 * m)
+        radius[o, 0] = _radius_low(pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
+                                   pos[b, o, 0], pos[b, o, 1], pos[b, o, 2]) - m
+        radius[o, 1] = max(
+            math.sqrt(pos[a, o, 0] ** 2 + pos[a, o, 1] ** 2 + pos[a, o, 2] ** 2),
+            math.sqrt(pos[b, o, 0] ** 2 + pos[b, o, 1] ** 2 + pos[b, o, 2] ** 2)) + m
     cell = (widest + threshold) * _CELL_SLACK
     # counting sort of the objects by the hash slot of their centre's cell
     for h in range(size + 1):
@@ -319,7 +378,13 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
     for o in range(n):
         key = keys[o]
         h = _bucket(key >> (2 * _BITS), (key >> _BITS) & _MASK, key & _MASK, size)
-        order[starts[h]] = o
+        slot = starts[h]
+        order[slot] = o
+        # what the pair loop reads of each object, in slot order: the scan of a slot
+        # reads consecutive memory, and only pairs through the radius test read pos
+        sorted_keys[slot] = key
+        radius[slot, 2] = radius[o, 0]
+        radius[slot, 3] = radius[o, 1]
         starts[h] += 1
     # each slot's count was moved one slot down by the filling: shift back
     for h in range(size, 0, -1):
@@ -327,11 +392,15 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
     starts[0] = 0
     found = 0
     formed = 0
-    for o in range(n):
-        key = keys[o]
+    thin = 0
+    for here in range(n):
+        o = order[here]
+        key = sorted_keys[here]
         cx = key >> (2 * _BITS)
         cy = (key >> _BITS) & _MASK
         cz = key & _MASK
+        low = radius[here, 2]
+        high = radius[here, 3]
         # offsets 13..26 of the 27 in lexicographic order: the cell itself and the
         # 13 neighbours after it
         for index in range(13, 27):
@@ -342,12 +411,19 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
                 continue
             wanted = (nx << (2 * _BITS)) | (ny << _BITS) | nz
             h = _bucket(nx, ny, nz, size)
-            for slot in range(starts[h], starts[h + 1]):
-                q = order[slot]
-                # another cell in the same slot, or (own cell) a pair seen from q
-                if keys[q] != wanted or (index == 13 and q <= o):
+            # own cell: the entries after this one in its slot (each pair seen once)
+            first = here + 1 if index == 13 else starts[h]
+            for slot in range(first, starts[h + 1]):
+                # another cell in the same slot
+                if sorted_keys[slot] != wanted:
                     continue
                 formed += 1
+                # radius intervals more than the threshold apart: never within it
+                gap = max(radius[slot, 2] - high, low - radius[slot, 3])
+                if gap > threshold + _RADIUS_PAD * max(high, radius[slot, 3]):
+                    continue
+                thin += 1
+                q = order[slot]
                 if _chord_close(pos, a, b, o, q, threshold + margin[o] + margin[q]):
                     if found < cap:
                         pairs[found, 0] = min(o, q)
@@ -355,6 +431,7 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, keys, order, sta
                     found += 1
     counts[0] = found
     counts[1] = formed
+    counts[2] = thin
 
 
 _GRID = ObjectKernel(_grid_window, [
@@ -363,9 +440,11 @@ _GRID = ObjectKernel(_grid_window, [
     Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
     Arg("conf", np.float64, ("c",), per_object=False),
     Arg("pairs", np.int64, ("cap", "two"), output=True),
-    Arg("counts", np.int64, ("two",), output=True),
+    Arg("counts", np.int64, ("three",), output=True),
     Arg("margin", np.float64, ("n",), scratch=True),
+    Arg("radius", np.float64, ("n", "four"), scratch=True),
     Arg("keys", np.int64, ("n",), scratch=True),
+    Arg("sorted_keys", np.int64, ("n",), scratch=True),
     Arg("order", np.int64, ("n",), scratch=True),
     Arg("starts", np.int64, ("h1",), scratch=True),
 ])
@@ -375,8 +454,9 @@ def broad_phase(pos, vel, dt, k, threshold, cap=16):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
     ``pos``, ``vel``: ``(N, W + 1, 3)``, samples ``dt`` apart. Returns ``i``, ``j``,
-    ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, and the number
-    of pairs the grid formed before the chord test. ``cap``: candidates per window
+    ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, the number
+    of pairs the grid formed and the number of those that passed the radius test (and
+    were chord-tested). ``cap``: candidates per window
     the first kernel call keeps room for; windows with more are run again with room
     for all of theirs.
     """
@@ -391,9 +471,10 @@ def broad_phase(pos, vel, dt, k, threshold, cap=16):
     def run(which, cap):
         count = len(which)
         pairs = np.empty((count, cap, 2), dtype=np.int64)
-        counts = np.zeros((count, 2), dtype=np.int64)
+        counts = np.zeros((count, 3), dtype=np.int64)
         _GRID(which[:, None], pos_t, vel_t, conf, pairs, counts,
-              np.empty((count, n)), np.empty((count, n), dtype=np.int64),
+              np.empty((count, n)), np.empty((count, n, 4)),
+              np.empty((count, n), dtype=np.int64), np.empty((count, n), dtype=np.int64),
               np.empty((count, n), dtype=np.int64),
               np.empty((count, size + 1), dtype=np.int64))
         return pairs, counts
@@ -420,7 +501,7 @@ def broad_phase(pos, vel, dt, k, threshold, cap=16):
     unique = np.unique((w * n + i) * n + j)
     w, rest = np.divmod(unique, n * n)
     i, j = np.divmod(rest, n)
-    return i, j, w, int(counts[:, 1].sum())
+    return i, j, w, int(counts[:, 1].sum()), int(counts[:, 2].sum())
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -523,8 +604,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         Windows screened at once (bounds memory: about 400 bytes per object and
         window); default about 2e6 object-windows per chunk.
     stats : dict, optional
-        Filled with the time per phase (s), the number of windows, grid pairs and
-        candidates (the benchmark reads it).
+        Filled with the time per phase (s), the number of windows, grid pairs, pairs
+        chord-tested (through the radius test) and candidates (the benchmark reads it).
 
     Returns
     -------
@@ -571,7 +652,7 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         chunk = max(1, int(2e6 // n))
     out = [], [], [], [], []
     stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,
-                 windows=windows, grid_pairs=0, candidates=0, dt=dt)
+                 windows=windows, grid_pairs=0, chord_tests=0, candidates=0, dt=dt)
     r, v = r0, v0
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
@@ -582,10 +663,11 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         r, v = pos[:, -1].copy(), vel[:, -1].copy()
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
-        i, j, w, grid = broad_phase(pos, vel, dt, k, threshold)
+        i, j, w, grid, chord = broad_phase(pos, vel, dt, k, threshold)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid
+        stats["chord_tests"] += chord
         stats["candidates"] += len(i)
         now = clock()
         found = refine(k, f, rows, pos[i, w], vel[i, w], pos[j, w], vel[j, w], i, j,

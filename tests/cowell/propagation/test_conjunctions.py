@@ -49,6 +49,19 @@ def background(n, seed):
 PLANTED = [(1234.5, 0.3), (2500.25, 2.0), (3000.0, 4.5), (400.125, 0.004)]
 
 
+def crossing_pair(tca, miss, a, climb):
+    """A circular object at radius ``a`` and one crossing its shell at ``climb`` km/s
+    (radially, at the meeting) in another plane, meeting at ``tca`` at ``miss``; both
+    integrated back to t = 0 under `two_body_j2`."""
+    r_a, v_a = circular(a, 0.9, 0.2)
+    _, v_b = circular(a, 1.6, 0.2)
+    v_b = v_b + climb * r_a / np.linalg.norm(r_a)
+    side = np.cross(v_a - v_b, r_a)
+    r_b = r_a + miss * side / np.linalg.norm(side)
+    res = cowell(k, np.array([r_a, r_b]), np.array([v_a, v_b]), [-tca], f=two_body_j2)
+    return res.rr[:, 0], res.vv[:, 0]
+
+
 def test_a_minimum_on_the_border_of_two_windows_is_found_once():
     """Each window starts from its own sample: rounding may leave g = range rate just
     negative at one window's end and just positive at the next one's start (an H100's
@@ -101,6 +114,75 @@ def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_me
     np.testing.assert_array_equal(chunked.j, table.j)
     np.testing.assert_allclose(chunked.tca, table.tca, rtol=0, atol=1e-6)
     np.testing.assert_allclose(chunked.miss, table.miss, rtol=0, atol=1e-6)
+
+
+def test_an_approach_across_shells_passes_the_radius_test():
+    """Two objects whose radii differ by tens of km a window before and after they meet
+    (one climbs through the other's shell at 0.6 km/s): the radius intervals of the
+    meeting's window still overlap, the approach is found to 1e-3 s and 1 m."""
+    tca, miss = 1000.0, 2.5
+    pair_r, pair_v = crossing_pair(tca, miss, 7100.0, 0.6)
+    r, v = background(6, seed=5)
+    r, v = np.concatenate((pair_r, r)), np.concatenate((pair_v, v))
+    stats = {}
+    table = screen(k, r, v, (0.0, 2000.0), 5.0, stats=stats)
+    assert len(table) == 1 and (table.i[0], table.j[0]) == (0, 1)
+    assert abs(table.tca[0] - tca) < 1e-3 and abs(table.miss[0] - miss) < 1e-3
+    # on different shells around the meeting: radii 2 windows off differ by > 10 km
+    at = cowell(k, pair_r, pair_v, [tca - 2 * stats["dt"], tca + 2 * stats["dt"]],
+                f=two_body_j2)
+    shells = np.linalg.norm(at.rr, axis=-1)  # (2 objects, 2 times)
+    assert np.all(np.abs(shells[0] - shells[1]) > 10.0)
+    # and the radius test drops most pairs the grid forms in this cloud
+    assert stats["grid_pairs"] > stats["chord_tests"] >= stats["candidates"] >= 1
+
+
+def _debris_mix(per_catalog):
+    """``per_catalog`` objects of each of three catalogs (different shells)."""
+    r, v = [], []
+    for name in ("fengyun-1c-debris.tle", "cosmos-2251-debris.tle", "iridium-33-debris.tle"):
+        catalog = from_tle(DATA_DIR / name)
+        ri, vi, ok = catalog.states_at(catalog.epochs.max())
+        r.append(ri[ok][:per_catalog])
+        v.append(vi[ok][:per_catalog])
+    return np.concatenate(r), np.concatenate(v)
+
+
+def test_the_radius_test_is_conservative_on_real_debris(simulated):
+    """On three real debris clouds (30 s sampling, 0.5 s dense): every object's radius
+    over every window lies in its `radius_bounds`, and every pair the radius test drops
+    stays farther than the threshold over the whole window (its densely sampled distance
+    minus what can fall between two dense points)."""
+    n_each, threshold, dt, h = (20, 50.0, 30.0, 0.5) if simulated else (150, 50.0, 30.0, 0.5)
+    r, v = _debris_mix(n_each)
+    n = len(r)
+    per = int(dt / h)
+    dense = np.linspace(0.0, 600.0, int(600.0 / h) + 1)
+    pos_d, vel_d = conjunctions.sample_cloud(k, r, v, dense, two_body_j2, np.zeros((n, 0)),
+                                             1e-11, 1e-12)
+    pos, vel = pos_d[:, ::per], vel_d[:, ::per]
+    windows = pos.shape[1] - 1
+    m = conjunctions._chord_margin(k, pos[:, :-1], pos[:, 1:], vel[:, :-1], vel[:, 1:], dt)
+    low, high = conjunctions.radius_bounds(pos[:, :-1], pos[:, 1:], m)  # (N, W)
+    radii = np.linalg.norm(pos_d[:, :-1], axis=-1).reshape(n, windows, per)
+    radii = np.concatenate((radii, np.linalg.norm(pos[:, 1:], axis=-1)[..., None]), axis=-1)
+    assert np.all(radii >= low[..., None]) and np.all(radii <= high[..., None])
+    # bounds not trivially wide: a few km on these near-circular orbits
+    assert np.median(high - low) < 10.0
+    i, j = np.triu_indices(n, 1)
+    speed = np.linalg.norm(vel_d, axis=-1).max()
+    slack = 2.0 * speed * h / 2.0  # both objects move at most speed * h / 2 off a point
+    dropped_near = 0
+    for w in range(windows):
+        kept = conjunctions.radius_candidates(pos[i, w], pos[i, w + 1], pos[j, w],
+                                              pos[j, w + 1], m[i, w], m[j, w], threshold)
+        a, b = i[~kept], j[~kept]
+        span = slice(w * per, (w + 1) * per + 1)
+        d = np.linalg.norm(pos_d[a, span] - pos_d[b, span], axis=-1).min(axis=1)
+        assert np.all(d > threshold + slack), (w, d.min())
+        # pairs a 3-D grid of cells a few hundred km wide would form
+        dropped_near += int(np.sum(d < 200.0))
+    assert dropped_near > 5  # not vacuous: the radius test removes pairs close in space
 
 
 def test_the_result_on_a_time_axis_and_with_quantities():
@@ -235,22 +317,25 @@ def test_kernel_broad_phase_keeps_every_candidate_of_the_numpy_one(simulated):
                                          1e-11, 1e-12)
     threshold = 600.0 if simulated else 200.0
     i0, j0, w0, _ = numpy_broad_phase(pos, vel, 30.0, k, threshold)
-    old = set(zip(w0.tolist(), i0.tolist(), j0.tolist()))
-    assert len(old) > 20  # not vacuous
+    # the kernel also drops pairs whose radius intervals are apart (its host twin here;
+    # that this never loses an approach: test_the_radius_test_is_conservative...)
+    m = conjunctions._chord_margin(k, pos[:, :-1], pos[:, 1:], vel[:, :-1], vel[:, 1:], 30.0)
+    thin = conjunctions.radius_candidates(pos[i0, w0], pos[i0, w0 + 1], pos[j0, w0],
+                                          pos[j0, w0 + 1], m[i0, w0], m[j0, w0], threshold)
+    assert thin.sum() > 20  # not vacuous (it drops grid pairs, rarely chord candidates)
+    old = set(zip(w0[thin].tolist(), i0[thin].tolist(), j0[thin].tolist()))
     for cap in (16, 2):
-        i1, j1, w1, grid = conjunctions.broad_phase(pos, vel, 30.0, k, threshold, cap=cap)
+        i1, j1, w1, grid, chord = conjunctions.broad_phase(pos, vel, 30.0, k, threshold,
+                                                           cap=cap)
         new = list(zip(w1.tolist(), i1.tolist(), j1.tolist()))
         assert len(set(new)) == len(new) and np.all(i1 < j1)
         assert old <= set(new)
-        assert grid >= len(new)
-    # what the kernel adds passes the same chord test (nothing is made up)
-    keep = conjunctions.chord_candidates(
-        pos[i1, w1], pos[i1, w1 + 1], pos[j1, w1], pos[j1, w1 + 1],
-        conjunctions._chord_margin(k, pos[i1, w1], pos[i1, w1 + 1], vel[i1, w1],
-                                   vel[i1, w1 + 1], 30.0),
-        conjunctions._chord_margin(k, pos[j1, w1], pos[j1, w1 + 1], vel[j1, w1],
-                                   vel[j1, w1 + 1], 30.0), threshold)
-    assert np.all(keep)
+        assert grid >= chord >= len(new)  # (strictly fewer: the across-shells test)
+    # what the kernel adds passes the same chord and radius tests (nothing is made up)
+    for test in (conjunctions.chord_candidates, conjunctions.radius_candidates):
+        keep = test(pos[i1, w1], pos[i1, w1 + 1], pos[j1, w1], pos[j1, w1 + 1], m[i1, w1],
+                    m[j1, w1], threshold)
+        assert np.all(keep)
 
 
 def test_real_debris_equal_brute_force(simulated):
