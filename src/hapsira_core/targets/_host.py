@@ -414,7 +414,8 @@ class LaneKernel(kernel.ObjectKernel):
 
     @property
     def scalar(self):
-        if callable(self._scalar):
+        # (made once: a kernel is callable too, so the maker is told apart by type)
+        if not isinstance(self._scalar, kernel.ObjectKernel):
             self._scalar = self._scalar()
         return self._scalar
 

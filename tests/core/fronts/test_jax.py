@@ -598,7 +598,9 @@ r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
 v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
 tofs = np.array([600.0, 1800.0])
 _, _, f, events, max_steps, records = call_options(1e-11, 1e-12, None, (), 100_000, 64, None)
-kernel = problem(f, events, tofs, max_steps, records).kernel  # the kernel cowell runs
+kernel = problem(f, events, tofs, max_steps, records).kernel
+# the kernel the JAX front runs: the per-object one (a lane kernel's .scalar, HAPSIRA_LANES)
+kernel = getattr(kernel, "scalar", kernel)
 on_disk = kernel.on_disk()
 with event.install_listener("numba:compile", Compiles()):
     res = jax.jit(lambda r, v: jax_cowell(398600.4418, r, v, tofs))(r0, v0)

@@ -134,8 +134,8 @@ def test_fields_are_defined_once():
         IVPResult(rr=1)
     with pytest.raises(TypeError, match="field 't' given twice"):
         IVPResult(np.zeros(1), t=np.zeros(1))
-    with pytest.raises(TypeError, match="12 fields"):
-        IVPResult(*range(13))
+    with pytest.raises(TypeError, match=f"{len(names)} fields"):
+        IVPResult(*range(len(names) + 1))
 
 
 def test_dask_view_is_the_same_result_computed_later(solved):
