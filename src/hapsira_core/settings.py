@@ -13,7 +13,7 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
-``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
+``HAPSIRA_LANES``  objects per core at once, in SIMD   ``off`` (cpu, parallel)
                    lanes: ``auto``, ``off`` or a width
 =================  ==================================  =========
 
@@ -136,4 +136,4 @@ def _lanes(name, default):
 #: ``"auto"``, 0 (off) or a width: how many objects a core steps at once in the SIMD
 #: lanes of the host targets (`hapsira_core.ivp.lanes`); ``auto``: the width of the
 #: host's vectors in float64 where the lane loop applies.
-LANES = _lanes("HAPSIRA_LANES", "auto")
+LANES = _lanes("HAPSIRA_LANES", "off")

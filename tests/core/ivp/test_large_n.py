@@ -215,7 +215,9 @@ def test_brusselator_n200_matches_scipy(method, simulated):
     for i in range(2):
         reference = scipy_solve_ivp(brusselator_np(alpha[i, 0]), (0.0, 1.0), y0, method=method,
                                     rtol=1e-6, atol=1e-8)
-        assert_matches_scipy(res, i, reference)
+        # the same steps; DOP853's end states differ by stage-sum rounding (a fresh clone's
+        # CI venv measured 6.9e-12 relative where this box had passed 1e-12)
+        assert_matches_scipy(res, i, reference, rtol=2e-11 if method == "DOP853" else 1e-12)
         at_times = scipy_solve_ivp(brusselator_np(alpha[i, 0]), (0.0, 1.0), y0, method=method,
                                    t_eval=t_eval, rtol=1e-6, atol=1e-8)
         # DOP853's interpolant weights reach 527 (dop853.D): rounding differences of the

@@ -606,7 +606,7 @@ def test_defaults():
     (lambda: UmbraEvent(R_EARTH, R_SUN, 1.5), "offset"),
     (lambda: UmbraEvent(R_EARTH, R_SUN, True), "offset"),
     (lambda: UmbraEvent(R_EARTH, R_SUN, "1"), "offset"),
-    (lambda: UmbraEvent(R_EARTH, R_SUN, 0, terminal=None), "terminal"),
+    (lambda: UmbraEvent(R_EARTH, R_SUN, 0, terminal=-1), "terminal"),
     (lambda: PenumbraEvent(R_EARTH, R_SUN, 0, direction=-2), "direction"),
     (lambda: EclipseEvent(R_EARTH, R_SUN, 0, kind="total"), "kind"),
     (lambda: Event(radial_momentum, direction=0.5), "direction"),
