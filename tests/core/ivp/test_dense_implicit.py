@@ -14,7 +14,8 @@ from hapsira_core import memory, settings
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.jit import hjit
 
-from .test_radau import robertson, robertson_np, van_der_pol, van_der_pol_np
+from .test_radau import (robertson, robertson_jac_rows, robertson_np, robertson_rows,
+                         van_der_pol, van_der_pol_np)
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 #: A real GPU fuses multiply-adds (the host targets and the simulator do not).
@@ -256,24 +257,6 @@ def test_rodas5p_within_its_tolerance_and_continuous():
     np.testing.assert_allclose(res.sol(t_eval), direct.y, rtol=1e-15, atol=0)
 
 
-@hjit
-def robertson_array(t, y, p, dydt):
-    dydt[0] = -p[0] * y[0] + p[1] * y[1] * y[2]
-    dydt[1] = p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1]
-    dydt[2] = p[2] * y[1] * y[1]
-
-
-@hjit
-def robertson_jac_array(t, y, p, J):
-    J[0, 0] = -p[0]
-    J[0, 1] = p[1] * y[2]
-    J[0, 2] = p[1] * y[1]
-    J[1, 0] = p[0]
-    J[1, 1] = -p[1] * y[2] - 2.0 * p[2] * y[1]
-    J[1, 2] = -p[1] * y[1]
-    J[2, 0] = 0.0
-    J[2, 1] = 2.0 * p[2] * y[1]
-    J[2, 2] = 0.0
 
 
 @pytest.mark.parametrize("method", ("Radau", "BDF", "Rodas5P"))
@@ -284,7 +267,7 @@ def test_array_form_with_jac_gives_the_tuple_forms_solution(method):
     y0, params = objects(ROBERTSON_Y0, ROBERTSON_P)
     options = {"method": method, "rtol": 1e-6, "atol": 1e-10, "params": params,
                "dense_output": True}
-    res = solve_ivp(robertson_array, span, y0, jac=robertson_jac_array, **options)
+    res = solve_ivp(robertson_rows, span, y0, jac=robertson_jac_rows, **options)
     tuple_form = solve_ivp(robertson, span, y0, **options)
     np.testing.assert_array_equal(res.nsteps, tuple_form.nsteps)
     grid = np.linspace(*span, 51)
