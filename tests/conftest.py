@@ -35,3 +35,24 @@ def _disk_cache_is_the_runs_own():
         assert os.environ.get("HAPSIRA_CACHE_DIR"), (
             "HAPSIRA_CACHE=1 in tests needs HAPSIRA_CACHE_DIR set to a folder of this run "
             "(ci/test-matrix makes one); or run with HAPSIRA_CACHE=0")
+
+
+# Seconds per test file (setup, call and teardown summed; under xdist the controller
+# receives every worker's reports), printed after the run: CI's time is mostly kernel
+# compilation, which --durations spreads over the first test of each kernel.
+_FILE_SECONDS = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_SECONDS:
+        return
+    slowest = sorted(_FILE_SECONDS.items(), key=lambda item: -item[1])[:20]
+    terminalreporter.write_sep("-", f"slowest test files (seconds; all files "
+                                    f"{sum(_FILE_SECONDS.values()):.0f} s)")
+    for path, seconds in slowest:
+        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
