@@ -7,6 +7,42 @@ import pytest
 from hapsira_core import settings
 
 
+#: On ``parallel``, a test parametrized by ``method`` runs for these methods only (or,
+#: where it has none of them, for its first): that target runs cpu's compiled per-object
+#: body in a prange over objects, the cpu stage checks every method against scipy, and
+#: each method is kernels to compile in a stage whose time is mostly compilation (CI
+#: must finish within its limit: README, ci/test-matrix). One explicit and one implicit
+#: method keep both kinds of kernel layout (an implicit one has Jacobian work arrays).
+PARALLEL_METHODS = ("DOP853", "Radau")
+#: Tests that run on cpu and cuda but not parallel, with why: the docs' examples are
+#: checked as documentation; every feature they show has its own tests on each target.
+NOT_ON_PARALLEL = ("tests/docs/test_examples.py::test_page_examples_run",)
+
+
+def pytest_collection_modifyitems(config, items):
+    if settings.TARGET != "parallel":
+        return
+    by_function = {}
+    for item in items:
+        by_function.setdefault(item.nodeid.split("[")[0], []).append(item)
+    keep, drop = [], []
+    for item in items:
+        function = item.nodeid.split("[")[0]
+        method = getattr(item, "callspec", None) and item.callspec.params.get("method")
+        if function in NOT_ON_PARALLEL:
+            drop.append(item)
+        elif method is None or method in PARALLEL_METHODS:
+            keep.append(item)
+        else:
+            methods = [sibling.callspec.params.get("method") for sibling in by_function[function]]
+            first = next((m for m in methods if m is not None), None)
+            chosen = any(m in PARALLEL_METHODS for m in methods)
+            (drop if chosen or method != first else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_report_header(config):
     sim = " (CUDA simulator)" if settings.cuda_simulator_enabled() else ""
     return f"hapsira target: {settings.TARGET}{sim}"

@@ -55,11 +55,8 @@ from hapsira_core.ivp.methods import dop853, rk23, rk45
 from hapsira_core.jit import hjit
 from hapsira_core.targets import active
 
-#: On ``parallel`` DOP853 alone: that target runs the per-object loop of ``cpu`` (the
-#: same compiled body, in a prange over objects), whose three methods are checked against
-#: scipy in the cpu stage; each method here is a dozen more kernels to compile, and the
-#: whole CI run must stay within its time (README, ci/test-matrix).
-METHODS = ("DOP853",) if active.NAME == "parallel" else ("RK23", "RK45", "DOP853")
+#: (On ``parallel`` DOP853 alone: tests/conftest.py PARALLEL_METHODS.)
+METHODS = ("RK23", "RK45", "DOP853")
 SPANS = ((5.0, 9.0), (5.0, 1.0))
 RTOL, ATOL = 1e-3, 1e-6
 
