@@ -226,6 +226,7 @@ def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
     from collections import deque
 
     n = r0.shape[0]
+    stm = bool(core.unpack(blob).get("stm", False))  # the chunks' outputs end with Phi
     window = 2 * max(1, len(client.scheduler_info()["workers"]))
     starts = iter(range(0, n, chunk))
     pending = deque()
@@ -246,4 +247,4 @@ def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
         values = future.result()
         future.release()
         submit()
-        yield first, last, CowellResult.of_objects(**_fields(values))
+        yield first, last, CowellResult.of_objects(**_fields(values, stm))

@@ -249,6 +249,46 @@ def test_dask_stm_to_zarr(tmp_path):
     np.testing.assert_array_equal(group["stm"][:], cowell(K, R0, V0, TOFS, stm=True).stm)
 
 
+class _SynchronousClient:
+    """What `map_chunks` asks of a Dask client, run here in order."""
+
+    class _Done:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self):
+            return self.value
+
+        def release(self):
+            pass
+
+    def scheduler_info(self):
+        return {"workers": {"here": {}}}
+
+    def submit(self, function, *args, pure=True, retries=0):
+        return self._Done(function(*args))
+
+
+def test_map_chunks_returns_each_chunk_s_matrices():
+    """The chunks that a batch run yields (`propagation.dask.map_chunks`) carry Phi
+    when the packed call asks for it, equal to the numpy call's; without it, none."""
+    pytest.importorskip("distributed")
+    from hapsira_cowell.propagation import dask as on_cluster
+
+    params = np.zeros((len(R0), 0))
+    want = cowell(K, R0, V0, TOFS, f=j2, stm=True)
+    for stm in (True, False):
+        blob, *_ = on_cluster.pack_call(K, TOFS, f=j2, stm=stm)
+        chunks = list(on_cluster.map_chunks(_SynchronousClient(), blob, R0, V0, params, 1))
+        assert [(first, last) for first, last, _ in chunks] == [(0, 1), (1, 2)]
+        for first, last, res in chunks:
+            np.testing.assert_array_equal(res.rr, want.rr[first:last])
+            if stm:
+                np.testing.assert_array_equal(res.stm, want.stm[first:last])
+            else:
+                assert res.stm is None
+
+
 @pytest.mark.skipif(settings.TARGET != "cuda", reason="device arrays exist on the cuda target only")
 def test_device_arrays_with_stm(monkeypatch):
     """Device states beside the host identity block (`Columns` joins them by chunk)."""
