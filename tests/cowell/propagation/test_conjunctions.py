@@ -153,13 +153,14 @@ def test_the_radius_test_is_conservative_on_real_debris(simulated):
     over every window lies in its `radius_bounds`, and every pair the radius test drops
     stays farther than the threshold over the whole window (its densely sampled distance
     minus what can fall between two dense points)."""
-    # (the simulator runs the GPU's code as Python threads: 8 objects a cloud, 1 s dense)
-    n_each, threshold, dt, h, near = ((8, 50.0, 30.0, 1.0, 500.0) if simulated
-                                      else (150, 50.0, 30.0, 0.5, 200.0))
+    # (the simulator runs the GPU's code as Python threads: 8 objects a cloud, 300 s at 1 s
+    # dense; 7 near pairs dropped there)
+    n_each, threshold, dt, h, near, span = ((8, 50.0, 30.0, 1.0, 500.0, 300.0) if simulated
+                                            else (150, 50.0, 30.0, 0.5, 200.0, 600.0))
     r, v = _debris_mix(n_each)
     n = len(r)
     per = int(dt / h)
-    dense = np.linspace(0.0, 600.0, int(600.0 / h) + 1)
+    dense = np.linspace(0.0, span, int(span / h) + 1)
     pos_d, vel_d = conjunctions.sample_cloud(k, r, v, dense, two_body_j2, np.zeros((n, 0)),
                                              1e-11, 1e-12)
     pos, vel = pos_d[:, ::per], vel_d[:, ::per]
