@@ -7,37 +7,50 @@ import pytest
 from hapsira_core import settings
 
 
-#: On ``parallel``, a test parametrized by ``method`` runs for these methods only (or,
-#: where it has none of them, for its first): that target runs cpu's compiled per-object
-#: body in a prange over objects, the cpu stage checks every method against scipy, and
-#: each method is kernels to compile in a stage whose time is mostly compilation (CI
-#: must finish within its limit: README, ci/test-matrix). One explicit and one implicit
-#: method keep both kinds of kernel layout (an implicit one has Jacobian work arrays).
-PARALLEL_METHODS = ("DOP853", "Radau")
-#: Tests that run on cpu and cuda but not parallel, with why: the docs' examples are
-#: checked as documentation; every feature they show has its own tests on each target.
-NOT_ON_PARALLEL = ("tests/docs/test_examples.py::test_page_examples_run",)
+#: On ``parallel`` and under the CUDA simulator, a test parametrized by ``method`` runs
+#: for these methods only (or, where it has none of them, for its first). ``parallel``
+#: runs cpu's compiled per-object body in a prange over objects, and the simulator runs
+#: the cuda target's kernels as Python (it proves the target layer's indexing, launches
+#: and memory, never the GPU's arithmetic); the cpu stage checks every method against
+#: scipy, and a real GPU (ci/gpu/run.sh) runs every method. Each method is kernels to
+#: compile on parallel and interpreted steps under the simulator, and CI must finish
+#: within its limit (README, ci/test-matrix). One explicit and one implicit method keep
+#: both kinds of kernel layout (an implicit one has Jacobian work arrays).
+REDUCED_METHODS = ("DOP853", "Radau")
+#: Tests that run on cpu (and a real GPU) but not in the reduced stages, with why: the
+#: docs' examples are checked as documentation; every feature they show has its own
+#: tests on each target.
+NOT_IN_REDUCED_STAGES = ("tests/docs/test_examples.py::test_page_examples_run",)
+
+
+def reduced_stage():
+    """True on ``parallel`` and on cuda under the simulator (see REDUCED_METHODS)."""
+    return settings.TARGET == "parallel" or (
+        settings.TARGET == "cuda" and settings.cuda_simulator_enabled())
 
 
 def pytest_collection_modifyitems(config, items):
-    if settings.TARGET != "parallel":
+    if not reduced_stage():
         return
-    by_function = {}
+    methods_of = {}
     for item in items:
-        by_function.setdefault(item.nodeid.split("[")[0], []).append(item)
+        callspec = getattr(item, "callspec", None)
+        method = callspec.params.get("method") if callspec else None
+        if method is not None:
+            methods_of.setdefault(item.nodeid.split("[")[0], []).append(method)
     keep, drop = [], []
     for item in items:
         function = item.nodeid.split("[")[0]
-        method = getattr(item, "callspec", None) and item.callspec.params.get("method")
-        if function in NOT_ON_PARALLEL:
+        callspec = getattr(item, "callspec", None)
+        method = callspec.params.get("method") if callspec else None
+        if function in NOT_IN_REDUCED_STAGES:
             drop.append(item)
-        elif method is None or method in PARALLEL_METHODS:
+        elif method is None or method in REDUCED_METHODS:
             keep.append(item)
         else:
-            methods = [sibling.callspec.params.get("method") for sibling in by_function[function]]
-            first = next((m for m in methods if m is not None), None)
-            chosen = any(m in PARALLEL_METHODS for m in methods)
-            (drop if chosen or method != first else keep).append(item)
+            methods = methods_of[function]
+            chosen = any(m in REDUCED_METHODS for m in methods)
+            (drop if chosen or method != methods[0] else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -55,7 +55,7 @@ from hapsira_core.ivp.methods import dop853, rk23, rk45
 from hapsira_core.jit import hjit
 from hapsira_core.targets import active
 
-#: (On ``parallel`` DOP853 alone: tests/conftest.py PARALLEL_METHODS.)
+#: (On ``parallel`` and under the CUDA simulator DOP853 alone: tests/conftest.py REDUCED_METHODS.)
 METHODS = ("RK23", "RK45", "DOP853")
 SPANS = ((5.0, 9.0), (5.0, 1.0))
 RTOL, ATOL = 1e-3, 1e-6
