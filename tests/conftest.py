@@ -17,20 +17,66 @@ from hapsira_core import settings
 #: within its limit (README, ci/test-matrix). One explicit and one implicit method keep
 #: both kinds of kernel layout (an implicit one has Jacobian work arrays).
 REDUCED_METHODS = ("DOP853", "Radau")
-#: Tests that run on cpu (and a real GPU) but not in the reduced stages, with why: the
-#: docs' examples are checked as documentation; every feature they show has its own
-#: tests on each target.
-NOT_IN_REDUCED_STAGES = ("tests/docs/test_examples.py::test_page_examples_run",)
+#: Tests (node ids or their prefixes: a file, a test function) that run on cpu (and a
+#: real GPU) but not in a reduced stage, with why. Every feature keeps tests on every
+#: target; what is left out here is a second run of the same compiled code.
+NOT_IN_REDUCED_STAGE = {
+    # the docs' examples are checked as documentation; every feature they show has
+    # its own tests on each target
+    "tests/docs/test_examples.py::test_page_examples_run": ("parallel", "simulator"),
+    # the command line's propagation and screening run under the simulator with
+    # --target cpu (the simulator is far too slow for a catalog): the cpu stage's runs
+    "tests/cowell/cli/test_app.py": ("simulator",),
+    "tests/cowell/cli/test_screen.py": ("simulator",),
+}
 
 
-def reduced_stage():
-    """True on ``parallel`` and on cuda under the simulator (see REDUCED_METHODS)."""
-    return settings.TARGET == "parallel" or (
-        settings.TARGET == "cuda" and settings.cuda_simulator_enabled())
+#: Files of a method's own arithmetic (stiff methods and their dense output, the
+#: variational equations, states beyond 32) and of the cache's logic (fingerprints and
+#: damaged entries, the same on every target) run on ``parallel`` only the tests named
+#: here: one comparison with scipy (or a reference) and one failing object per feature,
+#: the cache's warm and concurrent runs. ``parallel`` runs cpu's compiled per-object
+#: body, so their other tests would check the cpu stage's code again, at a kernel
+#: compile (or a process of compiles) each.
+ON_PARALLEL_ONLY = {
+    "tests/core/ivp/test_rodas.py": ("test_robertson_numbers", "test_dense_output_and_events"),
+    "tests/core/ivp/test_radau.py": ("test_stiff_problems_match_scipy_step_for_step",
+                                     "test_a_failing_object_fails_alone"),
+    "tests/core/ivp/test_bdf.py": ("test_steps_counts_and_states_equal_scipy",
+                                   "test_one_failing_object_leaves_the_others_as_scipy"),
+    "tests/core/ivp/test_dense_implicit.py": ("test_sol_equals_scipys_odesolution",
+                                              "test_a_failed_object_keeps_its_own_status_and_nan"),
+    "tests/core/ivp/test_event_derivatives.py": (
+        "test_van_der_pol_crossings_match_central_differences",
+        "test_a_bad_object_gets_nan_and_the_others_are_unchanged"),
+    "tests/core/ivp/test_stm.py": ("test_van_der_pol_stm_against_differences_and_the_same_steps",
+                                   "test_the_jacobian_inside_a_kernel_is_the_lorenz_jacobian"),
+    "tests/core/ivp/test_large_n.py": ("test_ten_bodies_n60_matches_scipy",
+                                       "test_array_form_equals_tuple_form_bit_for_bit"),
+    "tests/core/kernels/test_disk_cache.py": (
+        "test_warm_runs_load_the_kernel_and_give_the_same_numbers",
+        "test_concurrent_first_runs_share_one_folder"),
+}
+
+
+def _left_out(stage, function):
+    """Whether the test function (``file::name``) is not run in this reduced stage."""
+    if function.startswith(tuple(p for p, stages in NOT_IN_REDUCED_STAGE.items()
+                                 if stage in stages)):
+        return True
+    path, _, name = function.partition("::")
+    return stage == "parallel" and path in ON_PARALLEL_ONLY and name not in ON_PARALLEL_ONLY[path]
+
+
+def _stage():
+    if settings.TARGET == "cuda" and settings.cuda_simulator_enabled():
+        return "simulator"
+    return settings.TARGET
 
 
 def pytest_collection_modifyitems(config, items):
-    if not reduced_stage():
+    stage = _stage()
+    if stage not in ("parallel", "simulator"):
         return
     methods_of = {}
     for item in items:
@@ -43,7 +89,7 @@ def pytest_collection_modifyitems(config, items):
         function = item.nodeid.split("[")[0]
         callspec = getattr(item, "callspec", None)
         method = callspec.params.get("method") if callspec else None
-        if function in NOT_IN_REDUCED_STAGES:
+        if _left_out(stage, function):
             drop.append(item)
         elif method is None or method in REDUCED_METHODS:
             keep.append(item)
