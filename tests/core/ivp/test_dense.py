@@ -185,13 +185,14 @@ def test_an_empty_span_is_constant_as_scipys():
 
 
 def test_step_records_over_the_memory_limit_are_refused_with_their_size(monkeypatch):
-    # the counting pass fits; 50 objects x ~28 steps x 8 x 2 numbers do not fit in 100 kB
-    monkeypatch.setattr(memory, "LIMIT", 1e5)
-    y0 = np.repeat(Y0, 50, axis=0)
-    params = np.repeat(PARAMS, 50, axis=0)
+    # the counting pass fits; 30 objects x ~28 steps x 8 x 2 numbers do not fit in 20 kB
+    # (few objects: the simulator runs a thread per object)
+    monkeypatch.setattr(memory, "LIMIT", 2e4)
+    y0 = np.repeat(Y0, 10, axis=0)
+    params = np.repeat(PARAMS, 10, axis=0)
     with pytest.raises(memory.OutputTooLargeError,
-                       match=r"150 objects x \d+ steps \(an interpolant of 8 x 2 numbers per "
-                             r"step\) need .* kB, more than the 100 kB allowed"):
+                       match=r"30 objects x \d+ steps \(an interpolant of 8 x 2 numbers per "
+                             r"step\) need .* kB, more than the 20 kB allowed"):
         solve_ivp(lotka, (0.0, 6.0), y0, params=params, rtol=RTOL, atol=ATOL, dense_output=True)
 
 

@@ -22,6 +22,7 @@ SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 
 SCRIPT = textwrap.dedent("""
     import sys
+    sys.setswitchinterval(5e-5)  # for the CUDA simulator's threads (tests/conftest.py)
     import numpy as np
     from hapsira_core.jit import hjit
     from hapsira_core.ivp import solve_ivp
