@@ -105,6 +105,13 @@ def pytest_collection_modifyitems(config, items):
             methods = methods_of[function]
             chosen = any(m in REDUCED_METHODS for m in methods)
             (drop if chosen or method != methods[0] else keep).append(item)
+    if stage == "parallel":  # a renamed test must not leave its file unrun there
+        collected = {item.nodeid.split("[")[0] for item in items}
+        for path, names in ON_PARALLEL_ONLY.items():
+            missing = [n for n in names if f"{path}::{n}" not in collected]
+            if any(c.startswith(path + "::") for c in collected) and missing:
+                raise pytest.UsageError(f"tests/conftest.py ON_PARALLEL_ONLY names tests "
+                                        f"that {path} does not have: {missing}")
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
