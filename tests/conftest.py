@@ -7,14 +7,19 @@ import pytest
 
 from hapsira_core import settings
 
-if settings.TARGET == "cuda" and settings.cuda_simulator_enabled():
+#: The stage this run is (the target is fixed at import): "cpu", "parallel", "cuda" on a
+#: real GPU, or "simulator" for cuda under numba's CUDA simulator.
+STAGE = ("simulator" if settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+         else settings.TARGET)
+
+if STAGE == "simulator":
     # numba's CUDA simulator runs a Python thread per GPU thread, and each device function
     # call takes a lock of the function's module; at Python's default 5 ms switch interval
     # the threads queue on it behind the GIL. Measured on the 2-core box, one process:
     # test_real_debris_equal_brute_force 338 s at 5 ms, 25 s at 0.05 ms, 22 s at 0.01 ms.
     sys.setswitchinterval(5e-5)
 
-if settings.TARGET == "parallel" and settings.CACHE and os.environ.get("PYTEST_XDIST_WORKER"):
+if STAGE == "parallel" and settings.CACHE and os.environ.get("PYTEST_XDIST_WORKER"):
     # On parallel each xdist worker keeps its own folder under the stage's (a worker, and
     # the command-line runs it starts, share it one at a time). With one folder for both
     # workers, a worker died of a segmentation fault inside the parallel kernel of
@@ -77,37 +82,30 @@ ON_PARALLEL_ONLY = {
 }
 
 
-def _left_out(stage, function):
-    """Whether the test function (``file::name``) is not run in this reduced stage."""
-    if function.startswith(tuple(p for p, stages in NOT_IN_REDUCED_STAGE.items()
-                                 if stage in stages)):
-        return True
-    path, _, name = function.partition("::")
-    return stage == "parallel" and path in ON_PARALLEL_ONLY and name not in ON_PARALLEL_ONLY[path]
+def _method(item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("method") if callspec else None
 
 
-def _stage():
-    if settings.TARGET == "cuda" and settings.cuda_simulator_enabled():
-        return "simulator"
-    return settings.TARGET
+def _function(item):
+    """``file::name`` of a test, without its parameters."""
+    return item.nodeid.split("[")[0]
 
 
 def pytest_collection_modifyitems(config, items):
-    stage = _stage()
-    if stage not in ("parallel", "simulator"):
+    if STAGE not in ("parallel", "simulator"):
         return
+    left_out = tuple(p for p, stages in NOT_IN_REDUCED_STAGE.items() if STAGE in stages)
     methods_of = {}
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        method = callspec.params.get("method") if callspec else None
-        if method is not None:
-            methods_of.setdefault(item.nodeid.split("[")[0], []).append(method)
+        if _method(item) is not None:
+            methods_of.setdefault(_function(item), []).append(_method(item))
     keep, drop = [], []
     for item in items:
-        function = item.nodeid.split("[")[0]
-        callspec = getattr(item, "callspec", None)
-        method = callspec.params.get("method") if callspec else None
-        if _left_out(stage, function):
+        function, method = _function(item), _method(item)
+        path, _, name = function.partition("::")
+        if function.startswith(left_out) or (
+                STAGE == "parallel" and name not in ON_PARALLEL_ONLY.get(path, (name,))):
             drop.append(item)
         elif method is None or method in REDUCED_METHODS:
             keep.append(item)
@@ -115,8 +113,8 @@ def pytest_collection_modifyitems(config, items):
             methods = methods_of[function]
             chosen = any(m in REDUCED_METHODS for m in methods)
             (drop if chosen or method != methods[0] else keep).append(item)
-    if stage == "parallel":  # a renamed test must not leave its file unrun there
-        collected = {item.nodeid.split("[")[0] for item in items}
+    if STAGE == "parallel":  # a renamed test must not leave its file unrun there
+        collected = {_function(item) for item in items}
         for path, names in ON_PARALLEL_ONLY.items():
             missing = [n for n in names if f"{path}::{n}" not in collected]
             if any(c.startswith(path + "::") for c in collected) and missing:
@@ -140,14 +138,14 @@ def target():
 @pytest.fixture(scope="session")
 def simulated():
     """True under numba's CUDA simulator: keep object counts small there."""
-    return settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+    return STAGE == "simulator"
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _disk_cache_is_the_runs_own():
     # ci/test-matrix gives each target's stage a fresh HAPSIRA_CACHE_DIR that its
-    # xdist workers share, so a kernel is compiled once per stage, not once per test
-    # module and worker. Workers sharing a folder crashed only while numba named
+    # xdist workers share (on parallel, a folder each under it: see above), so a kernel
+    # is compiled once per stage (per worker on parallel), not once per test module. Workers sharing a folder crashed only while numba named
     # functions by a per-process counter (fixed in 33a04c9; kept by
     # tests/core/kernels/test_disk_cache.py::test_concurrent_first_runs_share_one_folder).
     # Never the user's own cache: a run must start cold and leave nothing behind.
