@@ -203,9 +203,13 @@ def units_unchecked():
         _CHECK_UNITS.reset(token)
 
 
-def _norms(states):
-    norms = np.linalg.norm(np.asarray(states, dtype=np.float64).reshape(-1, 3), axis=1)
-    return np.where(np.isfinite(norms), norms, np.nan)
+def _squared_norms(states):
+    """``|x|^2`` of each row of ``(..., 3)`` states: one pass, no square root (the checks
+    compare squares, and take roots only for the rows a warning names). Measured at 10^6
+    objects on a 2-core box: the checks took 0.21 s with a norm per check, a third of
+    the H200's whole ``cowell`` call; they take a few ms this way."""
+    flat = np.asarray(states, dtype=np.float64).reshape(-1, 3)
+    return np.einsum("ij,ij->i", flat, flat)
 
 
 def _objects(name, where, count, what):
@@ -232,40 +236,43 @@ def check_units(k, r0=None, v0=None, stacklevel=4, tofs=None):
                       f"Earth.k.value is 3.986e14 m^3/s^2); hapsira_cowell expects km^3/s^2: "
                       f"divide by 1e9 or pass an astropy Quantity", UnitsWarning,
                       stacklevel=stacklevel)
-    if r0 is not None and k is not None:
-        norms = _norms(r0)
+    r2 = _squared_norms(r0) if r0 is not None else None
+    v2 = _squared_norms(v0) if v0 is not None else None
+    if r2 is not None and k is not None:
         low, high = plausible_radii(float(k))
         with np.errstate(invalid="ignore"):
-            far, near = norms > high, (norms < low) & (norms > 0)
+            far, near = r2 > high * high, (r2 < low * low) & (r2 > 0)
         if far.any():
-            warnings.warn(_objects("r0", far, norms.size, f"farther than {high:.3g} km from "
+            far &= np.isfinite(r2)  # an infinite state is not a unit mistake
+        if far.any():
+            warnings.warn(_objects("r0", far, r2.size, f"farther than {high:.3g} km from "
                                    "the attractor") +
-                          f": |r| = {norms[far][0]:.4g} km), beyond any orbit about a body "
-                          f"of GM {float(k):.6g} km^3/s^2: it looks like metres; "
+                          f": |r| = {np.sqrt(r2[far][0]):.4g} km), beyond any orbit about a "
+                          f"body of GM {float(k):.6g} km^3/s^2: it looks like metres; "
                           f"hapsira_cowell expects km (or pass an astropy Quantity)",
                           UnitsWarning, stacklevel=stacklevel)
         if near.any():
-            warnings.warn(_objects("r0", near, norms.size, f"nearer than {low:.3g} km to the "
+            warnings.warn(_objects("r0", near, r2.size, f"nearer than {low:.3g} km to the "
                                    "attractor's centre") +
-                          f": |r| = {norms[near][0]:.4g} km), inside any body of GM "
+                          f": |r| = {np.sqrt(r2[near][0]):.4g} km), inside any body of GM "
                           f"{float(k):.6g} km^3/s^2: it looks like a larger unit (AU, the "
                           f"body's radius?); hapsira_cowell expects km (or pass an astropy "
                           f"Quantity)", UnitsWarning, stacklevel=stacklevel)
-    if r0 is not None and v0 is not None and k is not None \
+    if r2 is not None and v2 is not None and k is not None \
             and abs(float(k) / K_EARTH - 1.0) < 0.01:
-        _earth_state_in_metres(float(k), _norms(r0), _norms(v0), stacklevel + 1)
-    if v0 is not None:
-        norms = _norms(v0)
+        _earth_state_in_metres(float(k), r2, v2, stacklevel + 1)
+    if v2 is not None:
         with np.errstate(invalid="ignore"):
-            fast = norms > SPEED_MAX
+            fast = v2 > SPEED_MAX * SPEED_MAX
         if fast.any():
-            warnings.warn(_objects("v0", fast, norms.size, f"faster than {SPEED_MAX:.0e} km/s") +
-                          f": |v| = {norms[fast][0]:.4g} km/s), faster than any orbit in the "
-                          f"solar system: it looks like m/s; hapsira_cowell expects km/s (or "
-                          f"pass an astropy Quantity)", UnitsWarning, stacklevel=stacklevel)
-    if tofs is not None and r0 is not None and v0 is not None and k is not None:
-        _tofs_too_short(float(k), np.asarray(r0, dtype=np.float64).reshape(-1, 3),
-                        np.asarray(v0, dtype=np.float64).reshape(-1, 3), tofs, stacklevel + 1)
+            fast &= np.isfinite(v2)
+        if fast.any():
+            warnings.warn(_objects("v0", fast, v2.size, f"faster than {SPEED_MAX:.0e} km/s") +
+                          f": |v| = {np.sqrt(v2[fast][0]):.4g} km/s), faster than any orbit in "
+                          f"the solar system: it looks like m/s; hapsira_cowell expects km/s "
+                          f"(or pass an astropy Quantity)", UnitsWarning, stacklevel=stacklevel)
+    if tofs is not None and r2 is not None and v2 is not None and k is not None:
+        _tofs_too_short(float(k), r2, v2, tofs, stacklevel + 1)
 
 
 #: A plain-number ``tofs`` whose longest |time| is below this share of the shortest
@@ -278,20 +285,21 @@ TOF_PERIOD_SHARE = 0.01
 TOF_DAYS_MAX = 366.0
 
 
-def _tofs_too_short(k, r, v, tofs, stacklevel):
-    """Times of flight in days, hours or minutes given as plain numbers (taken as s)."""
+def _tofs_too_short(k, r2, v2, tofs, stacklevel):
+    """Times of flight in days, hours or minutes given as plain numbers (taken as s);
+    ``r2``, ``v2``: the objects' squared ``|r0|``, ``|v0|``."""
     longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
-    if not np.isfinite(longest) or longest == 0.0:
-        return
+    if not np.isfinite(longest) or longest == 0.0 or longest > TOF_DAYS_MAX:
+        return  # (no object's period is needed: the common case, tofs of a day or more)
     with np.errstate(invalid="ignore", divide="ignore"):
-        energy = 0.5 * np.sum(v * v, axis=1) - k / np.linalg.norm(r, axis=1)
+        energy = 0.5 * v2 - k / np.sqrt(r2)
         a = -k / (2.0 * energy)
         periods = 2.0 * np.pi * np.sqrt(a ** 3 / k)
     periods = periods[np.isfinite(periods) & (energy < 0)]
     if periods.size == 0:
         return
     shortest = float(periods.min())
-    if longest <= TOF_DAYS_MAX and longest < TOF_PERIOD_SHARE * shortest:
+    if longest < TOF_PERIOD_SHARE * shortest:
         warnings.warn(f"tofs: the longest time of flight is {longest:.6g} s, "
                       f"{100 * longest / shortest:.2g}% of the shortest orbital period "
                       f"({shortest:.6g} s): it looks like days, hours or minutes; "
@@ -305,19 +313,26 @@ def _tofs_too_short(k, r, v, tofs, stacklevel):
 EARTH_METRES_R = 3e6
 
 
-def _earth_state_in_metres(k, r, v, stacklevel):
+def _earth_state_in_metres(k, r2, v2, stacklevel):
     """Positions in metres with velocities in km/s about the Earth: 6.8e6 "km" at 7.5
     km/s is far outside the Earth's sphere of influence and 22 times its escape
     speed there, a state no Earth-centred propagation has (an interplanetary
-    departure that far out is propagated about the Sun)."""
+    departure that far out is propagated about the Sun). ``r2``, ``v2``: squared
+    ``|r0|``, ``|v0|``."""
+    with np.errstate(invalid="ignore"):
+        out = r2 > EARTH_METRES_R * EARTH_METRES_R
+    if not out.any():
+        return  # (every object within 3e6 km: the common case, decided in one pass)
+    r, v = np.sqrt(r2[out]), np.sqrt(v2[out])
     with np.errstate(invalid="ignore", divide="ignore"):
         escape = np.sqrt(2.0 * k / r)
         # (objects the other checks name already are left to them)
-        suspect = ((r > EARTH_METRES_R) & (r <= plausible_radii(k)[1]) & (v > 10.0 * escape)
-                   & (v <= SPEED_MAX))
-    if suspect.any():
-        i = int(np.flatnonzero(suspect)[0])
-        warnings.warn(_objects("r0", suspect, r.size, f"farther than {EARTH_METRES_R:.0e} km "
+        picked = (r <= plausible_radii(k)[1]) & (v > 10.0 * escape) & (v <= SPEED_MAX)
+    if picked.any():
+        suspect = np.zeros(r2.shape, dtype=bool)
+        suspect[np.flatnonzero(out)[picked]] = True
+        i = int(np.flatnonzero(picked)[0])
+        warnings.warn(_objects("r0", suspect, r2.size, f"farther than {EARTH_METRES_R:.0e} km "
                                "from the Earth and over ten times the escape speed there") +
                       f": |r| = {r[i]:.4g} km at |v| = {v[i]:.4g} km/s, {v[i] / escape[i]:.0f} "
                       f"times the escape speed): it looks like r0 in metres with v0 in km/s; "
@@ -332,8 +347,10 @@ def warn_if_all_failed(status, stacklevel=4):
     if not _CHECK_UNITS.get():
         return
     status = np.atleast_1d(np.asarray(status))
+    if status.size == 0 or status.max() >= 0:  # one pass: some object succeeded
+        return
     in_flight = (status == ivp.STEP_TOO_SMALL) | (status == ivp.MAX_STEPS)
-    if status.size == 0 or not np.all(status < 0) or not in_flight.any():
+    if not in_flight.any():
         return
     counts = ", ".join(f"{int((status == s).sum())} with status {int(s)}"
                        for s in np.unique(status))
