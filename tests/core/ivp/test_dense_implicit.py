@@ -73,6 +73,13 @@ def close(actual, expected, scale, within):
     assert error.max() <= within, error.max()
 
 
+#: The absolute part of a step's bound after the first: a real GPU contracts a * b + c into
+#: fused multiply-adds, in the step and in the polynomial's coefficients, which moved one
+#: interpolant of BDF's Van der Pol by 2.8e-13 of the component's size where its ends
+#: agreed to 8e-14 (H200, 2026-11-27); the host and the simulator do not fuse: 1e-13 there.
+FLOOR = 1e-12 if settings.TARGET == "cuda" and not settings.cuda_simulator_enabled() else 1e-13
+
+
 def assert_scipys_interpolants(sol, expected, scale):
     """Each step's interpolant is scipy's for that step, to the rounding in which the two
     runs' states differ.
@@ -84,7 +91,7 @@ def assert_scipys_interpolants(sol, expected, scale):
     ends' agreement: at the same fractions of the step, within twice the larger
     difference of the states at its two ends (measured: 1.7 times at most; another
     polynomial of the same order would be off by its local error, about 1e-6 of the
-    size here), plus 1e-13 (1e-14 on the first step, where nothing has drifted).
+    size here), plus FLOOR (1e-14 on the first step, where nothing has drifted).
     Before the first step and after the last the end steps extrapolate, as scipy's:
     half a step out, within 8 times (measured: 3.3 times at most). Returns the largest difference at the ends."""
     assert sol.n_segments == expected.n_segments
@@ -100,7 +107,7 @@ def assert_scipys_interpolants(sol, expected, scale):
         # outside the step the polynomials' differences grow as |x|^3 and more: 8 there
         factor = np.where((fractions < 0.0) | (fractions > 1.0), 8.0, 2.0)
         bound = (factor * np.maximum(ends[:, k], ends[:, k + 1])[:, None]
-                 + (1e-14 if k == 0 else 1e-13))
+                 + (1e-14 if k == 0 else FLOOR))
         assert (error <= bound).all(), (k, error, bound)
 
 
