@@ -1,7 +1,9 @@
 """The GPU with the function a user writes: the reference workload with the textbook
-right-hand side, rewritten (shared reciprocals) and as written, beside the tuned one.
+right-hand side, rewritten (shared reciprocals) and as written, beside the tuned one,
+and beside diffrax and CuBIE on the same GPU.
 
     HAPSIRA_TARGET=cuda python benchmarks/gpu_user_f.py --n 1000000 [--name h100]
+        [--peers diffrax,cubie] [--diffrax-n N] [--cubie-n N] [--peer-timeout 600]
 
 In one process, on the reference workload (LEO cloud, two-body + J2, one day,
 rtol 1e-11, atol 1e-12): ``cowell`` with the library's ``two_body`` +
@@ -11,9 +13,29 @@ reciprocals, `hapsira_core.kernels.reciprocals`), and with the same function
 marked `as_written`. Each is timed as a user calls it (wall clock through the
 public API, inputs and outputs in host memory), median of ``--repeat`` calls
 after one warm-up call (compile). Positions are checked against scipy DOP853 at
-rtol 1e-13 on ``--n-ref`` objects. Writes ``results/gpu_user_f[_<name>].json``
-with the fields issue 29 names; diffrax and CuBIE are null where they do not
-import (the reason in ``notes``).
+rtol 1e-13 on ``--n-ref`` objects.
+
+Then the peers of ``--peers``, each in its own process (a failure there is
+reported, not raised), on the same objects (``workloads.leo_cloud(n)``, seed
+0: its first objects do not depend on ``n``), the same model and tolerances:
+
+* ``diffrax``: `peers.diffrax_dopri8`, ``Dopri8`` with a PID controller,
+  ``jax.jit(jax.vmap(diffeqsolve))``, ``max_steps=4096`` per object, inputs
+  already on the device and outputs left there, at ``--diffrax-n`` objects;
+* ``cubie``: `peers.cubie_cowell`, CuBIE's ``Solver`` (``create_ODE_system``
+  from equation strings, the constants of workloads.py), its ``dop853``
+  tableau with a PID controller, float64, final state only, one run per object
+  (``grid_type="verbatim"``), host arrays in and out, at ``--cubie-n``
+  objects.
+
+Each peer: its first call (compile included), the best and the median of
+``--peer-repeat`` further calls, its accepted steps (orbit-steps/s) and the
+largest position error of its first ``--n-ref`` objects against the same
+scipy reference. Neither is scaled to ``--n``: ``diffrax_n`` and ``cubie_n``
+say how many objects each ran. Writes ``results/gpu_user_f[_<name>].json``
+(once ours are measured, again after each peer) with the fields issue 29
+names; ``diffrax_s`` and ``cubie_s`` (best of the peer's calls) are null
+where the peer did not run (the reason in ``notes``).
 """
 
 import argparse
@@ -24,8 +46,13 @@ import time
 import numpy as np
 
 import harness
+import peers
 import workloads
 from workloads import ATOL, DAY, K, RTOL
+
+#: workloads.leo_cloud's default seed: ours and the peers integrate the same objects
+SEED = 0
+PEERS = ("diffrax", "cubie")
 
 
 def timed(call, repeat):
@@ -38,13 +65,57 @@ def timed(call, repeat):
     return statistics.median(samples), samples, result
 
 
+def count(text):
+    """An object count from the command line: 1000000 or 1e6."""
+    return int(float(text))
+
+
+def run_peer(peer, n, args):
+    """One peer at ``n`` objects (its own process): its dict, with ``final_rr`` of the first
+    ``--n-ref`` objects where it ran."""
+    keep = min(args.n_ref, n)
+    if peer == "diffrax":
+        return peers.diffrax_dopri8(n, SEED, timeout=args.peer_timeout, repeat=args.peer_repeat,
+                                    keep=keep)
+    return peers.cubie_cowell(n, SEED, repeat=args.peer_repeat, keep=keep,
+                              timeout=args.peer_timeout)
+
+
+PEER_NOTES = {
+    "diffrax": "diffrax {version} Dopri8, PIDController(rtol, atol of the workload), dt0 "
+               "automatic, max_steps {max_steps} per object (the most one took: {steps_max}), "
+               "jax.jit(jax.vmap(diffeqsolve)) on {device}, float64; inputs on the device "
+               "before the clock starts, outputs left there; orbit_steps: its "
+               "num_accepted_steps",
+    "cubie": "CuBIE {version} Solver, dop853 tableau, PID controller at the workload's "
+             "rtol/atol, first step {dt} s, dt_max {dt_max} s, float64, final state (and its "
+             "step counters) only, pre-built (states, runs) host arrays in, host arrays out; "
+             "orbit_steps: its steps less its rejected ones ({rejected_steps} rejected)",
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--n", type=count, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n-ref", type=int, default=10)
     parser.add_argument("--name", default="")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help="comma-separated, of diffrax,cubie ('' for none)")
+    parser.add_argument("--diffrax-n", type=count, default=None,
+                        help="objects diffrax runs (default: --n)")
+    parser.add_argument("--cubie-n", type=count, default=None,
+                        help="objects CuBIE runs (default: --n)")
+    parser.add_argument("--peer-repeat", type=int, default=3,
+                        help="timed calls of each peer after its first (best and median)")
+    parser.add_argument("--peer-timeout", type=float, default=600.0,
+                        help="seconds for each peer's process (import, compile, all calls)")
     args = parser.parse_args()
+    wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
+    if set(wanted) - set(PEERS):
+        parser.error(f"--peers: unknown {sorted(set(wanted) - set(PEERS))} (of {PEERS})")
+    peer_n = {"diffrax": args.diffrax_n or args.n, "cubie": args.cubie_n or args.n}
+    args.n_ref = min(args.n_ref, args.n)
 
     from scipy.integrate import solve_ivp as scipy_solve_ivp
 
@@ -52,7 +123,7 @@ def main():
     from hapsira_core.jit import as_written, hjit
     from hapsira_cowell import cowell
 
-    rr, vv = workloads.leo_cloud(args.n)
+    rr, vv = workloads.leo_cloud(args.n, SEED)
     tofs = np.array([DAY])
     exact = as_written(hjit(workloads.textbook_cowell.py_func))
     variants = {"tuned": workloads.two_body_j2, "rewritten": workloads.textbook_cowell,
@@ -89,17 +160,59 @@ def main():
     out["notes"].append("as_written_s: the textbook f as the framework compiles it by default "
                         "on cuda (shared reciprocals); as_written_without_rewrite_s: the same "
                         "function marked as_written")
-    for peer in ("diffrax", "cubie"):
-        try:
-            __import__(peer)
-            out["notes"].append(f"{peer}: imports but is not run by this script yet")
-        except ImportError as error:
-            out["notes"].append(f"{peer}: not run ({error})")
+    out["seed"] = SEED
+    out["notes"].extend(f"{peer}: not run (not in --peers)" for peer in PEERS
+                        if peer not in wanted)
     name = "gpu_user_f" + (f"_{args.name}" if args.name else "")
-    print(harness.write_result(name, out), file=sys.stderr)
+    print(harness.write_result(name, out), file=sys.stderr)  # again after each peer
+    for peer in (p for p in PEERS if p in wanted):
+        n = peer_n[peer]
+        out[f"{peer}_n"] = n
+        print(f"{peer}: {n} objects, in its own process ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        result = run_peer(peer, n, args)
+        result["process_s"] = time.perf_counter() - start
+        final = result.pop("final_rr", None)
+        out[peer] = result
+        if result.get("seconds") is None:
+            reason = result.get("missing") or result.get("error") or "no result"
+            out["notes"].append(f"{peer}: not run at n={n} ({reason})")
+            print(f"{peer:11s} not run: {reason}", flush=True)
+            print(harness.write_result(name, out), file=sys.stderr)
+            continue
+        seconds = result["seconds"]
+        out[f"{peer}_s"] = seconds
+        if result.get("samples_s"):
+            result["median_s"] = statistics.median(result["samples_s"])
+        if result.get("orbit_steps"):
+            result["orbit_steps_per_s"] = result["orbit_steps"] / seconds
+            result["steps_mean"] = result["orbit_steps"] / n
+        if final is not None and len(final):
+            final = np.asarray(final, dtype=float)
+            result["n_ref"] = len(final)
+            result["max_pos_err_km"] = float(np.abs(final - reference[:len(final)]).max())
+        fields = _Missing(result.get("settings", {}), **result)
+        out["notes"].append(
+            f"{peer}: ran at n={n}" + ("" if n == args.n else f" (not --n={args.n}; not scaled)")
+            + f", same objects as ours (leo_cloud seed {SEED}); best of {args.peer_repeat} "
+              "calls after a first (compile); " + PEER_NOTES[peer].format_map(fields))
+        ratio = f", {seconds / out['tuned_s']:.2f}x tuned" if n == args.n else ""
+        print(f"{peer:11s} {seconds:.4f} s  "
+              f"{result.get('orbit_steps_per_s', float('nan')):.3e} orbit-steps/s  "
+              f"(n={n}{ratio}; first call {result.get('first_call_s', float('nan')):.1f} s; "
+              f"{result.get('steps_mean', float('nan')):.1f} steps/object; max position error "
+              f"{result.get('max_pos_err_km', float('nan')):.2e} km)", flush=True)
+        print(harness.write_result(name, out), file=sys.stderr)
     print(f"as written / tuned: {out['as_written_s'] / out['tuned_s']:.2f}x "
           f"(without the rewrite {out['as_written_without_rewrite_s'] / out['tuned_s']:.2f}x); "
           f"max position error {out['max_pos_err_km']:.2e} km")
+
+
+class _Missing(dict):
+    """``str.format_map`` with ``?`` for a field a peer did not report."""
+
+    def __missing__(self, key):
+        return "?"
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 Reference workload (``workloads.leo_cloud(n, seed)``, two-body + J2, one
 day): `hapsira_target` (another target, in its own process), `scipy_dop853`,
-`heyoka_batch` (SIMD batches), `heyoka_scalar`, `diffrax_dopri8`. Each returns
-``{"seconds": ..., "n_objects": ..., ...}``; where a peer would take too long
-for ``n``, it runs ``n_max`` objects and scales linearly (``"extrapolated_from"``
-says how many really ran).
+`heyoka_batch` (SIMD batches), `heyoka_scalar`, `diffrax_dopri8` and
+`cubie_cowell` (each in its own process, on the GPU; both can return the final
+positions of the first objects). Each returns ``{"seconds": ..., "n_objects":
+..., ...}``; where a peer would take too long for ``n``, it runs ``n_max``
+objects and scales linearly (``"extrapolated_from"`` says how many really ran;
+diffrax and CuBIE never scale).
 
 Ensembles (``workloads.problem(name, n)``): `ensemble_scipy`, `ensemble_cyrk`,
 `ensemble_diffrax`, `ensemble_cubie`: ``(first call s, best s, final states,
@@ -164,33 +166,198 @@ def solve(y0):
     sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Dopri8(), 0.0, workload.DAY, None, y0,
                               stepsize_controller=diffrax.PIDController(rtol=workload.RTOL, atol=workload.ATOL),
                               saveat=diffrax.SaveAt(ts=jnp.array([workload.DAY / 2, workload.DAY])),
-                              max_steps=4096)
+                              max_steps={max_steps})
     return sol.ys, sol.stats["num_accepted_steps"]
 
 run = jax.jit(jax.vmap(solve))
 r0, v0 = workload.leo_cloud({n}, seed={seed})
 y0 = jnp.asarray(np.concatenate([r0, v0], axis=1))
-ys, steps = run(y0); ys.block_until_ready()
 t = time.perf_counter()
 ys, steps = run(y0); ys.block_until_ready()
-seconds = time.perf_counter() - t
-print(json.dumps({{"seconds": seconds, "n_objects": {n}, "orbit_steps": int(steps.sum()),
-                  "device": str(jax.devices()[0])}}))
+first = time.perf_counter() - t
+times = []
+for _ in range({repeat}):
+    t = time.perf_counter()
+    ys, steps = run(y0); ys.block_until_ready()
+    times.append(time.perf_counter() - t)
+out = {{"seconds": min(times), "n_objects": {n}, "orbit_steps": int(steps.sum()),
+       "device": str(jax.devices()[0]), "first_call_s": first, "samples_s": times,
+       "steps_max": int(steps.max()), "max_steps": {max_steps}, "version": diffrax.__version__}}
+if {keep}:
+    out["final_rr"] = np.asarray(ys[:{keep}, -1, :3]).tolist()
+print(json.dumps(out))
 """
 
 
-def diffrax_dopri8(n, seed=2, timeout=400):
-    """diffrax Dopri8 with a PID controller, vmapped over objects, jitted (compile excluded)."""
+def diffrax_dopri8(n, seed=2, timeout=400, repeat=1, keep=0, max_steps=4096):
+    """diffrax Dopri8 with a PID controller, vmapped over objects, jitted (compile excluded):
+    ``seconds`` is the best of ``repeat`` calls after a first one (``first_call_s``, compile
+    included), ``orbit_steps`` its accepted steps (``steps_max``: the most of one object,
+    against ``max_steps``); ``keep > 0`` adds the final positions of the first ``keep`` objects
+    (``final_rr``, km). A failure or a timeout gives ``{"error": ...}``."""
     import importlib.util
     if importlib.util.find_spec("diffrax") is None:
         return missing(Missing("diffrax not installed (pip install -e .[bench])"))
-    script = DIFFRAX_SCRIPT.format(here=HERE, n=n, seed=seed)
-    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    script = DIFFRAX_SCRIPT.format(here=HERE, n=n, seed=seed, repeat=max(1, repeat),
+                                   keep=min(keep, n), max_steps=max_steps)
+    # hapsira (imported by workloads) on the cpu: the GPU is JAX's alone
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", HAPSIRA_TARGET="cpu")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], check=False, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    return _child_result(done)
+
+
+def _child_result(done):
+    """The last stdout line of a finished child as JSON, or ``{"error": its last stderr line,
+    "stderr_tail": ...}``."""
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or "").strip()
+        return {"error": tail.splitlines()[-1] if tail else f"failed ({done.returncode})",
+                "stderr_tail": tail[-3000:]}
+    return json.loads(lines[-1])
+
+
+#: the reference model (two-body + J2, as `workloads.jax_rhs`) in CuBIE's equation strings:
+#: auxiliaries first, then the derivatives of the states; mu, j2, req are constants
+CUBIE_COWELL_STATES = ("x", "y", "z", "vx", "vy", "vz")
+CUBIE_COWELL_EQUATIONS = [
+    "r2 = x*x + y*y + z*z",
+    "r = sqrt(r2)",
+    "zz = z*z / r2",
+    "c = -mu / (r2*r)",
+    "fj2 = 1.5*mu*j2*req*req / (r2*r2*r)",
+    "dx = vx",
+    "dy = vy",
+    "dz = vz",
+    "dvx = c*x + fj2*x*(5*zz - 1)",
+    "dvy = c*y + fj2*y*(5*zz - 1)",
+    "dvz = c*z + fj2*z*(5*zz - 3)",
+]
+
+CUBIE_SCRIPT = """
+import json, sys
+sys.path.insert(0, {here!r})
+import peers
+print(json.dumps(peers.cubie_cowell_here({n}, seed={seed}, repeat={repeat}, keep={keep},
+                                         dt0={dt0!r}, parameter={parameter!r})))
+"""
+
+
+def cubie_cowell(n, seed=2, repeat=3, keep=0, timeout=600, dt0=10.0):
+    """CuBIE (PyPI ``cubie``) on the reference workload, in its own process (a CUDA failure
+    there cannot take the caller down; hapsira on the cpu there, CuBIE's caches in a new
+    folder, so that its first call compiles): `cubie_cowell_here`'s dict, or
+    ``{"error": ...}``. Should the system without parameters fail (other than by a
+    timeout), one more process runs it with one unused parameter per run
+    (``"first_try_error"`` says why)."""
+    import importlib.util
+    if importlib.util.find_spec("cubie") is None:
+        return missing(Missing("cubie not installed (pip install cubie, or "
+                               "pip install -e .[bench-gpu])"))
+    result = _cubie_child(n, seed, repeat, keep, timeout, dt0, None)
+    if "error" in result and not result["error"].startswith("timed out"):
+        retry = _cubie_child(n, seed, repeat, keep, timeout, dt0, True)
+        retry["first_try_error"] = result["error"]
+        retry["first_try_stderr_tail"] = result.get("stderr_tail")
+        return retry
+    return result
+
+
+def _cubie_child(n, seed, repeat, keep, timeout, dt0, parameter):
+    import tempfile
+    script = CUBIE_SCRIPT.format(here=HERE, n=n, seed=seed, repeat=max(1, repeat),
+                                 keep=min(keep, n), dt0=float(dt0), parameter=parameter)
+    with tempfile.TemporaryDirectory(prefix="cubie_cache_") as scratch:
+        env = dict(os.environ, HAPSIRA_TARGET="cpu", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0",
+                   CUBIE_CACHE_DIR=scratch)
+        try:
+            done = subprocess.run([sys.executable, "-c", script], check=False, env=env,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+    return _child_result(done)
+
+
+def cubie_cowell_here(n, seed=2, repeat=3, keep=0, dt0=10.0, parameter=None):
+    """CuBIE in this process: `CUBIE_COWELL_EQUATIONS` (``create_ODE_system``, float64, the
+    constants of workloads.py), ``Solver`` with its ``dop853`` tableau and a PID controller at
+    the workload's rtol/atol, first step ``dt0`` s, steps up to a day (CuBIE's default
+    ``dt_max`` is 1 s), final state only (plus its step counters), one run per object of
+    ``leo_cloud(n, seed)`` (``grid_type="verbatim"``). ``setup_s``: the system and the solver;
+    ``first_call_s``: the first ``solve`` (code generation and compile included);
+    ``seconds``: the best of ``repeat`` further calls (each after the previous result is
+    released, so that CuBIE reuses its buffers). ``orbit_steps``: accepted steps (its
+    counters: steps taken less the rejected ones); ``final_rr``: the final positions (km) of
+    the first ``keep`` objects. ``parameter``: give the system one unused parameter per run
+    (``None``: only under the CUDA simulator)."""
+    import gc
+    cubie = need("cubie", "cubie (the bench-gpu extra)")
+    r0, v0 = workload.leo_cloud(n, seed)
+    y0 = np.concatenate([r0, v0], axis=1)
+    settings = {"algorithm": "dop853", "step_controller": "pid", "atol": workload.ATOL,
+                "rtol": workload.RTOL, "dt": float(dt0), "dt_min": 1e-6,
+                "dt_max": workload.DAY, "output_types": ["state", "iteration_counters"]}
+    # No parameters. CuBIE's kernel still takes each run's column of its parameter array,
+    # a (1, 1) placeholder then: harmless on a GPU (nothing is read), out of bounds for the
+    # CUDA simulator's checks, where (only) the system gets one unused parameter per run.
+    simulator = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    parameter = simulator if parameter is None else bool(parameter)
+    start = time.perf_counter()
+    system = cubie.create_ODE_system(
+        CUBIE_COWELL_EQUATIONS, precision=np.float64,
+        states={s: float(y0[0, i]) for i, s in enumerate(CUBIE_COWELL_STATES)},
+        parameters={"unused": 0.0} if parameter else None,
+        constants={"mu": workload.K, "j2": workload.J2, "req": workload.R})
+    solver = cubie.Solver(system, time_logging_level=None, **settings)
+    setup = time.perf_counter() - start
+    # pre-built (states, runs) inputs, the rows in the system's order of the states (CuBIE
+    # sorts them by name): its path without grid building
+    order = [CUBIE_COWELL_STATES.index(name) for name in system.states.names]
+    inits = np.ascontiguousarray(y0[:, order].T)
+    params = np.zeros((1, n)) if parameter else None
+
+    def call():
+        return solver.solve(inits, params, duration=workload.DAY, t0=0.0, grid_type="verbatim")
+
+    start = time.perf_counter()
+    res = call()
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(repeat):
+        res = None
+        gc.collect()
+        start = time.perf_counter()
+        res = call()
+        times.append(time.perf_counter() - start)
+    legend = {v: k for k, v in res.time_domain_legend.items()}
+    final = np.asarray(res.time_domain_array)[-1]  # (variable, run)
+    status = np.asarray(res.status_codes)
+    out = {"seconds": min(times), "first_call_s": first, "setup_s": setup, "samples_s": times,
+           "n_objects": n, "failed": int(np.sum(status != 0)),
+           "version": getattr(cubie, "__version__", None),
+           "settings": dict(settings, precision="float64", grid_type="verbatim",
+                            states=list(system.states.names), simulator=simulator,
+                            unused_parameter=parameter)}
+    counters = res.iteration_counters  # (saves, [Newton, Krylov, steps, rejected], runs)
+    if counters is not None and np.size(counters):
+        counters = np.asarray(counters).sum(axis=0)
+        accepted = counters[2] - counters[3]
+        out.update(orbit_steps=int(accepted.sum()), rejected_steps=int(counters[3].sum()),
+                   steps_mean=float(accepted.mean()), steps_max=int(accepted.max()))
+    try:
+        from numba import cuda
+        name = cuda.get_current_device().name
+        out["device"] = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as error:  # noqa: BLE001 (the device's name is only a label)
+        out["device"] = f"unknown ({type(error).__name__})"
+    if keep:
+        out["final_rr"] = np.stack([final[legend[s], :keep] for s in ("x", "y", "z")],
+                                   axis=1).tolist()
+    return out
 
 
 # --- ensembles (workloads.problem): (first call s, best s, final states, extra) ---
