@@ -18,6 +18,19 @@ it needs. A target provides
                          at a computed index are rewritten to give NaN past
                          the row (`hapsira_core.kernels.guard`)
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
+``device_empty(s, t)``   an array of shape ``s`` and dtype ``t`` in the
+                         target's own memory, not initialised (numpy on the
+                         host targets; on cuda a device array, the
+                         simulator's too)
+``to_device(x)``,        ``x`` moved into the target's memory and a numpy
+``to_host(x)``           array of it (each the array itself where it is there
+                         already: the host targets never copy). An
+                         `ObjectKernel` reads an input and writes an output
+                         that is in the target's memory in place (cuda: never
+                         copied in or back), so that kernels called one after
+                         another keep their arrays there
+``device_memory()``      ``(free, total)`` bytes of the target's own memory,
+                         or None (the host targets: none of their own)
 ``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target
 ``XLA_PLATFORM``         the XLA platform its kernels run on inside JAX
                          (``"cpu"``, ``"CUDA"``, or None: none)

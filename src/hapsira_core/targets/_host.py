@@ -82,6 +82,26 @@ def is_device_array(value):
     return False
 
 
+def device_empty(shape, dtype=np.float64):
+    """An array in the target's own memory, not initialised: on the host, numpy's."""
+    return np.empty(shape, dtype)
+
+
+def to_device(array):
+    """``array`` in the target's own memory: on the host, the array itself (no copy)."""
+    return np.asarray(array)
+
+
+def to_host(array):
+    """``array`` as a numpy array: on the host, the array itself (no copy)."""
+    return np.asarray(array)
+
+
+def device_memory():
+    """``(free, total)`` bytes of the target's own memory: None (returned), the host
+    targets have none."""
+
+
 def xla_mismatch(name, what):
     return (f"hapsira: the {what} was built for HAPSIRA_TARGET={name} and runs "
             "on JAX's CPU platform, but this program runs on a GPU; put its inputs "

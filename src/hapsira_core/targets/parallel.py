@@ -6,8 +6,19 @@ import numpy as np
 from .. import settings
 from ..kernels import kernel
 from . import _host
-from ._host import (KEEP_STAGES, declare_foreign, hjit, is_device_array,  # noqa: F401
-                    lane_code_options, lane_width, rsqrt)
+from ._host import (  # noqa: F401
+    KEEP_STAGES,
+    declare_foreign,
+    device_empty,
+    device_memory,
+    hjit,
+    is_device_array,
+    lane_code_options,
+    lane_width,
+    rsqrt,
+    to_device,
+    to_host,
+)
 
 NAME = "parallel"
 #: numba compiles bounds checks into functions that ask for them (params read at

@@ -12,14 +12,17 @@
    ``|r(t) - L(t)| <= dt^2 / 8 * max|r''|`` (the linear interpolation error
    bound; e.g. Atkinson, *An Introduction to Numerical Analysis*, 2nd ed.,
    Theorem 3.2), with ``max|r''|`` bounded as described at `_chord_margin`.
-   Each window is one "object" of a kernel on the active target (a loop on
-   cpu, a gufunc on parallel, a GPU thread on cuda; `_grid_window`): each
-   box's centre goes in one cell of a uniform grid whose cells are as wide as
-   the widest box plus the threshold, so that boxes closer than the threshold
-   have centres in the same or adjacent cells; the cells are hashed into a
-   table and the objects counting-sorted by slot, and each object looks at its
-   own cell and the 13 neighbours after it. Pairs found so are kept only if
-   the straight-line relative motion between the two samples comes within
+   Each box's centre goes in one cell of a uniform grid whose cells are as
+   wide as the widest box plus the threshold, so that boxes closer than the
+   threshold have centres in the same or adjacent cells; the cells are hashed
+   into a table and the objects counting-sorted by slot (`_sort_window`, one
+   "object" of a kernel per window), and each object looks at its own cell and
+   the 13 neighbours after it (`_scan`). On cuda these are two kernels, the
+   scan one GPU thread per (window, slot) (`_scan_slot`), the sorted arrays
+   kept on the GPU between them; on the host targets one kernel runs both per
+   window (`_grid_window`: a loop on cpu, a gufunc on parallel), while the
+   window's arrays are in the core's cache (`broad_phase`). Pairs found so are
+   kept only if the straight-line relative motion between the two samples comes within
    ``threshold + m_i + m_j`` (``m`` the chord margins), a test that never
    drops a true approach since ``|r_i - r_j| >= |L_i - L_j| - m_i - m_j``.
    Before the chord test, a radius test: each arc's distance from the centre
@@ -56,6 +59,7 @@ from astropy import units as u
 
 from hapsira_core.ivp import Event, checks, solve_ivp
 from hapsira_core.jit import Arg, ObjectKernel, factory, hjit
+from hapsira_core.targets import active
 
 from ..constants import J2_EARTH, R_EARTH
 from ..models.perturbations import J2_perturbation, two_body
@@ -250,7 +254,7 @@ def radius_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
 _RADIUS_PAD = 1e-12
 
 
-# --- the broad phase as a kernel: one "object" of the target's ObjectKernel per window ---
+# --- the broad phase as two kernels: one per window, then one per (window, slot) ---
 #
 # A uniform grid per window, hashed (spatial hashing: Teschner et al., "Optimized Spatial
 # Hashing for Collision Detection of Deformable Objects", VMV 2003, whose three primes
@@ -260,9 +264,20 @@ _RADIUS_PAD = 1e-12
 # looks at its own cell and the 13 neighbours "ahead" of it (half of the 26: a pair in
 # two adjacent cells is seen from one side only), pairs pass the radius test (on copies
 # in slot order: a slot's scan reads consecutive memory) and the chord test, and the
-# survivors go to the window's bounded output row with a counter that keeps counting
-# past the row's end (the caller reruns such windows with a larger row: no pair is lost).
-# Windows are independent: a loop on cpu, a gufunc on parallel, a GPU thread each on cuda.
+# survivors go to a bounded output row with a counter that keeps counting past the row's
+# end (the caller runs such rows again with room for all: no pair is lost).
+#
+# Two halves, written once: `_sort_window` (margins, the cell size, keys and the counting
+# sort of one window: O(N) passes) and `_scan` (the pair scan of a range of its slots).
+# On a target with memory of its own (cuda) they are two ObjectKernels, `_SORT` with one
+# "object" per window and `_SCAN` with one per (window, slot) (`_scan_slot`), so that the
+# scan, the bulk of the work, runs on W * N GPU threads rather than W; the per-window
+# arrays between them stay in the target's memory (`hapsira_core.targets.active.
+# device_empty`: nothing of them crosses to the host). On the host targets one kernel,
+# `_GRID`, runs both halves per window (`_grid_window`): the two kernels there took 1.5
+# to 1.6 times its broad-phase CPU (2,000 objects, 624 windows, cpu target, 2-core box),
+# the scan reading each window's arrays back from memory after all windows were sorted,
+# and paying a kernel object's overhead per slot.
 
 #: Bits per cell coordinate in a packed cell key (three in an int64); coordinates are
 #: offset by half the range and clamped into it (clamping merges far cells: more pairs
@@ -332,14 +347,17 @@ def _chord_close(pos, a, b, o, q, limit):
 
 
 @hjit
-def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, sorted_keys,
-                 order, starts):
-    """The broad phase of one window: its candidate pairs in ``pairs`` (rows ``i, j``,
-    ``i < j``), ``counts = (candidates, grid pairs, pairs through the radius test)``;
-    candidates past ``pairs``' rows are counted, not written. ``margin``, ``radius``
-    (low, high by object, then by slot order), ``keys`` (by object), ``sorted_keys``
-    (by slot order), ``order``, ``starts``: working rows (N, (N, 4), N, N, N, table
-    size + 1)."""
+def _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, starts, keys,
+                 bounds):
+    """The per-window half of the broad phase: what `_scan` reads of window
+    ``window[0]`` (samples ``a``, ``a + 1`` of ``pos``, ``vel``; ``conf = (dt, k,
+    threshold)``).
+
+    Outputs (by object: ``margin``, the chord margins; by slot of the sort: ``order``,
+    the object in each slot, ``sorted_keys``, its cell key, ``radius``, its radius
+    interval (low, high); by hash slot: ``starts``, where each slot's entries begin
+    (``size + 1``, the last the end)). ``keys`` (the cell key) and ``bounds`` (the radius
+    interval) by object: working rows."""
     a = window[0]
     b = a + 1
     dt = conf[0]
@@ -347,7 +365,6 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, so
     threshold = conf[2]
     n = pos.shape[1]
     size = starts.shape[0] - 1
-    cap = pairs.shape[0]
     # the widest box of the window: the grid's cell; each object's radius interval
     widest = 0.0
     for o in range(n):
@@ -358,9 +375,9 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, so
         margin[o] = m
         for axis in range(3):
             widest = max(widest, abs(pos[b, o, axis] - pos[a, o, axis]) + 2.0 * m)
-        radius[o, 0] = _radius_low(pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
+        bounds[o, 0] = _radius_low(pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
                                    pos[b, o, 0], pos[b, o, 1], pos[b, o, 2]) - m
-        radius[o, 1] = max(
+        bounds[o, 1] = max(
             math.sqrt(pos[a, o, 0] ** 2 + pos[a, o, 1] ** 2 + pos[a, o, 2] ** 2),
             math.sqrt(pos[b, o, 0] ** 2 + pos[b, o, 1] ** 2 + pos[b, o, 2] ** 2)) + m
     cell = (widest + threshold) * _CELL_SLACK
@@ -380,27 +397,39 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, so
         h = _bucket(key >> (2 * _BITS), (key >> _BITS) & _MASK, key & _MASK, size)
         slot = starts[h]
         order[slot] = o
-        # what the pair loop reads of each object, in slot order: the scan of a slot
+        # what the pair scan reads of each object, in slot order: the scan of a slot
         # reads consecutive memory, and only pairs through the radius test read pos
         sorted_keys[slot] = key
-        radius[slot, 2] = radius[o, 0]
-        radius[slot, 3] = radius[o, 1]
+        radius[slot, 0] = bounds[o, 0]
+        radius[slot, 1] = bounds[o, 1]
         starts[h] += 1
     # each slot's count was moved one slot down by the filling: shift back
     for h in range(size, 0, -1):
         starts[h] = starts[h - 1]
     starts[0] = 0
+
+
+@hjit
+def _scan(start, stop, a, b, threshold, pos, margin, order, sorted_keys, radius, starts,
+          pairs):
+    """The pair scan of slots ``start`` to ``stop`` of one window (samples ``a``, ``b`` of
+    ``pos``; its rows of `_sort_window`'s outputs): the object in each slot against the
+    entries after it in its own cell and those of the 13 neighbour cells after it.
+    Candidates go to ``pairs`` (rows ``i, j``, ``i < j``; past its end counted, not
+    written). Returns ``(candidates, grid pairs, pairs through the radius test)``."""
+    size = starts.shape[0] - 1
+    cap = pairs.shape[0]
     found = 0
     formed = 0
     thin = 0
-    for here in range(n):
+    for here in range(start, stop):
         o = order[here]
         key = sorted_keys[here]
         cx = key >> (2 * _BITS)
         cy = (key >> _BITS) & _MASK
         cz = key & _MASK
-        low = radius[here, 2]
-        high = radius[here, 3]
+        low = radius[here, 0]
+        high = radius[here, 1]
         # offsets 13..26 of the 27 in lexicographic order: the cell itself and the
         # 13 neighbours after it
         for index in range(13, 27):
@@ -419,8 +448,8 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, so
                     continue
                 formed += 1
                 # radius intervals more than the threshold apart: never within it
-                gap = max(radius[slot, 2] - high, low - radius[slot, 3])
-                if gap > threshold + _RADIUS_PAD * max(high, radius[slot, 3]):
+                gap = max(radius[slot, 0] - high, low - radius[slot, 1])
+                if gap > threshold + _RADIUS_PAD * max(high, radius[slot, 1]):
                     continue
                 thin += 1
                 q = order[slot]
@@ -429,79 +458,180 @@ def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, so
                         pairs[found, 0] = min(o, q)
                         pairs[found, 1] = max(o, q)
                     found += 1
+    return found, formed, thin
+
+
+@hjit
+def _scan_slot(item, pos, conf, margin, order, sorted_keys, radius, starts, pairs, counts):
+    """The second kernel's object: `_scan` of slot ``here`` of window ``w``, ``item[0] =
+    w * N + here`` (the per-window arrays of `_sort_window`, ``(W, ...)``, whole).
+    ``counts = (candidates, grid pairs, pairs through the radius test)``."""
+    n = order.shape[1]
+    w = item[0] // n
+    here = item[0] - w * n
+    found, formed, thin = _scan(here, here + 1, w, w + 1, conf[2], pos, margin[w], order[w],
+                                sorted_keys[w], radius[w], starts[w], pairs)
     counts[0] = found
     counts[1] = formed
     counts[2] = thin
 
 
+@hjit
+def _grid_window(window, pos, vel, conf, pairs, counts, margin, order, sorted_keys, radius,
+                 starts, keys, bounds):
+    """Both halves in one object, one window (the host targets' form, `broad_phase`):
+    `_sort_window`, then `_scan` of all its slots while the window's rows are in cache.
+    ``counts`` as for `_scan_slot`, of the whole window; the rest: working rows."""
+    _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, starts, keys,
+                 bounds)
+    a = window[0]
+    found, formed, thin = _scan(0, order.shape[0], a, a + 1, conf[2], pos, margin, order,
+                                sorted_keys, radius, starts, pairs)
+    counts[0] = found
+    counts[1] = formed
+    counts[2] = thin
+
+
+#: The per-window arrays: name, dtype, the dimensions of a window's row (``n`` objects,
+#: ``h1`` hash slots + 1).
+_WINDOW_ARRAYS = (("margin", np.float64, ("n",)), ("order", np.int32, ("n",)),
+                  ("sorted_keys", np.int64, ("n",)), ("radius", np.float64, ("n", "two")),
+                  ("starts", np.int32, ("h1",)))
+_WORK = (("keys", np.int64, ("n",)), ("bounds", np.float64, ("n", "two")))
+_SAMPLES = [Arg("pos", np.float64, ("m", "n", "three"), per_object=False),
+            Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
+            Arg("conf", np.float64, ("c",), per_object=False)]
+
+#: the first kernel: one object per window
+_SORT = ObjectKernel(_sort_window, [
+    Arg("window", np.int64, ("one",)), *_SAMPLES,
+    *(Arg(name, dtype, core, output=True) for name, dtype, core in _WINDOW_ARRAYS),
+    *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WORK)])
+
+#: the second kernel: one object per (window, slot), the per-window arrays whole
+_SCAN = ObjectKernel(_scan_slot, [
+    Arg("item", np.int32, ("one",)), _SAMPLES[0], _SAMPLES[2],
+    *(Arg(name, dtype, ("w", *core), per_object=False) for name, dtype, core in _WINDOW_ARRAYS),
+    Arg("pairs", np.int32, ("cap", "two"), output=True),
+    Arg("counts", np.int32, ("three",), output=True)])
+
+#: both in one kernel, one object per window (the host targets)
 _GRID = ObjectKernel(_grid_window, [
-    Arg("window", np.int64, ("one",)),
-    Arg("pos", np.float64, ("m", "n", "three"), per_object=False),
-    Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
-    Arg("conf", np.float64, ("c",), per_object=False),
-    Arg("pairs", np.int64, ("cap", "two"), output=True),
+    Arg("window", np.int64, ("one",)), *_SAMPLES,
+    Arg("pairs", np.int32, ("cap", "two"), output=True),
     Arg("counts", np.int64, ("three",), output=True),
-    Arg("margin", np.float64, ("n",), scratch=True),
-    Arg("radius", np.float64, ("n", "four"), scratch=True),
-    Arg("keys", np.int64, ("n",), scratch=True),
-    Arg("sorted_keys", np.int64, ("n",), scratch=True),
-    Arg("order", np.int64, ("n",), scratch=True),
-    Arg("starts", np.int64, ("h1",), scratch=True),
-])
+    *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WINDOW_ARRAYS + _WORK)])
+
+#: Items (window, slot) of one `broad_phase` call at most: their index is an int32.
+MAX_ITEMS = 2 ** 31 - 1
+#: Candidates per slot (`_SCAN`) and per window (`_GRID`) that the first run of a
+#: kernel keeps room for; rows with more run again with room for all of theirs.
+SLOT_CAP = 1
+WINDOW_CAP = 16
 
 
-def broad_phase(pos, vel, dt, k, threshold, cap=16):
+def two_kernels():
+    """Whether the broad phase runs as two kernels (`broad_phase`): where the target has
+    memory of its own (cuda)."""
+    return active.device_memory() is not None
+
+
+def table_size(n):
+    """Hash slots of a window of ``n`` objects: a power of two >= 2 N (short slots)."""
+    return 1 << max(1, (2 * n - 1).bit_length())
+
+
+def _candidates(run, cap):
+    """``(i, j, row)`` of every candidate, ``row`` the kernel row (window or item) that
+    found it, from ``run(rows, cap) -> (pairs, counts)`` (``rows``: None, all of them,
+    or those to run again); the rows whose candidates overflowed ``cap`` run again with
+    room for all of theirs. Also the first run's counts."""
+    pairs, counts = run(None, cap)
+    found = counts[:, 0]
+    hit = np.flatnonzero(found)
+    fits = hit[found[hit] <= cap]
+    kept = np.arange(cap)[None, :] < found[fits][:, None]
+    i = [pairs[fits, :, 0][kept]]
+    j = [pairs[fits, :, 1][kept]]
+    row = [np.broadcast_to(fits[:, None], kept.shape)[kept]]
+    over = hit[found[hit] > cap]
+    if len(over):
+        more, more_counts = run(over, int(found[over].max()))
+        kept = np.arange(more.shape[1])[None, :] < more_counts[:, 0][:, None]
+        i.append(more[..., 0][kept])
+        j.append(more[..., 1][kept])
+        row.append(np.broadcast_to(over[:, None], kept.shape)[kept])
+    return (np.concatenate(i).astype(np.int64), np.concatenate(j).astype(np.int64),
+            np.concatenate(row), counts)
+
+
+def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
     ``pos``, ``vel``: ``(N, W + 1, 3)``, samples ``dt`` apart. Returns ``i``, ``j``,
     ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, the number
     of pairs the grid formed and the number of those that passed the radius test (and
-    were chord-tested). ``cap``: candidates per window
-    the first kernel call keeps room for; windows with more are run again with room
-    for all of theirs.
+    were chord-tested).
+
+    ``per_slot`` (default `two_kernels`: where the target has memory of its own): two kernels,
+    `_sort_window` per window, then `_scan_slot` per (window, slot), the per-window
+    arrays left in the target's memory between them (``pos`` moved there once for both);
+    otherwise (the host targets) one kernel per window, `_grid_window`, which runs the
+    same two halves while the window's arrays are in the core's cache. Same candidates,
+    same counts. ``cap``: candidates per kernel row that the first run keeps room for
+    (`SLOT_CAP`, `WINDOW_CAP`; a slot's row and counts cross to the host: 20 bytes);
+    rows with more run again with room for all of theirs. ``items``: the ``(K, 1)``
+    int32 column ``0, 1, ...`` (K >= W N) in the target's memory, for ``per_slot``
+    (made here without it: `screen` makes it once for all its chunks).
     """
     n, m = pos.shape[:2]
     windows = m - 1
+    count = windows * n
+    per_slot = two_kernels() if per_slot is None else per_slot
+    cap = (SLOT_CAP if per_slot else WINDOW_CAP) if cap is None else cap
+    if count > MAX_ITEMS:
+        raise ValueError(f"broad_phase: {windows} windows of {n} objects are more than "
+                         f"{MAX_ITEMS} (window, slot) items; screen fewer windows at once")
     # time-major, so that a window reads two contiguous (N, 3) blocks
     pos_t = np.ascontiguousarray(np.moveaxis(pos, 1, 0), dtype=np.float64)
     vel_t = np.ascontiguousarray(np.moveaxis(vel, 1, 0), dtype=np.float64)
-    size = 1 << max(1, (2 * n - 1).bit_length())  # a power of two >= 2 N: short slots
+    size = table_size(n)
     conf = np.array([dt, k, threshold], dtype=np.float64)
+    sizes = {"n": n, "two": 2, "h1": size + 1}
+    empty = active.device_empty
+    window_arrays = [empty((windows, *(sizes[d] for d in core)), dtype)
+                     for _, dtype, core in _WINDOW_ARRAYS + _WORK]
+    every = np.arange(windows, dtype=np.int64)[:, None]
+    if per_slot:
+        pos_d = active.to_device(pos_t)
+        _SORT(every, pos_d, vel_t, conf, *window_arrays)
+        if items is None or items.shape[0] < count:
+            items = active.to_device(np.arange(count, dtype=np.int32)[:, None])
 
-    def run(which, cap):
-        count = len(which)
-        pairs = np.empty((count, cap, 2), dtype=np.int64)
-        counts = np.zeros((count, 3), dtype=np.int64)
-        _GRID(which[:, None], pos_t, vel_t, conf, pairs, counts,
-              np.empty((count, n)), np.empty((count, n, 4)),
-              np.empty((count, n), dtype=np.int64), np.empty((count, n), dtype=np.int64),
-              np.empty((count, n), dtype=np.int64),
-              np.empty((count, size + 1), dtype=np.int64))
-        return pairs, counts
+        def run(rows, cap):
+            which = (items[:count] if rows is None
+                     else active.to_device(rows.astype(np.int32)[:, None]))
+            pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
+            counts = np.empty((which.shape[0], 3), dtype=np.int32)
+            _SCAN(which, pos_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
+            return pairs, counts
+    else:
+        def run(rows, cap):
+            which = every if rows is None else rows.astype(np.int64)[:, None]
+            pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
+            counts = np.empty((which.shape[0], 3), dtype=np.int64)
+            # each call's objects their own rows of the working arrays
+            work = window_arrays if rows is None else [a[:len(rows)] for a in window_arrays]
+            _GRID(which, pos_t, vel_t, conf, pairs, counts, *work)
+            return pairs, counts
 
-    which = np.arange(windows, dtype=np.int64)
-    pairs, counts = run(which, cap)
-    found = counts[:, 0]
-    i, j, w = [], [], []
-    full = found <= cap
-    kept = np.arange(cap)[None, :] < found[:, None]
-    kept &= full[:, None]
-    i.append(pairs[..., 0][kept])
-    j.append(pairs[..., 1][kept])
-    w.append(np.broadcast_to(which[:, None], kept.shape)[kept])
-    if not np.all(full):
-        # the windows whose rows overflowed, again, with room for every candidate
-        again = which[~full]
-        more, more_counts = run(again, int(found.max()))
-        kept = np.arange(more.shape[1])[None, :] < more_counts[:, 0][:, None]
-        i.append(more[..., 0][kept])
-        j.append(more[..., 1][kept])
-        w.append(np.broadcast_to(again[:, None], kept.shape)[kept])
-    i, j, w = np.concatenate(i), np.concatenate(j), np.concatenate(w)
+    i, j, row, counts = _candidates(run, cap)
+    w = row // n if per_slot else row
     unique = np.unique((w * n + i) * n + j)
     w, rest = np.divmod(unique, n * n)
     i, j = np.divmod(rest, n)
-    return i, j, w, int(counts[:, 1].sum()), int(counts[:, 2].sum())
+    return (i, j, w, int(counts[:, 1].sum(dtype=np.int64)),
+            int(counts[:, 2].sum(dtype=np.int64)))
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -574,6 +704,31 @@ def default_dt(k, r, v, threshold):
     return float(min(max(dt, 2.0), 60.0))
 
 
+#: Object-windows per chunk by default on the host targets, and at most on a target with
+#: memory of its own (cuda): there each chunk's first kernel runs its windows' O(N) passes
+#: one thread per window, so larger chunks run fewer of those passes one after another.
+CHUNK_HOST = 2_000_000
+CHUNK_DEVICE = 10_000_000
+#: Bytes of the target's own memory per object-window of a chunk, two kernels
+#: (`broad_phase`): positions 24 (moved once) and velocities 24 (the first kernel's
+#: copy), the per-window arrays 36 and the hash table's starts 8 to 16 (4 bytes a slot,
+#: 2 to 4 slots an object), working rows 24, items 4 (counted: 96 of these at 1,000
+#: objects, the velocities aside); the second kernel's outputs are buffers of a launch.
+DEVICE_BYTES = 128
+
+
+def default_chunk(n):
+    """Windows per chunk for ``n`` objects: `CHUNK_HOST` object-windows on the host
+    targets; on a target with memory of its own `CHUNK_DEVICE`, or what fits in a
+    quarter of its free memory (`DEVICE_BYTES` each)."""
+    memory = active.device_memory()
+    if memory is None:
+        per_chunk = CHUNK_HOST
+    else:
+        per_chunk = min(CHUNK_DEVICE, memory[0] / (4 * DEVICE_BYTES))
+    return max(1, int(per_chunk // n))
+
+
 def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, atol=1e-12,
            dt=None, chunk=None, stats=None):
     """Every pair of objects that comes within ``threshold`` in ``t_span``.
@@ -601,8 +756,14 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         approach is found whatever dt is (the bounds are rigorous under the
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
-        Windows screened at once (bounds memory: about 400 bytes per object and
-        window); default about 2e6 object-windows per chunk.
+        Windows screened at once: bounds memory, about 200 bytes of host memory per
+        object and window (peak, numpy's allocations traced: samples 48, their
+        time-major copies 48, the broad phase's per-window arrays 76 on the host
+        targets, or on cuda its per-slot results 20) and on cuda 128 bytes of GPU
+        memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
+        host targets; 1e7 on cuda, where each chunk's per-window kernel runs its
+        windows' O(N) passes one GPU thread each (fewer, larger chunks: fewer of those
+        passes in turn), or fewer if a quarter of the GPU's free memory holds less.
     stats : dict, optional
         Filled with the time per phase (s), the number of windows, grid pairs, pairs
         chord-tested (through the radius test) and candidates (the benchmark reads it).
@@ -649,11 +810,13 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     times = np.linspace(0.0, span, windows + 1)
     dt = span / windows
     if chunk is None:
-        chunk = max(1, int(2e6 // n))
+        chunk = default_chunk(n)
+    chunk = max(1, min(int(chunk), MAX_ITEMS // n))
     out = [], [], [], [], []
     stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,
                  windows=windows, grid_pairs=0, chord_tests=0, candidates=0, dt=dt)
     r, v = r0, v0
+    items = None
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
         now = clock()
@@ -663,7 +826,11 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         r, v = pos[:, -1].copy(), vel[:, -1].copy()
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
-        i, j, w, grid, chord = broad_phase(pos, vel, dt, k, threshold)
+        if items is None and two_kernels():
+            # the (window, slot) items of the second kernel, in its memory once for all
+            items = active.to_device(np.arange(min(chunk, windows) * n,
+                                               dtype=np.int32)[:, None])
+        i, j, w, grid, chord = broad_phase(pos, vel, dt, k, threshold, items=items)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid

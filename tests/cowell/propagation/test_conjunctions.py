@@ -1,15 +1,29 @@
 """Conjunction screening (`hapsira_cowell.conjunctions.screen`): planted encounters found to
 1e-3 s and 1 m, real debris equal to brute force, the table and the argument checks."""
 
+import math
+
 import numpy as np
 import pytest
 from astropy import units as u
 from reference import DATA_DIR
 
+from hapsira_core.jit import Arg, ObjectKernel, hjit
 from hapsira_cowell import cowell, from_tle
 from hapsira_cowell.conjunctions import ConjunctionTable, screen, two_body_j2
 from hapsira_cowell.constants import K_EARTH
 from hapsira_cowell.propagation import conjunctions
+from hapsira_cowell.propagation.conjunctions import (
+    _BITS,
+    _CELL_SLACK,
+    _MASK,
+    _RADIUS_PAD,
+    _arc_margin,
+    _bucket,
+    _cell_coordinate,
+    _chord_close,
+    _radius_low,
+)
 
 k = K_EARTH
 
@@ -341,6 +355,139 @@ def test_kernel_broad_phase_keeps_every_candidate_of_the_numpy_one(simulated):
         assert np.all(keep)
 
 
+def _spy(monkeypatch, name):
+    """The arrays of every call of the kernel ``conjunctions.<name>`` (still run)."""
+    calls = []
+    kernel = getattr(conjunctions, name)
+
+    def spy(*arrays):
+        calls.append(arrays)
+        return kernel(*arrays)
+
+    monkeypatch.setattr(conjunctions, name, spy)
+    return calls
+
+
+def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
+    """broad_phase in both forms, with the default rows and rows of one and two
+    candidates, equals `reference_broad_phase` bit for bit: the candidates (w, i, j), the
+    grid pairs and the pairs through the radius test. Returns the reference's result and
+    how many times each form ran a row again (overflow)."""
+    expected = reference_broad_phase(pos, vel, dt, K_EARTH, threshold)
+    again = {}
+    # (the kernel, where its pairs and counts are among its arrays)
+    for per_slot, kernel, at in ((True, "_SCAN", 8), (False, "_GRID", 4)):
+        for cap in (None, 1, 2):
+            with monkeypatch.context() as patch:
+                calls = _spy(patch, kernel)
+                got = conjunctions.broad_phase(pos, vel, dt, K_EARTH, threshold, cap=cap,
+                                               per_slot=per_slot)
+            for a, b in zip(got[:3], expected[:3]):
+                np.testing.assert_array_equal(a, b)
+                assert a.dtype == np.int64
+            assert got[3:] == expected[3:]
+            # a second call: the rows that overflowed, with room for all of theirs
+            assert len(calls) in (1, 2)
+            again[per_slot, cap] = len(calls) - 1
+            if len(calls) == 2:
+                pairs, counts = calls[1][at:at + 2]
+                room = cap or (conjunctions.SLOT_CAP if per_slot else conjunctions.WINDOW_CAP)
+                assert pairs.shape[1] == counts[:, 0].max() > room
+    return expected, again
+
+
+def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, monkeypatch):
+    """Three real debris clouds (30 s windows, a threshold wide enough for candidates that
+    share a slot): the two kernels (one object per window, then per (window, slot)) and
+    the host targets' one kernel give the reference's candidates and counts exactly."""
+    # (the simulator: 24 objects, 5 windows, a thread per (window, slot))
+    n_each, windows, threshold = (8, 5, 2000.0) if simulated else (100, 20, 150.0)
+    r, v = _debris_mix(n_each)
+    n = len(r)
+    times = np.linspace(0.0, 30.0 * windows, windows + 1)
+    pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
+                                         np.zeros((n, 0)), 1e-11, 1e-12)
+    (i, _, _, grid, chord), again = _same_as_the_reference(pos, vel, 30.0, threshold,
+                                                           monkeypatch)
+    assert len(i) > 10 and grid >= chord >= len(i)  # not vacuous
+    # rows of one candidate a slot overflow here: run again, none lost
+    assert again[True, 1] == 1
+
+
+def cluster(tca, a, count, miss, seed):
+    """``count`` objects on circular orbits of radius ``a`` in as many planes through one
+    node, each within ``miss / 2`` km of it at ``tca`` (every pair within ``miss``), all
+    integrated back to t = 0 under `two_body_j2`."""
+    rng = np.random.default_rng(seed)
+    r, v = [], []
+    for q in range(count):
+        r_q, v_q = circular(a, 0.3 + 2.2 * q / count, 0.7)
+        offset = rng.normal(size=3)
+        r.append(r_q + 0.5 * miss * rng.uniform(0.2, 1.0) * offset / np.linalg.norm(offset))
+        v.append(v_q)
+    res = cowell(k, np.array(r), np.array(v), [-tca], f=two_body_j2)
+    return res.rr[:, 0], res.vv[:, 0]
+
+
+def test_a_cluster_overflows_the_rows_and_loses_no_pair(simulated, monkeypatch):
+    """Five objects pass within 3 km of one point at once (ten pairs, each within 3 km),
+    among background objects: the slots and windows that hold them overflow rows of one
+    and two candidates and run again; both forms equal the reference, every pair of the
+    cluster is a candidate of the meeting's window, and the screen reports each pair."""
+    tca, span, threshold, count = 812.5, 1200.0, 5.0, 5
+    r, v = cluster(tca, 7050.0, count, 3.0, seed=2)
+    back_r, back_v = background(6 if simulated else 40, seed=4)
+    r, v = np.concatenate((r, back_r)), np.concatenate((v, back_v))
+    n, dt = len(r), 30.0
+    times = np.linspace(0.0, span, int(span / dt) + 1)
+    pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
+                                         np.zeros((n, 0)), 1e-11, 1e-12)
+    (i, j, w, _, _), again = _same_as_the_reference(pos, vel, dt, threshold, monkeypatch)
+    meeting = {(a, b) for a, b, c in zip(i.tolist(), j.tolist(), w.tolist())
+               if c == int(tca // dt)}
+    pairs = {(a, b) for a in range(count) for b in range(a + 1, count)}
+    assert pairs <= meeting
+    # a slot's row of one, and of two, overflows (an object with 2+ partners after it);
+    # a window's row of two too
+    assert again[True, 1] == again[True, 2] == again[False, 1] == again[False, 2] == 1
+    table = screen(k, r, v, (0.0, span), threshold)
+    found = {(a, b) for a, b, t, m in zip(table.i.tolist(), table.j.tolist(), table.tca,
+                                          table.miss) if abs(t - tca) < 1.0 and m < 3.0}
+    assert found == pairs
+
+
+def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
+    """Two kernels: what the second reads of the first (and the positions) is in the
+    target's memory (on cuda device arrays, the same objects the first wrote; on the host
+    targets numpy arrays), and the second kernel's results come to the host."""
+    r, v = background(6, seed=3)
+    times = np.linspace(0.0, 90.0, 4)
+    pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
+                                         np.zeros((6, 0)), 1e-11, 1e-12)
+    sorts, scans = _spy(monkeypatch, "_SORT"), _spy(monkeypatch, "_SCAN")
+    conjunctions.broad_phase(pos, vel, 30.0, K_EARTH, 500.0, per_slot=True)
+    (sort,), (scan,) = sorts, scans
+    own = conjunctions.active.device_memory() is not None
+    # the positions, the per-window arrays and working rows, the items
+    for array in (sort[1], *sort[4:], scan[0], scan[1], *scan[3:8]):
+        assert isinstance(array, np.ndarray) != own
+    assert scan[1] is sort[1] and all(a is b for a, b in zip(scan[3:8], sort[4:9]))
+    assert all(isinstance(a, np.ndarray) for a in scan[8:])  # the results: on the host
+
+
+def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
+    active = conjunctions.active
+    monkeypatch.setattr(active, "device_memory", lambda: None)
+    assert conjunctions.default_chunk(20000) == 100  # 2e6 object-windows
+    assert not conjunctions.two_kernels()
+    monkeypatch.setattr(active, "device_memory", lambda: (80e9, 80e9))
+    assert conjunctions.default_chunk(20000) == 500  # 1e7
+    assert conjunctions.two_kernels()
+    # a quarter of the free memory at DEVICE_BYTES an object-window
+    monkeypatch.setattr(active, "device_memory", lambda: (4 * 128 * 2e6, 80e9))
+    assert conjunctions.DEVICE_BYTES == 128 and conjunctions.default_chunk(20000) == 100
+
+
 def test_real_debris_equal_brute_force(simulated):
     # simulated: one approach among 16 objects in five minutes (40 objects took 15 min there)
     n, span, threshold = (16, 300.0, 1000.0) if simulated else (1000, 1800.0, 10.0)
@@ -371,3 +518,183 @@ def test_table_columns_csv_and_errors(tmp_path):
         screen(k, r[0], v[0], (0.0, 10.0), 1.0)
     with pytest.raises(ValueError, match="threshold"):
         screen(k, r, v, (0.0, 10.0), 1.0 * u.s)
+
+
+# --- the broad phase as it was, one kernel object per window: the reference of the two
+# kernels (conjunctions._sort_window, conjunctions._scan_slot) and of the one kernel of the
+# host targets (conjunctions._grid_window), whose results must be the same, bit for bit
+
+
+@hjit
+def _grid_window(window, pos, vel, conf, pairs, counts, margin, radius, keys, sorted_keys,
+                 order, starts):
+    """The broad phase of one window: its candidate pairs in ``pairs`` (rows ``i, j``,
+    ``i < j``), ``counts = (candidates, grid pairs, pairs through the radius test)``;
+    candidates past ``pairs``' rows are counted, not written. ``margin``, ``radius``
+    (low, high by object, then by slot order), ``keys`` (by object), ``sorted_keys``
+    (by slot order), ``order``, ``starts``: working rows (N, (N, 4), N, N, N, table
+    size + 1)."""
+    a = window[0]
+    b = a + 1
+    dt = conf[0]
+    k = conf[1]
+    threshold = conf[2]
+    n = pos.shape[1]
+    size = starts.shape[0] - 1
+    cap = pairs.shape[0]
+    # the widest box of the window: the grid's cell; each object's radius interval
+    widest = 0.0
+    for o in range(n):
+        m = _arc_margin(k, dt, pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
+                        pos[b, o, 0], pos[b, o, 1], pos[b, o, 2],
+                        vel[b, o, 0] - vel[a, o, 0], vel[b, o, 1] - vel[a, o, 1],
+                        vel[b, o, 2] - vel[a, o, 2])
+        margin[o] = m
+        for axis in range(3):
+            widest = max(widest, abs(pos[b, o, axis] - pos[a, o, axis]) + 2.0 * m)
+        radius[o, 0] = _radius_low(pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
+                                   pos[b, o, 0], pos[b, o, 1], pos[b, o, 2]) - m
+        radius[o, 1] = max(
+            math.sqrt(pos[a, o, 0] ** 2 + pos[a, o, 1] ** 2 + pos[a, o, 2] ** 2),
+            math.sqrt(pos[b, o, 0] ** 2 + pos[b, o, 1] ** 2 + pos[b, o, 2] ** 2)) + m
+    cell = (widest + threshold) * _CELL_SLACK
+    # counting sort of the objects by the hash slot of their centre's cell
+    for h in range(size + 1):
+        starts[h] = 0
+    for o in range(n):
+        cx = _cell_coordinate(0.5 * (pos[a, o, 0] + pos[b, o, 0]), cell)
+        cy = _cell_coordinate(0.5 * (pos[a, o, 1] + pos[b, o, 1]), cell)
+        cz = _cell_coordinate(0.5 * (pos[a, o, 2] + pos[b, o, 2]), cell)
+        keys[o] = (cx << (2 * _BITS)) | (cy << _BITS) | cz
+        starts[_bucket(cx, cy, cz, size) + 1] += 1
+    for h in range(1, size + 1):
+        starts[h] += starts[h - 1]
+    for o in range(n):
+        key = keys[o]
+        h = _bucket(key >> (2 * _BITS), (key >> _BITS) & _MASK, key & _MASK, size)
+        slot = starts[h]
+        order[slot] = o
+        # what the pair loop reads of each object, in slot order: the scan of a slot
+        # reads consecutive memory, and only pairs through the radius test read pos
+        sorted_keys[slot] = key
+        radius[slot, 2] = radius[o, 0]
+        radius[slot, 3] = radius[o, 1]
+        starts[h] += 1
+    # each slot's count was moved one slot down by the filling: shift back
+    for h in range(size, 0, -1):
+        starts[h] = starts[h - 1]
+    starts[0] = 0
+    found = 0
+    formed = 0
+    thin = 0
+    for here in range(n):
+        o = order[here]
+        key = sorted_keys[here]
+        cx = key >> (2 * _BITS)
+        cy = (key >> _BITS) & _MASK
+        cz = key & _MASK
+        low = radius[here, 2]
+        high = radius[here, 3]
+        # offsets 13..26 of the 27 in lexicographic order: the cell itself and the
+        # 13 neighbours after it
+        for index in range(13, 27):
+            nx = cx + index // 9 - 1
+            ny = cy + (index // 3) % 3 - 1
+            nz = cz + index % 3 - 1
+            if nx < 0 or ny < 0 or nz < 0 or nx > _MASK or ny > _MASK or nz > _MASK:
+                continue
+            wanted = (nx << (2 * _BITS)) | (ny << _BITS) | nz
+            h = _bucket(nx, ny, nz, size)
+            # own cell: the entries after this one in its slot (each pair seen once)
+            first = here + 1 if index == 13 else starts[h]
+            for slot in range(first, starts[h + 1]):
+                # another cell in the same slot
+                if sorted_keys[slot] != wanted:
+                    continue
+                formed += 1
+                # radius intervals more than the threshold apart: never within it
+                gap = max(radius[slot, 2] - high, low - radius[slot, 3])
+                if gap > threshold + _RADIUS_PAD * max(high, radius[slot, 3]):
+                    continue
+                thin += 1
+                q = order[slot]
+                if _chord_close(pos, a, b, o, q, threshold + margin[o] + margin[q]):
+                    if found < cap:
+                        pairs[found, 0] = min(o, q)
+                        pairs[found, 1] = max(o, q)
+                    found += 1
+    counts[0] = found
+    counts[1] = formed
+    counts[2] = thin
+
+
+_ONE_PER_WINDOW = ObjectKernel(_grid_window, [
+    Arg("window", np.int64, ("one",)),
+    Arg("pos", np.float64, ("m", "n", "three"), per_object=False),
+    Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
+    Arg("conf", np.float64, ("c",), per_object=False),
+    Arg("pairs", np.int64, ("cap", "two"), output=True),
+    Arg("counts", np.int64, ("three",), output=True),
+    Arg("margin", np.float64, ("n",), scratch=True),
+    Arg("radius", np.float64, ("n", "four"), scratch=True),
+    Arg("keys", np.int64, ("n",), scratch=True),
+    Arg("sorted_keys", np.int64, ("n",), scratch=True),
+    Arg("order", np.int64, ("n",), scratch=True),
+    Arg("starts", np.int64, ("h1",), scratch=True),
+])
+
+
+def reference_broad_phase(pos, vel, dt, k, threshold, cap=16):
+    """`conjunctions.broad_phase` as it was before its two kernels (one kernel object per
+    window, which sorted and scanned it; GPU commit d8955b0): candidate (object i, object
+    j, window w) of one chunk of samples.
+
+    ``pos``, ``vel``: ``(N, W + 1, 3)``, samples ``dt`` apart. Returns ``i``, ``j``,
+    ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, the number
+    of pairs the grid formed and the number of those that passed the radius test (and
+    were chord-tested). ``cap``: candidates per window
+    the first kernel call keeps room for; windows with more are run again with room
+    for all of theirs.
+    """
+    n, m = pos.shape[:2]
+    windows = m - 1
+    # time-major, so that a window reads two contiguous (N, 3) blocks
+    pos_t = np.ascontiguousarray(np.moveaxis(pos, 1, 0), dtype=np.float64)
+    vel_t = np.ascontiguousarray(np.moveaxis(vel, 1, 0), dtype=np.float64)
+    size = 1 << max(1, (2 * n - 1).bit_length())  # a power of two >= 2 N: short slots
+    conf = np.array([dt, k, threshold], dtype=np.float64)
+
+    def run(which, cap):
+        count = len(which)
+        pairs = np.empty((count, cap, 2), dtype=np.int64)
+        counts = np.zeros((count, 3), dtype=np.int64)
+        _ONE_PER_WINDOW(which[:, None], pos_t, vel_t, conf, pairs, counts,
+              np.empty((count, n)), np.empty((count, n, 4)),
+              np.empty((count, n), dtype=np.int64), np.empty((count, n), dtype=np.int64),
+              np.empty((count, n), dtype=np.int64),
+              np.empty((count, size + 1), dtype=np.int64))
+        return pairs, counts
+
+    which = np.arange(windows, dtype=np.int64)
+    pairs, counts = run(which, cap)
+    found = counts[:, 0]
+    i, j, w = [], [], []
+    full = found <= cap
+    kept = np.arange(cap)[None, :] < found[:, None]
+    kept &= full[:, None]
+    i.append(pairs[..., 0][kept])
+    j.append(pairs[..., 1][kept])
+    w.append(np.broadcast_to(which[:, None], kept.shape)[kept])
+    if not np.all(full):
+        # the windows whose rows overflowed, again, with room for every candidate
+        again = which[~full]
+        more, more_counts = run(again, int(found.max()))
+        kept = np.arange(more.shape[1])[None, :] < more_counts[:, 0][:, None]
+        i.append(more[..., 0][kept])
+        j.append(more[..., 1][kept])
+        w.append(np.broadcast_to(again[:, None], kept.shape)[kept])
+    i, j, w = np.concatenate(i), np.concatenate(j), np.concatenate(w)
+    unique = np.unique((w * n + i) * n + j)
+    w, rest = np.divmod(unique, n * n)
+    i, j = np.divmod(rest, n)
+    return i, j, w, int(counts[:, 1].sum()), int(counts[:, 2].sum())

@@ -12,7 +12,15 @@ code generator (numba-cuda-mlir, say) is one folder. Its modules:
 from numba import cuda
 
 from ... import settings
-from .launch import ObjectKernel, device_join, is_device_array  # noqa: F401
+from .launch import (  # noqa: F401
+    ObjectKernel,
+    device_empty,
+    device_join,
+    device_memory,
+    is_device_array,
+    to_device,
+    to_host,
+)
 from .surface import SIMULATOR, declare_foreign, rsqrt  # noqa: F401
 from .xla import xla_handler  # noqa: F401
 

@@ -11,6 +11,11 @@ from .._foreign import _numba_converters, _numba_signature
 SIMULATED = False
 
 
+def is_simulated_array(value):
+    """A device array of the simulator: never, on a GPU."""
+    return False
+
+
 def rsqrt(x):
     """One reciprocal square root (libdevice, within 1 ulp) instead of a
     square root and a division: half the latency of a gravity term."""

@@ -11,7 +11,7 @@ from numba import cuda
 from ... import settings
 from ...kernels import kernel
 from .._floats import ieee_python
-from .surface import NRT_LIBRARY, SIMULATOR
+from .surface import NRT_LIBRARY, SIMULATOR, is_simulated_array
 
 
 class ObjectKernel(kernel.ObjectKernel):
@@ -59,7 +59,8 @@ class ObjectKernel(kernel.ObjectKernel):
         GPU computes one chunk while the host waits for the other's copies
         (pageable host memory makes each copy block the host). Each stream's
         chunks share one set of buffers (`_Rows`). Shared arrays are copied
-        once; arrays already on the device are sliced in place.
+        once; arrays already on the device, inputs and outputs, are sliced in
+        place (an output on the device is written there and never copied).
         """
         n = arrays[self.n_inputs].shape[0]
         if n == 0:
@@ -90,7 +91,7 @@ class ObjectKernel(kernel.ObjectKernel):
                 for index, (arg, array) in enumerate(zip(self.args, arrays)):
                     if index in shared:
                         device.append(shared[index])
-                    elif arg.output:
+                    elif arg.output and not _on_device(array):
                         device.append(buffers.empty(index, stop - start, array.shape[1:],
                                                     array.dtype))
                     else:
@@ -113,15 +114,17 @@ class ObjectKernel(kernel.ObjectKernel):
     def _chunk_size(self, arrays, shared):
         """Objects per launch: ``HAPSIRA_CUDA_CHUNK``, fewer if two chunks'
         rows (inputs and outputs, one chunk per stream) would take more than
-        half of the GPU's free memory (many output times per object)."""
+        half of the GPU's free memory (many output times per object). Arrays
+        already on the device take no buffer."""
         row_bytes = sum(array.dtype.itemsize * int(np.prod(array.shape[1:]))
-                        for index, array in enumerate(arrays) if index not in shared)
+                        for index, array in enumerate(arrays)
+                        if index not in shared and not _on_device(array))
         free, _ = cuda.current_context().get_memory_info()
         return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
 
     def _copy_back(self, arrays, device, stream, start, stop):
         for arg, array, on_device in zip(self.args, arrays, device):
-            if arg.output and not arg.scratch:
+            if arg.output and not arg.scratch and not _on_device(array):
                 on_device.copy_to_host(array[start:stop], stream=stream)
 
     @staticmethod
@@ -137,8 +140,9 @@ class ObjectKernel(kernel.ObjectKernel):
             out = None if start is None else rows.empty(key, stop - start, array.shape[1:],
                                                         array.dtype)
             return device_join(blocks, rows.stream, out)
-        if is_device_array(array):
-            array = cuda.as_cuda_array(array)
+        if _on_device(array):
+            if not is_simulated_array(array):
+                array = cuda.as_cuda_array(array)
             return array if start is None else array[start:stop]
         if start is not None:
             array = array[start:stop]
@@ -235,6 +239,41 @@ def _save_linked_kernels_with_their_image(dispatcher):
 def is_device_array(value):
     """An array in GPU memory (``__cuda_array_interface__``), used in place."""
     return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+
+
+def _on_device(value):
+    """An array in the target's own memory: a GPU array, or one of the simulator's
+    (which `is_device_array` leaves to the host path: it has no interface to read)."""
+    return is_device_array(value) or is_simulated_array(value)
+
+
+def device_empty(shape, dtype=np.float64):
+    """An array in the GPU's memory, not initialised (the simulator's: numpy inside).
+    A kernel given it as an input reads it in place; as an output, writes it in place."""
+    return cuda.device_array(shape, dtype)
+
+
+def to_device(array):
+    """``array`` in the GPU's memory: a copy of a host array (C-ordered), the array
+    itself if it is there already."""
+    if _on_device(array):
+        return array
+    return cuda.to_device(np.ascontiguousarray(array))
+
+
+def to_host(array):
+    """``array`` as a numpy array: a copy of a device array, a host array itself."""
+    if _on_device(array):
+        if not is_simulated_array(array):
+            array = cuda.as_cuda_array(array)
+        return array.copy_to_host()
+    return np.asarray(array)
+
+
+def device_memory():
+    """``(free, total)`` bytes of the GPU's memory (the simulator: infinite)."""
+    free, total = cuda.current_context().get_memory_info()
+    return free, total
 
 
 @cuda.jit

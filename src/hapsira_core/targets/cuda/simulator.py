@@ -20,6 +20,13 @@ SIMULATED = True
 NRT_LIBRARY = None
 
 
+def is_simulated_array(value):
+    """A device array of the simulator: numpy inside, without ``__cuda_array_interface__``
+    (so `is_device_array` says no), but the target's own memory all the same."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    return isinstance(value, FakeCUDAArray)
+
+
 def rsqrt(x):
     # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
     # float64 gives inf as the GPU does (an object at the centre fails alone).

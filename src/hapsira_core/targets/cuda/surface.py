@@ -30,7 +30,7 @@ def _check_usable():
 
 
 if SIMULATOR:
-    from .simulator import NRT_LIBRARY, declare_foreign, rsqrt  # noqa: F401
+    from .simulator import NRT_LIBRARY, declare_foreign, is_simulated_array, rsqrt  # noqa: F401
 else:
     _check_usable()
-    from .gpu import NRT_LIBRARY, declare_foreign, rsqrt  # noqa: F401
+    from .gpu import NRT_LIBRARY, declare_foreign, is_simulated_array, rsqrt  # noqa: F401
