@@ -11,6 +11,10 @@
 # new process finds in the kernel cache, ci/gpu/cache_check.py; not a default stage),
 # regression (the reference kernel of other source trees, TREES="name=path ...",
 # against this one: benchmarks/investigations/gpu_regression.py; not a default stage).
+# Not default stages either: stiff (benchmarks/stiff.py --platform cuda, issue 31), screen
+# (benchmarks/screening.py, 20,000 objects, 7 days, issue 32), stm (benchmarks/stm_cost.py,
+# issue 28), userf (benchmarks/gpu_user_f.py, issue 29), statesize (benchmarks/state_size.py
+# with CuBIE and diffrax, issue 24).
 # (benchmarks/gpu.py runs bench, ensembles and jax in one command, without the deadline.)
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
@@ -154,6 +158,54 @@ PY
         stage latency 30 python3 benchmarks/latency.py --targets cuda --runs 2 \
             --name "${MACHINE}_core"
         cp "benchmarks/results/latency_${MACHINE}_core.json" "$RES/" 2>/dev/null
+        ;;
+    stiff)
+        # issue 31: ours (STIFF_METHODS) beside diffrax Kvaerno5 and CuBIE's Radau IIA at STIFF_N
+        stage stiff 240 python3 benchmarks/stiff.py --platform cuda --n "${STIFF_N:-1000000}" \
+            --methods "${STIFF_METHODS:-Rodas5P,BDF}" --repeat 2 --timeout "${STIFF_TIMEOUT:-200}" \
+            --out "$RES/${MACHINE}_stiff.json"
+        ;;
+    screen)
+        # issue 32: the 20,000-object, 7-day screen on the GPU (catalogs from $DATA)
+        stage screen 120 env HAPSIRA_TARGET=cuda python3 benchmarks/screening.py \
+            --n "${SCREEN_N:-20000}" --days "${SCREEN_DAYS:-7}" --threshold 5 \
+            --label "${MACHINE}" --machine "$GPU" --json "$RES/${MACHINE}_screening.json"
+        ;;
+    screen_week)
+        # the same for 7 days whatever SCREEN_DAYS says (after a shorter screen has compiled)
+        stage screen_week 60 env HAPSIRA_TARGET=cuda python3 benchmarks/screening.py \
+            --n "${SCREEN_N:-20000}" --days 7 --threshold 5 \
+            --label "${MACHINE}" --machine "$GPU" --json "$RES/${MACHINE}_screening.json"
+        ;;
+    stm)
+        # issue 28: the cost of stm=True on cpu, parallel (the stage's cores) and the GPU
+        stage stm 150 python3 benchmarks/stm_cost.py --targets "${STM_TARGETS:-cpu,parallel,cuda}" \
+            --objects "${STM_OBJECTS:-1024}" --cuda-objects "${STM_CUDA_OBJECTS:-1000000}" \
+            --out "$RES/${MACHINE}_stm_cost${STM_TAG:-}.json"
+        ;;
+    stm_interleave)
+        # the same on the GPU alone with its working rows interleaved across objects
+        stage stm_interleave 100 env HAPSIRA_CUDA_INTERLEAVE=1 python3 benchmarks/stm_cost.py \
+            --targets cuda --cuda-objects "${STM_CUDA_OBJECTS:-1000000}" \
+            --out "$RES/${MACHINE}_stm_cost_interleave.json"
+        ;;
+    userf)
+        # issue 29: the textbook f and the tuned one, diffrax Dopri8 and CuBIE, one process
+        stage userf 200 env HAPSIRA_TARGET=cuda python3 benchmarks/gpu_user_f.py \
+            --n "${USERF_N:-1000000}" --name "${MACHINE}" --peer-timeout 200
+        cp "benchmarks/results/gpu_user_f_${MACHINE}.json" "$RES/" 2>/dev/null
+        ;;
+    statesize)
+        # issue 24: our cuda target against n, CuBIE and diffrax at the same n (small n with
+        # 1e5 objects, large n with 1e4, as the earlier h100_state_size_{small,large} runs)
+        stage statesize 150 python3 benchmarks/state_size.py --targets cuda --sizes 6,28 \
+            --objects 100000 --forms array --peers cubie,diffrax --peer-timeout 90 \
+            --out "$RES/${MACHINE}_state_size_peers_small.json"
+        ;;
+    statesize_large)
+        stage statesize_large 200 python3 benchmarks/state_size.py --targets cuda \
+            --sizes 200,1000 --objects 10000 --forms array --peers cubie,diffrax \
+            --peer-timeout 90 --out "$RES/${MACHINE}_state_size_peers_large.json"
         ;;
     *) echo "unknown stage $s" ;;
     esac
