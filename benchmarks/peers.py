@@ -202,6 +202,12 @@ def diffrax_dopri8(n, seed=2, timeout=400, repeat=1, keep=0, max_steps=4096):
                                    keep=min(keep, n), max_steps=max_steps)
     # hapsira (imported by workloads) on the cpu: the GPU is JAX's alone
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", HAPSIRA_TARGET="cpu")
+    return _run_script(script, env, timeout)
+
+
+def _run_script(script, env, timeout):
+    """``script`` in a new Python process: its result (`_child_result`), or an error
+    row when it outlasts ``timeout`` s."""
     try:
         done = subprocess.run([sys.executable, "-c", script], check=False, env=env,
                               capture_output=True, text=True, timeout=timeout)
@@ -274,12 +280,7 @@ def _cubie_child(n, seed, repeat, keep, timeout, dt0, parameter):
     with tempfile.TemporaryDirectory(prefix="cubie_cache_") as scratch:
         env = dict(os.environ, HAPSIRA_TARGET="cpu", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0",
                    CUBIE_CACHE_DIR=scratch)
-        try:
-            done = subprocess.run([sys.executable, "-c", script], check=False, env=env,
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {timeout:.0f} s"}
-    return _child_result(done)
+        return _run_script(script, env, timeout)
 
 
 def cubie_cowell_here(n, seed=2, repeat=3, keep=0, dt0=10.0, parameter=None):
