@@ -171,6 +171,12 @@ PY
             --n "${SCREEN_N:-20000}" --days "${SCREEN_DAYS:-7}" --threshold 5 \
             --label "${MACHINE}" --machine "$GPU" --json "$RES/${MACHINE}_screening.json"
         ;;
+    screen_profile)
+        # issue 32: where the GPU broad phase's time goes (kernels, host, cProfile)
+        stage screen_profile 90 env HAPSIRA_TARGET=cuda python3 \
+            benchmarks/investigations/screen_profile.py --n "${SCREEN_N:-20000}" \
+            --windows "${SCREEN_WINDOWS:-200}" --out "$RES/${MACHINE}_screen_profile.json"
+        ;;
     screen_week)
         # the same for 7 days whatever SCREEN_DAYS says (after a shorter screen has compiled)
         stage screen_week 60 env HAPSIRA_TARGET=cuda python3 benchmarks/screening.py \
