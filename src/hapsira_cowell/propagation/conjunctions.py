@@ -606,11 +606,11 @@ def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None)
         pos_d = active.to_device(pos_t)
         _SORT(every, pos_d, vel_t, conf, *window_arrays)
         if items is None or items.shape[0] < count:
-            items = active.to_device(np.arange(count, dtype=np.int32)[:, None])
+            items = active.to_device(np.arange(count, dtype=np.int32).reshape(-1, 1))
 
         def run(rows, cap):
             which = (items[:count] if rows is None
-                     else active.to_device(rows.astype(np.int32)[:, None]))
+                     else active.to_device(rows.astype(np.int32).reshape(-1, 1)))
             pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
             counts = np.empty((which.shape[0], 3), dtype=np.int32)
             _SCAN(which, pos_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
@@ -829,7 +829,7 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         if items is None and two_kernels():
             # the (window, slot) items of the second kernel, in its memory once for all
             items = active.to_device(np.arange(min(chunk, windows) * n,
-                                               dtype=np.int32)[:, None])
+                                               dtype=np.int32).reshape(-1, 1))
         i, j, w, grid, chord = broad_phase(pos, vel, dt, k, threshold, items=items)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used

@@ -254,11 +254,27 @@ def device_empty(shape, dtype=np.float64):
 
 
 def to_device(array):
-    """``array`` in the GPU's memory: a copy of a host array (C-ordered), the array
-    itself if it is there already."""
+    """``array`` in the GPU's memory: a copy of a host array (C-ordered, with the strides
+    of a fresh array), the array itself if it is there already."""
     if _on_device(array):
         return array
-    return cuda.to_device(np.ascontiguousarray(array))
+    array = np.asarray(array)
+    if array.strides != _c_strides(array.shape, array.itemsize):
+        # numpy calls ``np.arange(k)[:, None]`` (strides (4, 0)) C-contiguous and hands
+        # it on as it is; numba's device array calls it non-contiguous, and every slice
+        # of it then walks its elements in Python: slicing 4e6 such items of the broad
+        # phase cost 37 s of host time on an H100 (benchmarks/investigations/
+        # screen_profile.py)
+        array = array.copy(order="C")
+    return cuda.to_device(array)
+
+
+def _c_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
 
 
 def to_host(array):
