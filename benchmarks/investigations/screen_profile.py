@@ -51,12 +51,12 @@ def main(argv=None):
     times = np.arange(args.windows + 1) * dt
     rows = C._rows(None, len(r))
     now = time.perf_counter()
-    pos, vel = C.sample_cloud(K_EARTH, r, v, times, C.two_body_j2, rows, 1e-11, 1e-12)
+    states = C.sample_states(K_EARTH, r, v, times, C.two_body_j2, rows, 1e-11, 1e-12)
     sync()
     report = {"n": args.n, "windows": args.windows, "dt": dt,
               "sample_s_with_compile": time.perf_counter() - now}
     now = time.perf_counter()
-    C.broad_phase(pos[:, :4], vel[:, :4], dt, K_EARTH, 5.0)
+    C.broad_phase(states[:, :4], dt, K_EARTH, 5.0)
     sync()
     report["compile_broad_s"] = time.perf_counter() - now
 
@@ -87,7 +87,7 @@ def main(argv=None):
     C._candidates = spy
     try:
         now = time.perf_counter()
-        i, j, w, grid, chord = C.broad_phase(pos, vel, dt, K_EARTH, 5.0)
+        i, j, w, grid, chord = C.broad_phase(states, dt, K_EARTH, 5.0)
         sync()
         total = time.perf_counter() - now
     finally:
@@ -108,7 +108,7 @@ def main(argv=None):
     profile = cProfile.Profile()
     now = time.perf_counter()
     profile.enable()
-    C.broad_phase(pos, vel, dt, K_EARTH, 5.0)
+    C.broad_phase(states, dt, K_EARTH, 5.0)
     sync()
     profile.disable()
     report["profiled_s"] = time.perf_counter() - now

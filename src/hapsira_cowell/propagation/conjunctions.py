@@ -74,6 +74,7 @@ __all__ = [
     "radius_candidates",
     "refine",
     "sample_cloud",
+    "sample_states",
     "screen",
     "two_body_j2",
 ]
@@ -188,9 +189,17 @@ def _rows(params, n):
 
 
 def sample_cloud(k, r0, v0, times, f, rows, rtol, atol):
-    """Positions and velocities ``(N, M, 3)`` of the cloud at ``times`` (s from the
-    screen's t0), from ``r0``, ``v0`` at ``times[0]``, integrated as `cowell` does
-    (DOP853 on ``orbit_rhs(f)``, GM first in the params row), continuously over ``times``."""
+    """Positions and velocities ``(N, M, 3)`` of the cloud at ``times``: the two halves of
+    `sample_states`."""
+    states = sample_states(k, r0, v0, times, f, rows, rtol, atol)
+    return states[:, :, :3], states[:, :, 3:]
+
+
+def sample_states(k, r0, v0, times, f, rows, rtol, atol):
+    """States ``(N, M, 6)`` (km, km/s; C-ordered, as the solver writes them) of the cloud
+    at ``times`` (s from the screen's t0), from ``r0``, ``v0`` at ``times[0]``, integrated
+    as `cowell` does (DOP853 on ``orbit_rhs(f)``, GM first in the params row),
+    continuously over ``times``."""
     n = r0.shape[0]
     y0 = np.concatenate((r0, v0), axis=1)
     p = np.concatenate((np.full((n, 1), float(k)), rows), axis=1)
@@ -200,8 +209,8 @@ def sample_cloud(k, r0, v0, times, f, rows, rtol, atol):
         bad = np.flatnonzero(res.status < 0)
         raise ValueError(f"r0, v0: objects {bad[:10].tolist()} failed to propagate "
                          f"({res.messages()[bad[0]]}); remove them before screening")
-    y = np.moveaxis(res.y, 2, 1)  # (N, M, 6)
-    return y[:, :, :3], y[:, :, 3:]
+    # (N, M, 6): the solver's own memory (res.y is its (N, 6, M) view), no copy
+    return np.moveaxis(res.y, 2, 1)
 
 
 def _chord_margin(k, p0, p1, v0, v1, dt):
@@ -328,15 +337,15 @@ def _radius_low(x0, y0, z0, x1, y1, z1):
 
 
 @hjit
-def _chord_close(pos, a, b, o, q, limit):
+def _chord_close(samples, a, b, o, q, limit):
     """`chord_candidates` for objects ``o`` and ``q`` between samples ``a`` and ``b``:
     whether their straight-line relative motion comes within ``limit``."""
-    d0x = pos[a, o, 0] - pos[a, q, 0]
-    d0y = pos[a, o, 1] - pos[a, q, 1]
-    d0z = pos[a, o, 2] - pos[a, q, 2]
-    ex = (pos[b, o, 0] - pos[b, q, 0]) - d0x
-    ey = (pos[b, o, 1] - pos[b, q, 1]) - d0y
-    ez = (pos[b, o, 2] - pos[b, q, 2]) - d0z
+    d0x = samples[o, a, 0] - samples[q, a, 0]
+    d0y = samples[o, a, 1] - samples[q, a, 1]
+    d0z = samples[o, a, 2] - samples[q, a, 2]
+    ex = (samples[o, b, 0] - samples[q, b, 0]) - d0x
+    ey = (samples[o, b, 1] - samples[q, b, 1]) - d0y
+    ez = (samples[o, b, 2] - samples[q, b, 2]) - d0z
     ee = ex * ex + ey * ey + ez * ez
     s = -(d0x * ex + d0y * ey + d0z * ez) / (ee if ee > 0 else 1.0)
     s = min(max(s, 0.0), 1.0)
@@ -347,11 +356,11 @@ def _chord_close(pos, a, b, o, q, limit):
 
 
 @hjit
-def _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, starts, keys,
+def _sort_window(window, samples, conf, margin, order, sorted_keys, radius, starts, keys,
                  bounds):
     """The per-window half of the broad phase: what `_scan` reads of window
-    ``window[0]`` (samples ``a``, ``a + 1`` of ``pos``, ``vel``; ``conf = (dt, k,
-    threshold)``).
+    ``window[0]`` (samples ``a``, ``a + 1`` of ``samples``, ``(N, M, 6)`` states;
+    ``conf = (dt, k, threshold)``).
 
     Outputs (by object: ``margin``, the chord margins; by slot of the sort: ``order``,
     the object in each slot, ``sorted_keys``, its cell key, ``radius``, its radius
@@ -363,31 +372,31 @@ def _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, sta
     dt = conf[0]
     k = conf[1]
     threshold = conf[2]
-    n = pos.shape[1]
+    n = samples.shape[0]
     size = starts.shape[0] - 1
     # the widest box of the window: the grid's cell; each object's radius interval
     widest = 0.0
     for o in range(n):
-        m = _arc_margin(k, dt, pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
-                        pos[b, o, 0], pos[b, o, 1], pos[b, o, 2],
-                        vel[b, o, 0] - vel[a, o, 0], vel[b, o, 1] - vel[a, o, 1],
-                        vel[b, o, 2] - vel[a, o, 2])
+        m = _arc_margin(k, dt, samples[o, a, 0], samples[o, a, 1], samples[o, a, 2],
+                        samples[o, b, 0], samples[o, b, 1], samples[o, b, 2],
+                        samples[o, b, 3] - samples[o, a, 3], samples[o, b, 4] - samples[o, a, 4],
+                        samples[o, b, 5] - samples[o, a, 5])
         margin[o] = m
         for axis in range(3):
-            widest = max(widest, abs(pos[b, o, axis] - pos[a, o, axis]) + 2.0 * m)
-        bounds[o, 0] = _radius_low(pos[a, o, 0], pos[a, o, 1], pos[a, o, 2],
-                                   pos[b, o, 0], pos[b, o, 1], pos[b, o, 2]) - m
+            widest = max(widest, abs(samples[o, b, axis] - samples[o, a, axis]) + 2.0 * m)
+        bounds[o, 0] = _radius_low(samples[o, a, 0], samples[o, a, 1], samples[o, a, 2],
+                                   samples[o, b, 0], samples[o, b, 1], samples[o, b, 2]) - m
         bounds[o, 1] = max(
-            math.sqrt(pos[a, o, 0] ** 2 + pos[a, o, 1] ** 2 + pos[a, o, 2] ** 2),
-            math.sqrt(pos[b, o, 0] ** 2 + pos[b, o, 1] ** 2 + pos[b, o, 2] ** 2)) + m
+            math.sqrt(samples[o, a, 0] ** 2 + samples[o, a, 1] ** 2 + samples[o, a, 2] ** 2),
+            math.sqrt(samples[o, b, 0] ** 2 + samples[o, b, 1] ** 2 + samples[o, b, 2] ** 2)) + m
     cell = (widest + threshold) * _CELL_SLACK
     # counting sort of the objects by the hash slot of their centre's cell
     for h in range(size + 1):
         starts[h] = 0
     for o in range(n):
-        cx = _cell_coordinate(0.5 * (pos[a, o, 0] + pos[b, o, 0]), cell)
-        cy = _cell_coordinate(0.5 * (pos[a, o, 1] + pos[b, o, 1]), cell)
-        cz = _cell_coordinate(0.5 * (pos[a, o, 2] + pos[b, o, 2]), cell)
+        cx = _cell_coordinate(0.5 * (samples[o, a, 0] + samples[o, b, 0]), cell)
+        cy = _cell_coordinate(0.5 * (samples[o, a, 1] + samples[o, b, 1]), cell)
+        cz = _cell_coordinate(0.5 * (samples[o, a, 2] + samples[o, b, 2]), cell)
         keys[o] = (cx << (2 * _BITS)) | (cy << _BITS) | cz
         starts[_bucket(cx, cy, cz, size) + 1] += 1
     for h in range(1, size + 1):
@@ -398,7 +407,7 @@ def _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, sta
         slot = starts[h]
         order[slot] = o
         # what the pair scan reads of each object, in slot order: the scan of a slot
-        # reads consecutive memory, and only pairs through the radius test read pos
+        # reads consecutive memory, and only pairs through the radius test read samples
         sorted_keys[slot] = key
         radius[slot, 0] = bounds[o, 0]
         radius[slot, 1] = bounds[o, 1]
@@ -410,10 +419,10 @@ def _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, sta
 
 
 @hjit
-def _scan(start, stop, a, b, threshold, pos, margin, order, sorted_keys, radius, starts,
+def _scan(start, stop, a, b, threshold, samples, margin, order, sorted_keys, radius, starts,
           pairs):
     """The pair scan of slots ``start`` to ``stop`` of one window (samples ``a``, ``b`` of
-    ``pos``; its rows of `_sort_window`'s outputs): the object in each slot against the
+    ``samples``; its rows of `_sort_window`'s outputs): the object in each slot against the
     entries after it in its own cell and those of the 13 neighbour cells after it.
     Candidates go to ``pairs`` (rows ``i, j``, ``i < j``; past its end counted, not
     written). Returns ``(candidates, grid pairs, pairs through the radius test)``."""
@@ -453,7 +462,7 @@ def _scan(start, stop, a, b, threshold, pos, margin, order, sorted_keys, radius,
                     continue
                 thin += 1
                 q = order[slot]
-                if _chord_close(pos, a, b, o, q, threshold + margin[o] + margin[q]):
+                if _chord_close(samples, a, b, o, q, threshold + margin[o] + margin[q]):
                     if found < cap:
                         pairs[found, 0] = min(o, q)
                         pairs[found, 1] = max(o, q)
@@ -462,14 +471,14 @@ def _scan(start, stop, a, b, threshold, pos, margin, order, sorted_keys, radius,
 
 
 @hjit
-def _scan_slot(item, pos, conf, margin, order, sorted_keys, radius, starts, pairs, counts):
+def _scan_slot(item, samples, conf, margin, order, sorted_keys, radius, starts, pairs, counts):
     """The second kernel's object: `_scan` of slot ``here`` of window ``w``, ``item[0] =
     w * N + here`` (the per-window arrays of `_sort_window`, ``(W, ...)``, whole).
     ``counts = (candidates, grid pairs, pairs through the radius test)``."""
     n = order.shape[1]
     w = item[0] // n
     here = item[0] - w * n
-    found, formed, thin = _scan(here, here + 1, w, w + 1, conf[2], pos, margin[w], order[w],
+    found, formed, thin = _scan(here, here + 1, w, w + 1, conf[2], samples, margin[w], order[w],
                                 sorted_keys[w], radius[w], starts[w], pairs)
     counts[0] = found
     counts[1] = formed
@@ -477,15 +486,15 @@ def _scan_slot(item, pos, conf, margin, order, sorted_keys, radius, starts, pair
 
 
 @hjit
-def _grid_window(window, pos, vel, conf, pairs, counts, margin, order, sorted_keys, radius,
+def _grid_window(window, samples, conf, pairs, counts, margin, order, sorted_keys, radius,
                  starts, keys, bounds):
     """Both halves in one object, one window (the host targets' form, `broad_phase`):
     `_sort_window`, then `_scan` of all its slots while the window's rows are in cache.
     ``counts`` as for `_scan_slot`, of the whole window; the rest: working rows."""
-    _sort_window(window, pos, vel, conf, margin, order, sorted_keys, radius, starts, keys,
+    _sort_window(window, samples, conf, margin, order, sorted_keys, radius, starts, keys,
                  bounds)
     a = window[0]
-    found, formed, thin = _scan(0, order.shape[0], a, a + 1, conf[2], pos, margin, order,
+    found, formed, thin = _scan(0, order.shape[0], a, a + 1, conf[2], samples, margin, order,
                                 sorted_keys, radius, starts, pairs)
     counts[0] = found
     counts[1] = formed
@@ -498,8 +507,7 @@ _WINDOW_ARRAYS = (("margin", np.float64, ("n",)), ("order", np.int32, ("n",)),
                   ("sorted_keys", np.int64, ("n",)), ("radius", np.float64, ("n", "two")),
                   ("starts", np.int32, ("h1",)))
 _WORK = (("keys", np.int64, ("n",)), ("bounds", np.float64, ("n", "two")))
-_SAMPLES = [Arg("pos", np.float64, ("m", "n", "three"), per_object=False),
-            Arg("vel", np.float64, ("m", "n", "three"), per_object=False),
+_SAMPLES = [Arg("samples", np.float64, ("n", "m", "six"), per_object=False),
             Arg("conf", np.float64, ("c",), per_object=False)]
 
 #: the first kernel: one object per window
@@ -510,7 +518,7 @@ _SORT = ObjectKernel(_sort_window, [
 
 #: the second kernel: one object per (window, slot), the per-window arrays whole
 _SCAN = ObjectKernel(_scan_slot, [
-    Arg("item", np.int32, ("one",)), _SAMPLES[0], _SAMPLES[2],
+    Arg("item", np.int32, ("one",)), *_SAMPLES,
     *(Arg(name, dtype, ("w", *core), per_object=False) for name, dtype, core in _WINDOW_ARRAYS),
     Arg("pairs", np.int32, ("cap", "two"), output=True),
     Arg("counts", np.int32, ("three",), output=True)])
@@ -565,17 +573,20 @@ def _candidates(run, cap):
             np.concatenate(row), counts)
 
 
-def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None):
+def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
-    ``pos``, ``vel``: ``(N, W + 1, 3)``, samples ``dt`` apart. Returns ``i``, ``j``,
+    ``samples``: ``(N, W + 1, 6)`` states (positions, velocities) ``dt`` apart, as
+    `sample_states` gives them (read in place: each window's two samples of an object
+    are 96 consecutive bytes; no transposed copy, which took 1.8 s per 2e7
+    object-windows on the GPU's host). Returns ``i``, ``j``,
     ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, the number
     of pairs the grid formed and the number of those that passed the radius test (and
     were chord-tested).
 
     ``per_slot`` (default `two_kernels`: where the target has memory of its own): two kernels,
     `_sort_window` per window, then `_scan_slot` per (window, slot), the per-window
-    arrays left in the target's memory between them (``pos`` moved there once for both);
+    arrays left in the target's memory between them (``samples`` moved there once for both);
     otherwise (the host targets) one kernel per window, `_grid_window`, which runs the
     same two halves while the window's arrays are in the core's cache. Same candidates,
     same counts. ``cap``: candidates per kernel row that the first run keeps room for
@@ -584,7 +595,10 @@ def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None)
     int32 column ``0, 1, ...`` (K >= W N) in the target's memory, for ``per_slot``
     (made here without it: `screen` makes it once for all its chunks).
     """
-    n, m = pos.shape[:2]
+    samples = np.asarray(samples)
+    if samples.ndim != 3 or samples.shape[2] != 6:
+        raise ValueError(f"samples: expected (N, W + 1, 6) states, got {samples.shape}")
+    n, m = samples.shape[:2]
     windows = m - 1
     count = windows * n
     per_slot = two_kernels() if per_slot is None else per_slot
@@ -592,19 +606,17 @@ def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None)
     if count > MAX_ITEMS:
         raise ValueError(f"broad_phase: {windows} windows of {n} objects are more than "
                          f"{MAX_ITEMS} (window, slot) items; screen fewer windows at once")
-    # time-major, so that a window reads two contiguous (N, 3) blocks
-    pos_t = np.ascontiguousarray(np.moveaxis(pos, 1, 0), dtype=np.float64)
-    vel_t = np.ascontiguousarray(np.moveaxis(vel, 1, 0), dtype=np.float64)
+    samples = np.ascontiguousarray(samples, dtype=np.float64)
     size = table_size(n)
     conf = np.array([dt, k, threshold], dtype=np.float64)
     sizes = {"n": n, "two": 2, "h1": size + 1}
     empty = active.device_empty
     window_arrays = [empty((windows, *(sizes[d] for d in core)), dtype)
                      for _, dtype, core in _WINDOW_ARRAYS + _WORK]
-    every = np.arange(windows, dtype=np.int64)[:, None]
+    every = np.arange(windows, dtype=np.int64).reshape(-1, 1)
     if per_slot:
-        pos_d = active.to_device(pos_t)
-        _SORT(every, pos_d, vel_t, conf, *window_arrays)
+        samples_d = active.to_device(samples)
+        _SORT(every, samples_d, conf, *window_arrays)
         if items is None or items.shape[0] < count:
             items = active.to_device(np.arange(count, dtype=np.int32).reshape(-1, 1))
 
@@ -613,16 +625,16 @@ def broad_phase(pos, vel, dt, k, threshold, cap=None, per_slot=None, items=None)
                      else active.to_device(rows.astype(np.int32).reshape(-1, 1)))
             pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
             counts = np.empty((which.shape[0], 3), dtype=np.int32)
-            _SCAN(which, pos_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
+            _SCAN(which, samples_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
             return pairs, counts
     else:
         def run(rows, cap):
-            which = every if rows is None else rows.astype(np.int64)[:, None]
+            which = every if rows is None else rows.astype(np.int64).reshape(-1, 1)
             pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
             counts = np.empty((which.shape[0], 3), dtype=np.int64)
             # each call's objects their own rows of the working arrays
             work = window_arrays if rows is None else [a[:len(rows)] for a in window_arrays]
-            _GRID(which, pos_t, vel_t, conf, pairs, counts, *work)
+            _GRID(which, samples, conf, pairs, counts, *work)
             return pairs, counts
 
     i, j, row, counts = _candidates(run, cap)
@@ -706,12 +718,13 @@ def default_dt(k, r, v, threshold):
 
 #: Object-windows per chunk by default on the host targets, and at most on a target with
 #: memory of its own (cuda): there each chunk's first kernel runs its windows' O(N) passes
-#: one thread per window, so larger chunks run fewer of those passes one after another.
+#: one thread per window, so larger chunks run fewer of those passes one after another
+#: (its time per launch hardly grows with the windows: 0.19 s for 1,000 windows of 20,000
+#: objects on an H100, 0.18 s for 200).
 CHUNK_HOST = 2_000_000
-CHUNK_DEVICE = 10_000_000
+CHUNK_DEVICE = 40_000_000
 #: Bytes of the target's own memory per object-window of a chunk, two kernels
-#: (`broad_phase`): positions 24 (moved once) and velocities 24 (the first kernel's
-#: copy), the per-window arrays 36 and the hash table's starts 8 to 16 (4 bytes a slot,
+#: (`broad_phase`): the states 48 (moved once for both), the per-window arrays 36 and the hash table's starts 8 to 16 (4 bytes a slot,
 #: 2 to 4 slots an object), working rows 24, items 4 (counted: 96 of these at 1,000
 #: objects, the velocities aside); the second kernel's outputs are buffers of a launch.
 DEVICE_BYTES = 128
@@ -756,12 +769,12 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         approach is found whatever dt is (the bounds are rigorous under the
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
-        Windows screened at once: bounds memory, about 200 bytes of host memory per
-        object and window (peak, numpy's allocations traced: samples 48, their
-        time-major copies 48, the broad phase's per-window arrays 76 on the host
-        targets, or on cuda its per-slot results 20) and on cuda 128 bytes of GPU
+        Windows screened at once: bounds memory, about 150 bytes of host memory per
+        object and window (samples 48, the broad phase's per-window arrays 76 on the
+        host targets, or on cuda its per-slot results 20, beside the solver's own)
+        and on cuda 128 bytes of GPU
         memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
-        host targets; 1e7 on cuda, where each chunk's per-window kernel runs its
+        host targets; 4e7 on cuda, where each chunk's per-window kernel runs its
         windows' O(N) passes one GPU thread each (fewer, larger chunks: fewer of those
         passes in turn), or fewer if a quarter of the GPU's free memory holds less.
     stats : dict, optional
@@ -822,22 +835,23 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         now = clock()
         local = times[start:stop + 1]
         # each chunk on from the last one's final sample, f's t on the screen's axis
-        pos, vel = sample_cloud(k, r, v, local, f, rows, rtol, atol)
-        r, v = pos[:, -1].copy(), vel[:, -1].copy()
+        states = sample_states(k, r, v, local, f, rows, rtol, atol)
+        r, v = states[:, -1, :3].copy(), states[:, -1, 3:].copy()
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
         if items is None and two_kernels():
             # the (window, slot) items of the second kernel, in its memory once for all
             items = active.to_device(np.arange(min(chunk, windows) * n,
                                                dtype=np.int32).reshape(-1, 1))
-        i, j, w, grid, chord = broad_phase(pos, vel, dt, k, threshold, items=items)
+        i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid
         stats["chord_tests"] += chord
         stats["candidates"] += len(i)
         now = clock()
-        found = refine(k, f, rows, pos[i, w], vel[i, w], pos[j, w], vel[j, w], i, j,
+        found = refine(k, f, rows, states[i, w, :3], states[i, w, 3:], states[j, w, :3],
+                       states[j, w, 3:], i, j,
                        local[w], local[w + 1], threshold, rtol, atol, t_end=span)
         stats["narrow_s"] += clock() - now
         for column, values in zip(out, found):

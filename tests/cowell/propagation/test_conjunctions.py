@@ -21,7 +21,6 @@ from hapsira_cowell.propagation.conjunctions import (
     _arc_margin,
     _bucket,
     _cell_coordinate,
-    _chord_close,
     _radius_low,
 )
 
@@ -342,8 +341,8 @@ def test_kernel_broad_phase_keeps_every_candidate_of_the_numpy_one(simulated):
     assert thin.sum() > 20  # not vacuous (it drops grid pairs, rarely chord candidates)
     old = set(zip(w0[thin].tolist(), i0[thin].tolist(), j0[thin].tolist()))
     for cap in (16, 2):
-        i1, j1, w1, grid, chord = conjunctions.broad_phase(pos, vel, 30.0, k, threshold,
-                                                           cap=cap)
+        i1, j1, w1, grid, chord = conjunctions.broad_phase(
+            np.concatenate((pos, vel), axis=2), 30.0, k, threshold, cap=cap)
         new = list(zip(w1.tolist(), i1.tolist(), j1.tolist()))
         assert len(set(new)) == len(new) and np.all(i1 < j1)
         assert old <= set(new)
@@ -376,12 +375,12 @@ def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
     expected = reference_broad_phase(pos, vel, dt, K_EARTH, threshold)
     again = {}
     # (the kernel, where its pairs and counts are among its arrays)
-    for per_slot, kernel, at in ((True, "_SCAN", 8), (False, "_GRID", 4)):
+    for per_slot, kernel, at in ((True, "_SCAN", 8), (False, "_GRID", 3)):
         for cap in (None, 1, 2):
             with monkeypatch.context() as patch:
                 calls = _spy(patch, kernel)
-                got = conjunctions.broad_phase(pos, vel, dt, K_EARTH, threshold, cap=cap,
-                                               per_slot=per_slot)
+                got = conjunctions.broad_phase(np.concatenate((pos, vel), axis=2), dt,
+                                               K_EARTH, threshold, cap=cap, per_slot=per_slot)
             for a, b in zip(got[:3], expected[:3]):
                 np.testing.assert_array_equal(a, b)
                 assert a.dtype == np.int64
@@ -462,16 +461,16 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     targets numpy arrays), and the second kernel's results come to the host."""
     r, v = background(6, seed=3)
     times = np.linspace(0.0, 90.0, 4)
-    pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
-                                         np.zeros((6, 0)), 1e-11, 1e-12)
+    states = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2,
+                                        np.zeros((6, 0)), 1e-11, 1e-12)
     sorts, scans = _spy(monkeypatch, "_SORT"), _spy(monkeypatch, "_SCAN")
-    conjunctions.broad_phase(pos, vel, 30.0, K_EARTH, 500.0, per_slot=True)
+    conjunctions.broad_phase(states, 30.0, K_EARTH, 500.0, per_slot=True)
     (sort,), (scan,) = sorts, scans
     own = conjunctions.active.device_memory() is not None
-    # the positions, the per-window arrays and working rows, the items
-    for array in (sort[1], *sort[4:], scan[0], scan[1], *scan[3:8]):
+    # the states, the per-window arrays and working rows, the items
+    for array in (sort[1], *sort[3:], scan[0], scan[1], *scan[3:8]):
         assert isinstance(array, np.ndarray) != own
-    assert scan[1] is sort[1] and all(a is b for a, b in zip(scan[3:8], sort[4:9]))
+    assert scan[1] is sort[1] and all(a is b for a, b in zip(scan[3:8], sort[3:8]))
     assert all(isinstance(a, np.ndarray) for a in scan[8:])  # the results: on the host
 
 
@@ -481,7 +480,7 @@ def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     assert conjunctions.default_chunk(20000) == 100  # 2e6 object-windows
     assert not conjunctions.two_kernels()
     monkeypatch.setattr(active, "device_memory", lambda: (80e9, 80e9))
-    assert conjunctions.default_chunk(20000) == 500  # 1e7
+    assert conjunctions.default_chunk(20000) == 2000  # 4e7
     assert conjunctions.two_kernels()
     # a quarter of the free memory at DEVICE_BYTES an object-window
     monkeypatch.setattr(active, "device_memory", lambda: (4 * 128 * 2e6, 80e9))
@@ -523,6 +522,24 @@ def test_table_columns_csv_and_errors(tmp_path):
 # --- the broad phase as it was, one kernel object per window: the reference of the two
 # kernels (conjunctions._sort_window, conjunctions._scan_slot) and of the one kernel of the
 # host targets (conjunctions._grid_window), whose results must be the same, bit for bit
+
+
+@hjit
+def _chord_close(pos, a, b, o, q, limit):
+    """`conjunctions._chord_close` as it was, on time-major positions ``(M, N, 3)``."""
+    d0x = pos[a, o, 0] - pos[a, q, 0]
+    d0y = pos[a, o, 1] - pos[a, q, 1]
+    d0z = pos[a, o, 2] - pos[a, q, 2]
+    ex = (pos[b, o, 0] - pos[b, q, 0]) - d0x
+    ey = (pos[b, o, 1] - pos[b, q, 1]) - d0y
+    ez = (pos[b, o, 2] - pos[b, q, 2]) - d0z
+    ee = ex * ex + ey * ey + ez * ez
+    s = -(d0x * ex + d0y * ey + d0z * ez) / (ee if ee > 0 else 1.0)
+    s = min(max(s, 0.0), 1.0)
+    cx = d0x + s * ex
+    cy = d0y + s * ey
+    cz = d0z + s * ez
+    return cx * cx + cy * cy + cz * cz <= limit * limit
 
 
 @hjit
