@@ -201,3 +201,19 @@ def test_documented_constants_are_the_code_s():
             continue  # a table of arguments
         digits = len(re.sub(r"e.*|[-+.]", "", shown).lstrip("0"))
         assert float(f"{getattr(constants, name):.{digits}g}") == float(shown), name
+
+
+def test_no_page_or_source_holds_merge_conflict_markers():
+    """A merge left ``<<<<<<< HEAD`` / ``=======`` / ``>>>>>>> branch`` in
+    docs/from-scipy-poliastro.md, two versions of two table rows, unnoticed: every text
+    file of docs/, src/, tests/, benchmarks/ and the README is checked for them."""
+    root = DOCS.parent
+    marker = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+    files = [root / "README.md"] + [
+        path for folder in ("docs", "src", "tests", "benchmarks")
+        for path in (root / folder).rglob("*")
+        if path.suffix in (".md", ".py", ".toml", ".sh", ".json", ".txt", ".cfg")]
+    assert len(files) > 100  # the folders were found
+    marked = [str(path.relative_to(root)) for path in files
+              if marker.search(path.read_text(encoding="utf-8", errors="replace"))]
+    assert marked == []
