@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ivp import checks, event_derivatives, sensitivities
 from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
-from ..ivp.layout import RECORD_DENSE, RECORD_STATES
+from ..ivp.layout import INFO, RECORD_DENSE, RECORD_STATES
 from ..ivp.results import IVPResult
 from ..progress import check as check_progress
 
@@ -167,3 +167,28 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     if dense_output:
         result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
     return result
+
+
+def states_at(fun, t_span, y0, t_eval, *, method="DOP853", rtol=1e-3, atol=1e-6,
+              params=None, on_device=False):
+    """The states ``(N, M, n)`` at the output times ``t_eval`` and the statuses ``(N,)``
+    of `solve_ivp` with these arguments (no events, sensitivities or dense output), for a
+    caller whose next kernel reads the states: with ``on_device`` (a target with memory
+    of its own) they stay there, a device array (`hapsira_core.ivp.api.Problem.run`),
+    and only the statuses cross to the host. Checked as `solve_ivp` checks them; the same
+    kernel and numbers. `hapsira_cowell.conjunctions.screen` samples a cloud so."""
+    y0, _ = checks.states(y0)
+    n_objects, n = y0.shape
+    t0, tf, times = checks.times(t_span, t_eval, n_objects)
+    params_given = params
+    params = checks.params(params, n_objects)
+    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
+     args) = checks.call_options(fun, n, method, rtol, atol, (), Event, 100_000, 64,
+                                 params_given, math.inf, None, t0, tf, None, stacklevel=6,
+                                 times=times)
+    params = checks.with_args(params, checks.columns_given(params_given), args)
+    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events, max_steps,
+                    records, records, [fun], diagnosis(fun, events), False,
+                    max_step=max_step, first_step=first_step,
+                    on_device=("y",) if on_device else ())
+    return raw["y"], raw["info"][:, INFO.status]

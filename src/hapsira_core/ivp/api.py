@@ -238,7 +238,7 @@ class Problem:
                 "y_events": outputs["y_events"][:, :ev, :y_records],
                 "n_events": outputs["n_events"][:, :ev]}
 
-    def run(self, y0, params, t0, tf, rtol, atol, progress=False):
+    def run(self, y0, params, t0, tf, rtol, atol, progress=False, on_device=()):
         """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``;
         ``y0`` may also be `hapsira_core.kernels.kernel.Columns`).
 
@@ -246,9 +246,16 @@ class Problem:
         allocated (`hapsira_core.memory.check()`). ``progress``: call the kernel
         on chunks of objects (`progress_chunk`) and advance a tqdm bar after each;
         every object's numbers are the same as in one call (objects are independent).
+        ``on_device``: names of outputs left in the target's own memory (made by
+        ``targets.active.device_empty``: a cuda device array, numpy on the host targets),
+        never copied to the host (``"y"`` for a caller whose next kernel reads the states
+        there: `hapsira_cowell.conjunctions.screen`); not with step records.
         """
         if not self.step_records:
-            return self.trim(self._run(y0, params, t0, tf, rtol, atol, progress))
+            return self.trim(self._run(y0, params, t0, tf, rtol, atol, progress,
+                                       on_device=on_device))
+        if on_device:
+            raise ValueError("on_device: not with step records")
         # How many steps to record: a first pass that only counts them (`.dense`)
         counted = self._run(y0, params, t0, tf, rtol, atol, progress, 0, 0)
         steps = int(counted["info"][:, INFO.nsteps].max(initial=0))
@@ -257,10 +264,19 @@ class Problem:
         trimmed["steps"], trimmed["dense"] = outputs["steps"], outputs["dense"]
         return trimmed
 
-    def _run(self, y0, params, t0, tf, rtol, atol, progress, steps=0, records=None):
+    def _run(self, y0, params, t0, tf, rtol, atol, progress, steps=0, records=None,
+             on_device=()):
         """One run of the kernel: its outputs (untrimmed); with step records, room for
-        ``steps`` steps per object and the records ``records`` (`layout.ICONF`)."""
+        ``steps`` steps per object and the records ``records`` (`layout.ICONF`);
+        ``on_device``: as for `run`."""
+        from ..targets import active
+
         shapes = self.output_shapes(y0.shape[0], steps)
+        unknown = set(on_device) - set(shapes)
+        if unknown:
+            raise ValueError(f"on_device: no output named {sorted(unknown)}")
+        order = list(shapes)
+        device_shapes = {name: shapes.pop(name) for name in on_device}
         if records:
             k1 = shapes["dense"][0][2]
             what = (f"{y0.shape[0]} objects x {steps} steps ("
@@ -271,6 +287,9 @@ class Problem:
         else:
             memory.check(shapes, y0.shape[0], self.t_eval.shape[-1])
         outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
+        for name, (shape, dtype) in device_shapes.items():
+            outputs[name] = active.device_empty(shape, dtype)
+        outputs = {name: outputs[name] for name in order}  # the kernel's argument order
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol, records)
         if self.step_records & RECORD_STATES:  # no output times: a state per breakpoint
             t_eval = np.full((1, steps + 1), np.nan)
@@ -307,8 +326,9 @@ class Problem:
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,
               records, y_records, user_functions, diagnose=None, progress=False, *,
               max_step=math.inf, first_step=None, end_states=False, jac=None,
-              step_records=0):
-    """Run the kernel on checked arrays; the arrays it wrote, as a dict.
+              step_records=0, on_device=()):
+    """Run the kernel on checked arrays; the arrays it wrote, as a dict (those named in
+    ``on_device`` left in the target's memory: `Problem.run`).
 
     ``y0`` ``(N, n)``, ``t0``/``tf`` numbers or ``(N,)``, ``t_eval`` ``(M,)`` or
     ``(N, M)``, ``rtol``/``atol`` ``(n,)``,
@@ -321,7 +341,7 @@ def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_s
     problem = Problem(method, fun, y0.shape[1], events, t_eval, max_steps, records, y_records,
                       user_functions, diagnose, max_step=max_step, first_step=first_step,
                       end_states=end_states, jac=jac, step_records=step_records)
-    return problem.run(y0, params, t0, tf, rtol, atol, progress)
+    return problem.run(y0, params, t0, tf, rtol, atol, progress, on_device)
 
 
 def _diagnose(fun, events, y0, params, t0):

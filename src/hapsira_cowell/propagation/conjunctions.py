@@ -57,7 +57,8 @@ import math
 import numpy as np
 from astropy import units as u
 
-from hapsira_core.ivp import Event, checks, solve_ivp
+from hapsira_core.fronts.numpy import states_at
+from hapsira_core.ivp import STATUS_MESSAGES, Event, checks, solve_ivp
 from hapsira_core.jit import Arg, ObjectKernel, factory, hjit
 from hapsira_core.targets import active
 
@@ -75,6 +76,7 @@ __all__ = [
     "refine",
     "sample_cloud",
     "sample_states",
+    "take_states",
     "screen",
     "two_body_j2",
 ]
@@ -195,22 +197,56 @@ def sample_cloud(k, r0, v0, times, f, rows, rtol, atol):
     return states[:, :, :3], states[:, :, 3:]
 
 
-def sample_states(k, r0, v0, times, f, rows, rtol, atol):
+def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False):
     """States ``(N, M, 6)`` (km, km/s; C-ordered, as the solver writes them) of the cloud
     at ``times`` (s from the screen's t0), from ``r0``, ``v0`` at ``times[0]``, integrated
     as `cowell` does (DOP853 on ``orbit_rhs(f)``, GM first in the params row),
-    continuously over ``times``."""
+    continuously over ``times``. ``on_device``: left in the target's own memory (cuda:
+    a device array, which `broad_phase` reads there and `take_states` gathers from):
+    the 48 bytes per object and sample never cross to the host and back."""
     n = r0.shape[0]
     y0 = np.concatenate((r0, v0), axis=1)
     p = np.concatenate((np.full((n, 1), float(k)), rows), axis=1)
-    res = solve_ivp(orbit_rhs(f), (float(times[0]), float(times[-1])), y0, t_eval=times,
-                    rtol=rtol, atol=atol, params=p)
-    if np.any(res.status < 0):
-        bad = np.flatnonzero(res.status < 0)
+    states, status = states_at(orbit_rhs(f), (float(times[0]), float(times[-1])), y0,
+                               times, rtol=rtol, atol=atol, params=p, on_device=on_device)
+    if np.any(status < 0):
+        bad = np.flatnonzero(status < 0)
         raise ValueError(f"r0, v0: objects {bad[:10].tolist()} failed to propagate "
-                         f"({res.messages()[bad[0]]}); remove them before screening")
-    # (N, M, 6): the solver's own memory (res.y is its (N, 6, M) view), no copy
-    return np.moveaxis(res.y, 2, 1)
+                         f"({STATUS_MESSAGES[int(status[bad[0]])]}); remove them before "
+                         f"screening")
+    return states
+
+
+@hjit
+def _take(item, states, out):
+    """Object ``item[0]``'s state at sample ``item[1]``."""
+    for c in range(6):
+        out[c] = states[item[0], item[1], c]
+
+
+_TAKE = ObjectKernel(_take, [Arg("item", np.int64, ("two",)),
+                             Arg("states", np.float64, ("n", "m", "six"), per_object=False),
+                             Arg("out", np.float64, ("six",), output=True)])
+
+
+def in_target_memory(array):
+    """Whether ``array`` is in the active target's own memory (a cuda device array, the
+    simulator's too): never on the host targets."""
+    return (not isinstance(array, np.ndarray) and hasattr(array, "shape")
+            and active.device_memory() is not None and active.to_device(array) is array)
+
+
+def take_states(states, objects, samples):
+    """``states[objects, samples]``, ``(K, 6)`` on the host, from states on the host or
+    in the target's memory (a kernel gathers those rows there: only they cross)."""
+    objects, samples = np.broadcast_arrays(np.asarray(objects, dtype=np.int64),
+                                           np.asarray(samples, dtype=np.int64))
+    if not in_target_memory(states):
+        return np.asarray(states)[objects, samples]
+    out = np.empty((objects.size, 6))
+    if objects.size:
+        _TAKE(np.stack((objects.ravel(), samples.ravel()), axis=1), states, out)
+    return out
 
 
 def _chord_margin(k, p0, p1, v0, v1, dt):
@@ -595,8 +631,9 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     int32 column ``0, 1, ...`` (K >= W N) in the target's memory, for ``per_slot``
     (made here without it: `screen` makes it once for all its chunks).
     """
-    samples = np.asarray(samples)
-    if samples.ndim != 3 or samples.shape[2] != 6:
+    if not in_target_memory(samples):
+        samples = np.ascontiguousarray(samples, dtype=np.float64)
+    if len(samples.shape) != 3 or samples.shape[2] != 6:
         raise ValueError(f"samples: expected (N, W + 1, 6) states, got {samples.shape}")
     n, m = samples.shape[:2]
     windows = m - 1
@@ -606,7 +643,6 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     if count > MAX_ITEMS:
         raise ValueError(f"broad_phase: {windows} windows of {n} objects are more than "
                          f"{MAX_ITEMS} (window, slot) items; screen fewer windows at once")
-    samples = np.ascontiguousarray(samples, dtype=np.float64)
     size = table_size(n)
     conf = np.array([dt, k, threshold], dtype=np.float64)
     sizes = {"n": n, "two": 2, "h1": size + 1}
@@ -835,8 +871,10 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         now = clock()
         local = times[start:stop + 1]
         # each chunk on from the last one's final sample, f's t on the screen's axis
-        states = sample_states(k, r, v, local, f, rows, rtol, atol)
-        r, v = states[:, -1, :3].copy(), states[:, -1, 3:].copy()
+        # on cuda the samples stay in the GPU's memory for the broad phase
+        states = sample_states(k, r, v, local, f, rows, rtol, atol, on_device=two_kernels())
+        last = take_states(states, np.arange(n), len(local) - 1)
+        r, v = last[:, :3], last[:, 3:]
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
         if items is None and two_kernels():
@@ -850,8 +888,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         stats["chord_tests"] += chord
         stats["candidates"] += len(i)
         now = clock()
-        found = refine(k, f, rows, states[i, w, :3], states[i, w, 3:], states[j, w, :3],
-                       states[j, w, 3:], i, j,
+        at_i, at_j = take_states(states, i, w), take_states(states, j, w)
+        found = refine(k, f, rows, at_i[:, :3], at_i[:, 3:], at_j[:, :3], at_j[:, 3:], i, j,
                        local[w], local[w + 1], threshold, rtol, atol, t_end=span)
         stats["narrow_s"] += clock() - now
         for column, values in zip(out, found):

@@ -474,6 +474,29 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     assert all(isinstance(a, np.ndarray) for a in scan[8:])  # the results: on the host
 
 
+def test_samples_stay_in_the_targets_memory_and_rows_are_gathered_there():
+    """`sample_states` with ``on_device`` (as `screen` asks on cuda) gives the same numbers
+    as on the host, in the target's own memory where it has one; `take_states` gathers
+    the same rows from either."""
+    r, v = background(5, seed=6)
+    times = np.linspace(0.0, 60.0, 3)
+    rows = np.zeros((5, 0))
+    host = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12)
+    there = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
+                                       on_device=True)
+    own = conjunctions.active.device_memory() is not None
+    assert isinstance(host, np.ndarray) and conjunctions.in_target_memory(there) == own
+    np.testing.assert_array_equal(conjunctions.active.to_host(there), host)
+    objects, samples = np.array([4, 0, 2, 2]), np.array([0, 2, 1, 2])
+    for states in (host, there):
+        got = conjunctions.take_states(states, objects, samples)
+        assert isinstance(got, np.ndarray) and got.shape == (4, 6)
+        np.testing.assert_array_equal(got, host[objects, samples])
+    assert conjunctions.take_states(there, [], []).shape == (0, 6)
+    last = conjunctions.take_states(there, np.arange(5), 2)  # a sample for all: broadcast
+    np.testing.assert_array_equal(last, host[:, 2])
+
+
 def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     active = conjunctions.active
     monkeypatch.setattr(active, "device_memory", lambda: None)
