@@ -275,21 +275,18 @@ class Problem:
         unknown = set(on_device) - set(shapes)
         if unknown:
             raise ValueError(f"on_device: no output named {sorted(unknown)}")
-        order = list(shapes)
-        device_shapes = {name: shapes.pop(name) for name in on_device}
+        host_shapes = {name: shape for name, shape in shapes.items() if name not in on_device}
         if records:
             k1 = shapes["dense"][0][2]
             what = (f"{y0.shape[0]} objects x {steps} steps ("
                     + (f"an interpolant of {k1} x {self.n} numbers"
                        if records & RECORD_DENSE else f"a state of {self.n} numbers")
                     + " per step)")
-            memory.check(shapes, y0.shape[0], self.t_eval.shape[-1], what=what)
+            memory.check(host_shapes, y0.shape[0], self.t_eval.shape[-1], what=what)
         else:
-            memory.check(shapes, y0.shape[0], self.t_eval.shape[-1])
-        outputs = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
-        for name, (shape, dtype) in device_shapes.items():
-            outputs[name] = active.device_empty(shape, dtype)
-        outputs = {name: outputs[name] for name in order}  # the kernel's argument order
+            memory.check(host_shapes, y0.shape[0], self.t_eval.shape[-1])
+        outputs = {name: (np.empty if name in host_shapes else active.device_empty)(shape, dtype)
+                   for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol, records)
         if self.step_records & RECORD_STATES:  # no output times: a state per breakpoint
             t_eval = np.full((1, steps + 1), np.nan)

@@ -146,8 +146,7 @@ class ObjectKernel(kernel.ObjectKernel):
             return array if start is None else array[start:stop]
         if start is not None:
             array = array[start:stop]
-        if not array.flags.c_contiguous or 0 in array.strides:
-            array = array.copy(order="C")  # stride-0 views are slow in kernels
+        array = _fresh_strides(array)  # stride-0 views are slow in kernels
         if start is None:
             return cuda.to_device(array, stream=rows.stream)
         out = rows.empty(key, array.shape[0], array.shape[1:], array.dtype)
@@ -258,23 +257,23 @@ def to_device(array):
     of a fresh array), the array itself if it is there already."""
     if _on_device(array):
         return array
-    array = np.asarray(array)
-    if array.strides != _c_strides(array.shape, array.itemsize):
-        # numpy calls ``np.arange(k)[:, None]`` (strides (4, 0)) C-contiguous and hands
-        # it on as it is; numba's device array calls it non-contiguous, and every slice
-        # of it then walks its elements in Python: slicing 4e6 such items of the broad
-        # phase cost 37 s of host time on an H100 (benchmarks/investigations/
-        # screen_profile.py)
-        array = array.copy(order="C")
-    return cuda.to_device(array)
+    return cuda.to_device(_fresh_strides(np.asarray(array)))
 
 
-def _c_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for extent in reversed(shape):
+def _fresh_strides(array):
+    """``array``, or a C-ordered copy where its strides are not those of a fresh C array.
+    numpy calls ``np.arange(k)[:, None]`` (strides (4, 0)) C-contiguous and hands it on
+    as it is; numba's device array calls it non-contiguous, and every slice of it then
+    walks its elements in Python (4e6 such items of the broad phase: 37 s of host time
+    on an H100, benchmarks/investigations/screen_profile.py); in a kernel, stride-0
+    views are slow too."""
+    strides, step = [], array.itemsize
+    for extent in reversed(array.shape):
         strides.append(step)
         step *= extent
-    return tuple(reversed(strides))
+    if array.strides != tuple(reversed(strides)):
+        array = array.copy(order="C")
+    return array
 
 
 def to_host(array):
