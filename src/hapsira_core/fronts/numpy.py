@@ -102,6 +102,20 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         d y(t_event(y0)) / d y0, and ``res.dt_events_dy0`` one ``(N, C, n)`` per
         event, d t_event / d y0 (`hapsira_core.ivp.event_derivatives`: each
         event's ``g`` is differentiated too, and refused by name where it cannot be).
+    jac : hjit function or array_like, optional
+        The Jacobian d fun / d y for the implicit methods (Radau, BDF, Rodas5P;
+        the explicit ones warn and ignore it, as scipy's). None: the automatic
+        derivative of a tuple-form ``fun``. An hjit function ``jac(t, y, p) ->``
+        flat row-major tuple of n * n floats, or ``jac(t, y, p, J)`` filling the
+        n x n array ``J``. Or, as scipy takes it, a constant matrix: ``(n, n)`` (a
+        scipy sparse matrix is made dense) or one per object ``(N, n, n)``, handed
+        to the kernel as the last n * n columns of each params row (``p[P:]``
+        stays as described under ``args``). A constant Jacobian, given so or
+        recognised from the source (``fun`` affine in ``y`` with coefficients
+        free of ``t``, or a ``jac`` that reads neither ``t`` nor ``y``:
+        `hapsira_core.ivp.sensitivities.constant_jacobian`), is evaluated once
+        and kept, as scipy keeps a constant ``jac``: ``njev`` 0 for a matrix
+        given (scipy's count), 1 for one recognised.
     dense_output : bool
         scipy's: keep every step's interpolant (the same as scipy's: RK45's 4
         coefficient states, RK23's 3, DOP853's 7 and ``y_old``; Radau's
@@ -146,7 +160,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                                  tf, args, stacklevel=6, times=None if all_steps else times)
     params = checks.with_args(params, checks.columns_given(params_given), args)
     diagnose = diagnosis(fun, events)
-    jac = checks.jacobian_option(jac, method, n, stm)
+    jac, jac_rows = checks.jacobian_option(jac, method, n, stm, n_objects=n_objects)
+    params = checks.with_jacobian(params, jac_rows)
     if stm:
         event_derivatives.check_events(events, n)
         fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,

@@ -901,21 +901,62 @@ def bounds_checked_events(events, position):
     return tuple(out)
 
 
-def jacobian_option(jac, method, n, stm=False, stacklevel=4):
-    """``jac=`` of `solve_ivp` for ``method`` (a name) at n components: None, or the user's
-    hjit function, checked (`hapsira_core.ivp.sensitivities.check_jac`: a TypeError
-    naming ``jac`` for a wrong form). The explicit methods do not use it and, as scipy's
-    (1.17: "The following arguments have no effect for a chosen solver: `jac`."), say so
-    with a UserWarning; then None."""
+def jacobian_option(jac, method, n, stm=False, stacklevel=4, n_objects=1):
+    """``(jac, rows)``: ``jac=`` of `solve_ivp` for ``method`` (a name) at n components.
+
+    None; the user's hjit function, checked (`hapsira_core.ivp.sensitivities.check_jac`:
+    a TypeError naming ``jac`` for a wrong form); or, as scipy takes it, a constant
+    matrix: an (n, n) array (a scipy sparse matrix is made dense), or one per object,
+    (N, n, n) (``n_objects`` N). A matrix becomes `sensitivities.params_jacobian`, which
+    reads it from the params rows, and ``rows`` the ``(1 or N, n * n)`` numbers
+    `with_jacobian` appends there (None otherwise). The explicit methods do not use
+    ``jac`` and, as scipy's (1.17: "The following arguments have no effect for a chosen
+    solver: `jac`."), say so with a UserWarning; then ``(None, None)``."""
     if jac is None:
-        return None
+        return None, None
     from . import methods, sensitivities
-    sensitivities.check_jac(jac, n)
+    rows = None
+    if callable(jac):
+        sensitivities.check_jac(jac, n)
+    else:
+        rows = constant_jacobian_rows(jac, n, n_objects)
+        jac = sensitivities.params_jacobian
     if methods.get(method).state_shape != "array":
         warnings.warn("The following arguments have no effect for a chosen solver: `jac`.",
                       UserWarning, stacklevel=stacklevel)
-        return None
+        return None, None
     if stm:
         raise ValueError("jac: not with stm=True in this version (the transition matrix "
                          "uses the automatic Jacobian of fun)")
-    return jac
+    return jac, rows
+
+
+def constant_jacobian_rows(jac, n, n_objects):
+    """A constant ``jac=`` matrix, (n, n) or (N, n, n), as ``(1 or N, n * n)`` rows
+    (row-major): real and finite, or a ValueError naming ``jac``."""
+    if hasattr(jac, "toarray"):  # scipy.sparse, as scipy's Radau and BDF take it
+        jac = jac.toarray()
+    matrix = real_array(jac, "jac", "an hjit function or a constant matrix of real numbers")
+    shapes = f"(n, n) = ({n}, {n})" + (f" or (N, n, n) = ({n_objects}, {n}, {n})"
+                                       if n_objects > 1 else "")
+    if matrix.shape == (n, n):
+        matrix = matrix[None]
+    elif matrix.ndim != 3 or matrix.shape != (n_objects, n, n):
+        raise ValueError(f"jac: expected a constant matrix of shape {shapes}, got shape "
+                         f"{matrix.shape}")
+    bad = np.flatnonzero(~np.isfinite(matrix).all(axis=(1, 2)))
+    if len(bad):
+        which = "" if len(matrix) == 1 else f" of object {bad[0]}"
+        raise ValueError(f"jac: the constant matrix{which} holds NaN or infinite entries")
+    return matrix.reshape(len(matrix), n * n)
+
+
+def with_jacobian(rows, matrices):
+    """The params ``rows`` (``(1 or N, P)``) with a constant Jacobian's ``(1 or N, n * n)``
+    numbers (`constant_jacobian_rows`) appended as their last columns, where
+    `hapsira_core.ivp.sensitivities.params_jacobian` reads them (None: ``rows``)."""
+    if matrices is None:
+        return rows
+    count = max(rows.shape[0], matrices.shape[0])
+    return np.concatenate([np.broadcast_to(rows, (count, rows.shape[1])),
+                           np.broadcast_to(matrices, (count, matrices.shape[1]))], axis=1)

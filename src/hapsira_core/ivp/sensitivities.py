@@ -15,7 +15,7 @@ import math
 import textwrap
 
 from ..jit import hjit, rsqrt
-from ..kernels import derivatives, twins
+from ..kernels import dependence, derivatives, twins
 from ..kernels.cache import factory
 from .state import fun_form
 
@@ -49,6 +49,12 @@ def derivative_twin(function, spec):
     compiled = hjit(twin)
     compiled.hapsira_as_written = True  # its divisions are the derivative's, as written
     compiled.hapsira_zeros = made.zeros
+    # whether J (item 1 of what the twin returns) is the same whatever its first two
+    # arguments (t and y of fun(t, y, p)) are: fun affine in y, its coefficients
+    # independent of t (`dependence`: a proof, or a false alarm, never a wrong "yes")
+    definition = ast.parse(made.source).body[0]
+    compiled.hapsira_jacobian_constant = not dependence.depends(
+        definition, [a.arg for a in definition.args.args[:2]], returned_item=1)
     return compiled
 
 
@@ -116,6 +122,7 @@ def _jacobian(fun, n):
         return vj(t, y, p)[1]
 
     jac.hapsira_zeros = vj.hapsira_zeros
+    jac.hapsira_jacobian_constant = vj.hapsira_jacobian_constant
     return jac
 
 
@@ -235,7 +242,9 @@ def jacobian_rows(fun, n):
     source = (f"def jac_into(t, y, p, J):\n    flat = jac(t, ({components}), p)\n"
               f"{writes}    return J\n")
     names = twins.run(source, f"<hapsira jacobian rows n={n} of {_name(fun)}>", {"jac": jac})
-    return hjit(names["jac_into"])
+    made = hjit(names["jac_into"])
+    made.hapsira_constant_jacobian = RECOGNISED if jac.hapsira_jacobian_constant else None
+    return made
 
 
 def _jac_name(jac):
@@ -286,6 +295,7 @@ def method_jacobian(fun, n, jac=None):
         def jac_into(t, y, p, J):
             jac(t, y, p, J)
             return J
+        jac_into.hapsira_constant_jacobian = _given_constant(jac)
         return jac_into
     if form != "tuple":
         check_jac(jac, n)  # raises, naming jac
@@ -295,7 +305,54 @@ def method_jacobian(fun, n, jac=None):
     source = (f"def jac_into(t, y, p, J):\n    flat = jac(t, ({components}), p)\n"
               f"{writes}    return J\n")
     names = twins.run(source, f"<hapsira jac= rows n={n} of {_name(jac)}>", {"jac": jac})
-    return hjit(names["jac_into"])
+    made = hjit(names["jac_into"])
+    made.hapsira_constant_jacobian = _given_constant(jac)
+    return made
+
+
+#: `constant_jacobian`'s answers: a constant matrix the user gave (``jac=`` an array,
+#: read from the params row by `params_jacobian`) or a Jacobian whose source shows it
+#: constant in t and y (the automatic one of a fun affine in y, or a user's ``jac=``)
+GIVEN, RECOGNISED = "given", "recognised"
+
+
+def constant_jacobian(jac_into):
+    """None, `GIVEN` or `RECOGNISED`: whether the implicit methods may evaluate the
+    Jacobian ``jac_into`` (of `method_jacobian`, `jacobian_with_time`) once, at t0, and
+    never again. They then treat it as scipy treats a constant ``jac=`` matrix: never
+    evaluated again after a failed Newton iteration (the step is halved at once) or a
+    slow one (Radau); ``njev`` 0 for a matrix given (as scipy's), 1 for one recognised
+    (the evaluation at t0)."""
+    return getattr(jac_into, "hapsira_constant_jacobian", None)
+
+
+def _given_constant(jac):
+    """`constant_jacobian` of a user's hjit ``jac=``: `GIVEN` for `params_jacobian`,
+    `RECOGNISED` where its source shows that what it gives reads neither t nor y."""
+    if jac is params_jacobian:
+        return GIVEN
+    try:
+        definition = twins.definition(getattr(jac, "py_func", jac))[2]
+    except twins.SourceUnavailable:
+        return None
+    arguments = [a.arg for a in definition.args.args]
+    written = arguments[3:4]  # the array form's J
+    return None if dependence.depends(definition, arguments[:2], written=written) \
+        else RECOGNISED
+
+
+@hjit
+def params_jacobian(t, y, p, J):
+    """A constant Jacobian given to `solve_ivp` as a matrix (``jac=`` an (n, n) or
+    (N, n, n) array): the last n * n numbers of the object's params row, row-major
+    (`hapsira_core.ivp.checks.with_jacobian` appends them there)."""
+    n = J.shape[0]
+    start = p.shape[0] - n * n
+    for i in range(n):
+        for j in range(n):
+            J[i, j] = p[start + i * n + j]
+
+
 
 
 @factory
@@ -322,4 +379,6 @@ def jacobian_with_time(fun, n):
     names = twins.run(source, f"<hapsira jacobian and d/dt n={n} of {_name(fun)}>", {"vj": vj})
     made = hjit(names["jt_into"])
     made.hapsira_autonomous = autonomous
+    # J and df/dt both constant in t and y (fun = A y + b t + c): evaluated once
+    made.hapsira_constant_jacobian = RECOGNISED if vj.hapsira_jacobian_constant else None
     return made

@@ -14,7 +14,9 @@ one size the order moves by one where that promises the longer step.
 
 The arithmetic follows scipy's ``bdf.py`` operation by operation (scipy 1.17),
 so that on cpu the accepted steps, ``nfev``, ``njev`` and ``nlu`` are scipy's
-with the same Jacobian (the automatic one here; hand scipy the exact one).
+with the same Jacobian (the automatic one here; hand scipy the exact one). A
+constant Jacobian (``jac=`` a matrix, or one whose source reads neither t nor y:
+`..sensitivities.constant_jacobian`) is evaluated once, as scipy's constant ``jac``.
 
 Everything the method remembers between steps lives in the object's ``work``
 (`BDFMethod.rows_for`): ``D`` (8 rows), ``J`` and its LU (n rows each), the
@@ -35,7 +37,7 @@ from ...jit import hjit
 from ..control import MAX_FACTOR, MIN_FACTOR, ulp_toward
 from ..layout import WorkRows
 from ..linalg import lu_factor, lu_solve
-from ..sensitivities import method_jacobian
+from ..sensitivities import GIVEN, constant_jacobian, method_jacobian
 from ..state import returns_a_view, rhs
 from .base import Method
 
@@ -124,6 +126,10 @@ def build(ops, keep, fun, rows, jac=None):
         raise ValueError("BDF keeps its states in work: array shape expected")
     f = rhs(fun, "array", n)
     jac_into = method_jacobian(fun, n, jac)  # raises naming jac for an array-form fun
+    # a constant Jacobian (given as a matrix, or recognised from the source) is
+    # evaluated at t0 only, as scipy treats a constant jac=
+    fixed_jac = constant_jacobian(jac_into) is not None
+    first_njev = 0.0 if constant_jacobian(jac_into) == GIVEN else 1.0
     J0, LU0, PIV, FLAT, _ = _layout(n)
     Y, F, Y_NEW = rows.y, rows.f, rows.y_new
     sqrt_n = math.sqrt(n)
@@ -257,7 +263,7 @@ def build(ops, keep, fun, rows, jac=None):
         h = 0.0
         n_iter = 0
         error_norm = 0.0
-        current_jac = False
+        current_jac = fixed_jac  # a constant Jacobian is never evaluated again (scipy's)
         while True:
             if h_abs < min_step:
                 put(work, N_EQUAL, float(n_equal))
@@ -383,7 +389,7 @@ def build(ops, keep, fun, rows, jac=None):
         put(work, ORDER, 1.0)
         put(work, N_EQUAL, 0.0)
         put(work, LU_OK, 0.0)
-        put(work, NJEV, 1.0)
+        put(work, NJEV, first_njev)
         put(work, NLU, 0.0)
         return 0
 

@@ -29,7 +29,9 @@ fits), the Jacobian and the two LU decompositions (n rows each, the complex
 one in two parts: `Radau.rows_for`), and the previous step's interpolant
 (the loop's coefficient rows). The Jacobian is the user's ``jac=`` or the
 automatic derivative of a tuple-form ``fun``
-(`..sensitivities.method_jacobian`, the choice every implicit method makes).
+(`..sensitivities.method_jacobian`, the choice every implicit method makes);
+a constant one (``jac=`` a matrix, or one whose source reads neither t nor y) is
+evaluated once and kept, as scipy keeps a constant ``jac``.
 """
 
 import math
@@ -147,6 +149,11 @@ def _build(ops, fun, jac, rows):
         raise ValueError(f"jac: method='Radau' needs the Jacobian of fun, derived "
                          f"automatically from its source, which failed: {error}; or give "
                          "jac=") from error
+    # a constant Jacobian (given as a matrix, or recognised from the source) is
+    # evaluated at t0 only, as scipy treats a constant jac=: never again
+    constant = sensitivities.constant_jacobian(jac_into)
+    fixed_jac = constant is not None
+    first_njev = 0.0 if constant == sensitivities.GIVEN else 1.0
     f = rhs(fun, "array", n)
     error_scale, row = ops.error_scale, ops.row
     Y_NEW, Q_ROW = rows.y_new, rows.coeffs
@@ -322,7 +329,7 @@ def _build(ops, fun, jac, rows):
     @hjit
     def begin(t, y, fy, h_abs, direction, conf, tol_start, p, work):
         jac_into(t, y, p, work[J_ROW:J_ROW + n])
-        work[NJEV, 0] = 1.0
+        work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
         work[CURRENT_JAC, 0] = 1.0
         work[LU_VALID, 0] = 0.0
@@ -425,7 +432,7 @@ def _build(ops, fun, jac, rows):
             else:
                 break
         # the Jacobian is evaluated again at the step's end when Newton converged slowly
-        recompute_jac = iterations > 2 and rate > 1e-3
+        recompute_jac = not fixed_jac and iterations > 2 and rate > 1e-3
         factor = min(MAX_FACTOR, safety * predict_factor(h_abs, h_abs_old, error, error_old))
         if not recompute_jac and factor < 1.2:
             factor = 1.0  # keep the step size, and with it the LU decompositions
@@ -438,7 +445,7 @@ def _build(ops, fun, jac, rows):
             work[NJEV, 0] += 1.0
             current_jac = True
         else:
-            current_jac = False
+            current_jac = fixed_jac  # a constant one stays current
         work[H_ABS_OLD, 0] = h_abs_in
         work[ERROR_OLD, 0] = error
         work[CURRENT_JAC, 0] = 1.0 if current_jac else 0.0

@@ -32,7 +32,9 @@ factor ``0.9 err^(-1/5)`` (the error estimate is of order 4: exponent
 autonomous ``fun`` (every ``df/dt`` entry known to be zero) carries no time term
 at all. With a user's ``jac=`` (which gives ``df/dy`` only) ``df/dt`` is a forward
 difference in ``t`` (Hairer's RODAS: ``delta = sqrt(eps max(1e-5, |t|))``), one
-more evaluation per step.
+more evaluation per step. A constant Jacobian (``jac=`` a matrix, or one whose
+source reads neither t nor y: `..sensitivities.constant_jacobian`) is evaluated
+once, at t0, and so is df/dt without ``jac=``.
 
 Memory per object: rows of ``work`` (`rows_for`): W (its LU) and J (n rows each),
 the pivots, the 8 increments, ``df/dt``, a stage's argument and derivative, the
@@ -188,9 +190,14 @@ def _build(ops, fun, jac, rows):
     autonomous = False
     if finite_time:
         jac_into = sensitivities.method_jacobian(fun, n, jac)
+        constant = sensitivities.constant_jacobian(jac_into)
     else:
         jac_t = sensitivities.jacobian_with_time(fun, n)
         autonomous = jac_t.hapsira_autonomous
+        constant = sensitivities.constant_jacobian(jac_t)
+    # a constant J (and, without jac=, df/dt) is evaluated at t0 only, not every step
+    fixed_jac = constant is not None
+    first_njev = 1.0 if constant == sensitivities.RECOGNISED else 0.0  # at t0, by begin
     sqrt_n = math.sqrt(ops.n_err)
     error_scale, scaled_sum_squares = ops.error_scale, ops.scaled_sum_squares
     W0, J0, PIV = 0, n, 2 * n
@@ -207,8 +214,9 @@ def _build(ops, fun, jac, rows):
     if finite_time:
         @hjit
         def derivatives(t, y, fy, p, work):
-            """J and df/dt at (t, y); the evaluations of f it took."""
-            jac_into(t, y, p, work[J0:J0 + n])
+            """J (unless constant) and df/dt at (t, y); the evaluations of f it took."""
+            if not fixed_jac:
+                jac_into(t, y, p, work[J0:J0 + n])
             delta = math.sqrt(eps * max(1e-5, abs(t)))
             fd = f(t + delta, y, p, work[TMP])
             inv = 1.0 / delta
@@ -218,6 +226,22 @@ def _build(ops, fun, jac, rows):
     else:
         @hjit
         def derivatives(t, y, fy, p, work):
+            jac_t(t, y, p, work[J0:J0 + n], work[FT])
+            return 0
+
+    # what `begin` evaluates once: a constant J (and df/dt), or nothing (each step does)
+    if not fixed_jac:
+        @hjit
+        def derivatives_at_start(t, y, p, work):
+            return 0
+    elif finite_time:
+        @hjit
+        def derivatives_at_start(t, y, p, work):
+            jac_into(t, y, p, work[J0:J0 + n])
+            return 0
+    else:
+        @hjit
+        def derivatives_at_start(t, y, p, work):
             jac_t(t, y, p, work[J0:J0 + n], work[FT])
             return 0
 
@@ -282,8 +306,11 @@ def _build(ops, fun, jac, rows):
                 return False, t, y, fy, 0.0, h_abs, 0
         elif h_abs < min_step:
             h_abs = min_step
-        nfev = derivatives(t, y, fy, p, work)
-        work[NJEV, 0] += 1.0
+        nfev = 0
+        if finite_time or not fixed_jac:
+            nfev = derivatives(t, y, fy, p, work)
+        if not fixed_jac:
+            work[NJEV, 0] += 1.0
         rejected = False
         while True:
             t_new = t + h_abs * direction
@@ -310,8 +337,9 @@ def _build(ops, fun, jac, rows):
 
     @hjit
     def begin(t, y, fy, h_abs, direction, conf, tol, p, work):
-        work[NJEV, 0] = 0.0
+        work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
+        derivatives_at_start(t, y, p, work)
         return 0
 
     @hjit
