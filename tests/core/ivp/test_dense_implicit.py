@@ -88,8 +88,10 @@ def assert_scipys_interpolants(sol, expected, scale):
     LAPACK), so the breakpoints and states drift apart by rounding (measured: up to
     4e-6 of a component's size over BDF's 1184 steps of Van der Pol, 2e-10 on
     Robertson; `test_radau` and `test_bdf` accept it). So each step is held to its own
-    ends' agreement: at the same fractions of the step, within twice the larger
-    difference of the states at its two ends (measured: 1.7 times at most; another
+    ends' agreement: at the same fractions of the step, within 3 times the larger
+    difference of the states at its two ends (measured: 1.7 times at most, and 2.1 on
+    Van der Pol with numpy 2.4.6's OpenBLAS under scipy 1.17.1 (Radau step 435, BDF
+    step 1154: scipy's rounding moved, ours did not); another
     polynomial of the same order would be off by its local error, about 1e-6 of the
     size here), plus FLOOR (1e-14 on the first step, where nothing has drifted).
     Before the first step and after the last the end steps extrapolate, as scipy's:
@@ -105,7 +107,7 @@ def assert_scipys_interpolants(sol, expected, scale):
         scipy_k = expected(ts_scipy[k] + fractions * (ts_scipy[k + 1] - ts_scipy[k]))
         error = np.abs(ours_k - scipy_k) / scale
         # outside the step the polynomials' differences grow as |x|^3 and more: 8 there
-        factor = np.where((fractions < 0.0) | (fractions > 1.0), 8.0, 2.0)
+        factor = np.where((fractions < 0.0) | (fractions > 1.0), 8.0, 3.0)
         bound = (factor * np.maximum(ends[:, k], ends[:, k + 1])[:, None]
                  + (1e-14 if k == 0 else FLOOR))
         assert (error <= bound).all(), (k, error, bound)
