@@ -5,11 +5,13 @@
 
 The population of benchmarks/screening.py (N objects) is sampled over ``--windows``
 windows of the default dt; `broad_phase` is compiled on three windows, then run
-on all of them with each kernel call wrapped: its wall time (GPU synchronised before and
-after) and ``last_kernel_seconds`` (CUDA events around its launches), the host work in
+on all of them with each kernel call and each compaction of its rows (the target's
+``compact_rows``) wrapped: its wall time (GPU synchronised before and after) and, for a
+kernel, ``last_kernel_seconds`` (CUDA events around its launches), the host work in
 between (``other_s``), and a cProfile of a third call (top entries by own time). The
-per-slot loads of the scan (grid pairs per slot: maximum and mean) say whether one
-thread's work paces the second kernel. Writes JSON (``--out``).
+per-slot loads of the scan (grid pairs per slot: maximum and mean, from the first run's
+counts, copied after the timing) say whether one thread's work paces the second kernel.
+Writes JSON (``--out``).
 
 Written because on an H200 the broad phase of 20,000 objects x 6 h took 48.3 s of wall
 and 48.3 s of process CPU time, where its per-slot work is at most ~100 grid pairs.
@@ -61,6 +63,9 @@ def main(argv=None):
     report["compile_broad_s"] = time.perf_counter() - now
 
     calls = []
+    #: where each kernel's counts are among its arrays (the first run's are kept)
+    counts_at = {"_SCAN": -1, "_GRID": 4}
+    captured = {}
 
     def wrapped(name, kernel):
         def call(*arrays):
@@ -71,20 +76,23 @@ def main(argv=None):
             calls.append({"kernel": name, "rows": int(arrays[0].shape[0]),
                           "wall_s": time.perf_counter() - start,
                           "kernel_s": kernel.last_kernel_seconds})
+            if name in counts_at:
+                captured.setdefault("counts", arrays[counts_at[name]])
         return call
 
-    originals = {name: getattr(C, name) for name in ("_SORT", "_SCAN", "_GRID")}
-    captured = {}
-    candidates = C._candidates
-
-    def spy(run, cap):
-        out = candidates(run, cap)
-        captured["counts"] = np.asarray(out[3])
+    def compacting(pairs, counts):
+        sync()
+        start = time.perf_counter()
+        out = compact_rows(pairs, counts)
+        calls.append({"kernel": "compact_rows", "rows": int(counts.shape[0]),
+                      "wall_s": time.perf_counter() - start, "kernel_s": None})
         return out
 
+    originals = {name: getattr(C, name) for name in ("_SORT", "_SCAN", "_GRID")}
+    compact_rows = active.compact_rows
     for name, kernel in originals.items():
         setattr(C, name, wrapped(name, kernel))
-    C._candidates = spy
+    active.compact_rows = compacting
     try:
         now = time.perf_counter()
         i, j, w, grid, chord = C.broad_phase(states, dt, K_EARTH, 5.0)
@@ -93,11 +101,11 @@ def main(argv=None):
     finally:
         for name, kernel in originals.items():
             setattr(C, name, kernel)
-        C._candidates = candidates
+        active.compact_rows = compact_rows
     report.update(broad_s=total, calls=calls,
                   other_s=total - sum(c["wall_s"] for c in calls),
                   candidates=len(i), grid_pairs=grid, chord_tests=chord)
-    counts = captured["counts"]
+    counts = active.to_host(captured["counts"])
     per_slot = counts[:, 1].astype(np.int64)
     report["grid_pairs_per_row"] = {"max": int(per_slot.max()), "mean": float(per_slot.mean()),
                                     "rows": len(per_slot)}

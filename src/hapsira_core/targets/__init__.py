@@ -31,6 +31,15 @@ it needs. A target provides
                          another keep their arrays there
 ``device_memory()``      ``(free, total)`` bytes of the target's own memory,
                          or None (the host targets: none of their own)
+``compact_rows(p, c)``   the entries of bounded rows, gathered where the rows
+                         are: row ``r`` of ``c`` ``(R, k)`` counts ``c[r, 0]``
+                         entries, the first ``cap`` written to ``p[r]``
+                         ``(R, cap, 2)``. Returns on the host, int64:
+                         ``(p[r, m, 0], p[r, m, 1], r)`` of the rows with
+                         ``c[r, 0] <= cap``, ``(r, c[r, 0])`` of the others (to
+                         run again with room), both in row order, and the
+                         column sums of ``c``; on cuda the rows never cross
+                         to the host (numpy on the host targets)
 ``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target
 ``XLA_PLATFORM``         the XLA platform its kernels run on inside JAX
                          (``"cpu"``, ``"CUDA"``, or None: none)

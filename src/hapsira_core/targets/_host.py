@@ -102,6 +102,30 @@ def device_memory():
     targets have none."""
 
 
+def compact_rows(pairs, counts):
+    """The entries of bounded rows, gathered (`hapsira_core.targets`): numpy, on the host.
+
+    ``pairs`` ``(R, cap, 2)`` and ``counts`` ``(R, k)`` integers: row ``r`` holds
+    ``counts[r, 0]`` entries, of which only the first ``cap`` are written. Returns int64
+    arrays: ``entries`` ``(K, 3)``, ``(pairs[r, m, 0], pairs[r, m, 1], r)`` for every
+    ``m < counts[r, 0]`` of every row with ``counts[r, 0] <= cap``, in row order;
+    ``overflow`` ``(V, 2)``, ``(r, counts[r, 0])`` of every row with more than ``cap``,
+    in row order; ``sums`` ``(k,)``, the sums of the columns of ``counts``.
+    """
+    pairs, counts = np.asarray(pairs), np.asarray(counts)
+    found = counts[:, 0]
+    hit = np.flatnonzero(found)
+    fits = hit[found[hit] <= pairs.shape[1]]
+    kept = np.arange(pairs.shape[1])[None, :] < found[fits][:, None]
+    entries = np.empty((int(np.count_nonzero(kept)), 3), np.int64)
+    entries[:, 0] = pairs[fits, :, 0][kept]
+    entries[:, 1] = pairs[fits, :, 1][kept]
+    entries[:, 2] = np.broadcast_to(fits[:, None], kept.shape)[kept]
+    over = hit[found[hit] > pairs.shape[1]]
+    overflow = np.stack((over, found[over]), axis=1).astype(np.int64)
+    return entries, overflow, counts.sum(axis=0, dtype=np.int64)
+
+
 def xla_mismatch(name, what):
     return (f"hapsira: the {what} was built for HAPSIRA_TARGET={name} and runs "
             "on JAX's CPU platform, but this program runs on a GPU; put its inputs "

@@ -8,6 +8,7 @@ from ..kernels import kernel
 from . import _host
 from ._host import (  # noqa: F401
     KEEP_STAGES,
+    compact_rows,
     declare_foreign,
     device_empty,
     device_memory,

@@ -318,11 +318,12 @@ _RADIUS_PAD = 1e-12
 # "object" per window and `_SCAN` with one per (window, slot) (`_scan_slot`), so that the
 # scan, the bulk of the work, runs on W * N GPU threads rather than W; the per-window
 # arrays between them stay in the target's memory (`hapsira_core.targets.active.
-# device_empty`: nothing of them crosses to the host). On the host targets one kernel,
-# `_GRID`, runs both halves per window (`_grid_window`): the two kernels there took 1.5
-# to 1.6 times its broad-phase CPU (2,000 objects, 624 windows, cpu target, 2-core box),
-# the scan reading each window's arrays back from memory after all windows were sorted,
-# and paying a kernel object's overhead per slot.
+# device_empty`: nothing of them crosses to the host), and so do the scan's rows, which
+# the target compacts there (`compact_rows`, `_candidates`). On the host targets one
+# kernel, `_GRID`, runs both halves per window (`_grid_window`): the two kernels there
+# took 1.5 to 1.6 times its broad-phase CPU (2,000 objects, 624 windows, cpu target,
+# 2-core box), the scan reading each window's arrays back from memory after all windows
+# were sorted, and paying a kernel object's overhead per slot.
 
 #: Bits per cell coordinate in a packed cell key (three in an int64); coordinates are
 #: offset by half the range and clamped into it (clamping merges far cells: more pairs
@@ -588,25 +589,16 @@ def table_size(n):
 def _candidates(run, cap):
     """``(i, j, row)`` of every candidate, ``row`` the kernel row (window or item) that
     found it, from ``run(rows, cap) -> (pairs, counts)`` (``rows``: None, all of them,
-    or those to run again); the rows whose candidates overflowed ``cap`` run again with
-    room for all of theirs. Also the first run's counts."""
-    pairs, counts = run(None, cap)
-    found = counts[:, 0]
-    hit = np.flatnonzero(found)
-    fits = hit[found[hit] <= cap]
-    kept = np.arange(cap)[None, :] < found[fits][:, None]
-    i = [pairs[fits, :, 0][kept]]
-    j = [pairs[fits, :, 1][kept]]
-    row = [np.broadcast_to(fits[:, None], kept.shape)[kept]]
-    over = hit[found[hit] > cap]
-    if len(over):
-        more, more_counts = run(over, int(found[over].max()))
-        kept = np.arange(more.shape[1])[None, :] < more_counts[:, 0][:, None]
-        i.append(more[..., 0][kept])
-        j.append(more[..., 1][kept])
-        row.append(np.broadcast_to(over[:, None], kept.shape)[kept])
-    return (np.concatenate(i).astype(np.int64), np.concatenate(j).astype(np.int64),
-            np.concatenate(row), counts)
+    or those to run again; its arrays where the kernel wrote them, compacted there by
+    `compact_rows`); the rows whose candidates overflowed ``cap`` run again with room
+    for all of theirs. Also the sums of the first run's counts (int64)."""
+    entries, overflow, sums = active.compact_rows(*run(None, cap))
+    if len(overflow):
+        over = overflow[:, 0]
+        more, _, _ = active.compact_rows(*run(over, int(overflow[:, 1].max())))
+        more[:, 2] = over[more[:, 2]]  # the row of the first run
+        entries = np.concatenate((entries, more))
+    return entries[:, 0], entries[:, 1], entries[:, 2], sums
 
 
 def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
@@ -626,8 +618,10 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     otherwise (the host targets) one kernel per window, `_grid_window`, which runs the
     same two halves while the window's arrays are in the core's cache. Same candidates,
     same counts. ``cap``: candidates per kernel row that the first run keeps room for
-    (`SLOT_CAP`, `WINDOW_CAP`; a slot's row and counts cross to the host: 20 bytes);
-    rows with more run again with room for all of theirs. ``items``: the ``(K, 1)``
+    (`SLOT_CAP`, `WINDOW_CAP`); rows with more run again with room for all of theirs.
+    The rows stay where the kernel wrote them and are compacted there
+    (``active.compact_rows``: on cuda only the candidates cross to the host, not a
+    slot's 20 bytes of row and counts). ``items``: the ``(K, 1)``
     int32 column ``0, 1, ...`` (K >= W N) in the target's memory, for ``per_slot``
     (made here without it: `screen` makes it once for all its chunks).
     """
@@ -659,27 +653,27 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
         def run(rows, cap):
             which = (items[:count] if rows is None
                      else active.to_device(rows.astype(np.int32).reshape(-1, 1)))
-            pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
-            counts = np.empty((which.shape[0], 3), dtype=np.int32)
+            # in the target's memory, compacted there (`_candidates`)
+            pairs = empty((which.shape[0], cap, 2), np.int32)
+            counts = empty((which.shape[0], 3), np.int32)
             _SCAN(which, samples_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
             return pairs, counts
     else:
         def run(rows, cap):
             which = every if rows is None else rows.astype(np.int64).reshape(-1, 1)
-            pairs = np.empty((which.shape[0], cap, 2), dtype=np.int32)
-            counts = np.empty((which.shape[0], 3), dtype=np.int64)
+            pairs = empty((which.shape[0], cap, 2), np.int32)
+            counts = empty((which.shape[0], 3), np.int64)
             # each call's objects their own rows of the working arrays
             work = window_arrays if rows is None else [a[:len(rows)] for a in window_arrays]
             _GRID(which, samples, conf, pairs, counts, *work)
             return pairs, counts
 
-    i, j, row, counts = _candidates(run, cap)
+    i, j, row, sums = _candidates(run, cap)
     w = row // n if per_slot else row
     unique = np.unique((w * n + i) * n + j)
     w, rest = np.divmod(unique, n * n)
     i, j = np.divmod(rest, n)
-    return (i, j, w, int(counts[:, 1].sum(dtype=np.int64)),
-            int(counts[:, 2].sum(dtype=np.int64)))
+    return i, j, w, int(sums[1]), int(sums[2])
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -762,8 +756,9 @@ CHUNK_DEVICE = 40_000_000
 #: Bytes of the target's own memory per object-window of a chunk, two kernels
 #: (`broad_phase`): the states 48 (moved once for both), the per-window arrays 36 and the hash table's starts 8 to 16 (4 bytes a slot,
 #: 2 to 4 slots an object), working rows 24, items 4 (counted: 96 of these at 1,000
-#: objects, the velocities aside); the second kernel's outputs are buffers of a launch.
-DEVICE_BYTES = 128
+#: objects, the velocities aside); the second kernel's rows 20 (a candidate's 8 at
+#: `SLOT_CAP`, counts 12: compacted there, `_candidates`).
+DEVICE_BYTES = 148
 
 
 def default_chunk(n):
@@ -806,9 +801,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
         Windows screened at once: bounds memory, about 150 bytes of host memory per
-        object and window (samples 48, the broad phase's per-window arrays 76 on the
-        host targets, or on cuda its per-slot results 20, beside the solver's own)
-        and on cuda 128 bytes of GPU
+        object and window on the host targets (samples 48, the broad phase's
+        per-window arrays 76, beside the solver's own) and on cuda 148 bytes of GPU
         memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
         host targets; 4e7 on cuda, where each chunk's per-window kernel runs its
         windows' O(N) passes one GPU thread each (fewer, larger chunks: fewer of those

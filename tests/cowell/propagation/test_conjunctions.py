@@ -389,7 +389,7 @@ def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
             assert len(calls) in (1, 2)
             again[per_slot, cap] = len(calls) - 1
             if len(calls) == 2:
-                pairs, counts = calls[1][at:at + 2]
+                pairs, counts = (conjunctions.active.to_host(a) for a in calls[1][at:at + 2])
                 room = cap or (conjunctions.SLOT_CAP if per_slot else conjunctions.WINDOW_CAP)
                 assert pairs.shape[1] == counts[:, 0].max() > room
     return expected, again
@@ -458,12 +458,21 @@ def test_a_cluster_overflows_the_rows_and_loses_no_pair(simulated, monkeypatch):
 def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     """Two kernels: what the second reads of the first (and the positions) is in the
     target's memory (on cuda device arrays, the same objects the first wrote; on the host
-    targets numpy arrays), and the second kernel's results come to the host."""
+    targets numpy arrays), and so are the second kernel's results, which are compacted
+    there (`compact_rows`: on cuda only the candidates come to the host)."""
     r, v = background(6, seed=3)
     times = np.linspace(0.0, 90.0, 4)
     states = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2,
                                         np.zeros((6, 0)), 1e-11, 1e-12)
     sorts, scans = _spy(monkeypatch, "_SORT"), _spy(monkeypatch, "_SCAN")
+    compacted = []
+    compact_rows = conjunctions.active.compact_rows
+
+    def spy(pairs, counts):
+        compacted.append((pairs, counts))
+        return compact_rows(pairs, counts)
+
+    monkeypatch.setattr(conjunctions.active, "compact_rows", spy)
     conjunctions.broad_phase(states, 30.0, K_EARTH, 500.0, per_slot=True)
     (sort,), (scan,) = sorts, scans
     own = conjunctions.active.device_memory() is not None
@@ -471,7 +480,8 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     for array in (sort[1], *sort[3:], scan[0], scan[1], *scan[3:8]):
         assert isinstance(array, np.ndarray) != own
     assert scan[1] is sort[1] and all(a is b for a, b in zip(scan[3:8], sort[3:8]))
-    assert all(isinstance(a, np.ndarray) for a in scan[8:])  # the results: on the host
+    assert all(isinstance(a, np.ndarray) != own for a in scan[8:])  # the results
+    assert compacted[0][0] is scan[8] and compacted[0][1] is scan[9]  # compacted there
 
 
 def test_samples_stay_in_the_targets_memory_and_rows_are_gathered_there():
@@ -506,8 +516,8 @@ def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     assert conjunctions.default_chunk(20000) == 2000  # 4e7
     assert conjunctions.two_kernels()
     # a quarter of the free memory at DEVICE_BYTES an object-window
-    monkeypatch.setattr(active, "device_memory", lambda: (4 * 128 * 2e6, 80e9))
-    assert conjunctions.DEVICE_BYTES == 128 and conjunctions.default_chunk(20000) == 100
+    monkeypatch.setattr(active, "device_memory", lambda: (4 * 148 * 2e6, 80e9))
+    assert conjunctions.DEVICE_BYTES == 148 and conjunctions.default_chunk(20000) == 100
 
 
 def test_real_debris_equal_brute_force(simulated):

@@ -6,12 +6,14 @@ code generator (numba-cuda-mlir, say) is one folder. Its modules:
 * `.surface`: the one choice between a real GPU (`.gpu`) and numba's CUDA
   simulator (`.simulator`), and the check that a GPU is usable;
 * `.launch`: the kernel of an `ObjectKernel` and its chunked two-stream launch;
+* `.compact`: `compact_rows`, bounded rows of a kernel's entries gathered on the GPU;
 * `.xla`: the same kernel launched on XLA's stream inside JAX.
 """
 
 from numba import cuda
 
 from ... import settings
+from .compact import compact_rows  # noqa: F401
 from .launch import (  # noqa: F401
     ObjectKernel,
     device_empty,
