@@ -161,8 +161,10 @@ PY
         ;;
     stiff)
         # issue 31: ours (STIFF_METHODS) beside diffrax Kvaerno5 and CuBIE's Radau IIA at STIFF_N
+        # (STIFF_PEERS: who runs)
         stage stiff 240 python3 benchmarks/stiff.py --platform cuda --n "${STIFF_N:-1000000}" \
             --methods "${STIFF_METHODS:-Rodas5P,BDF}" --repeat 2 --timeout "${STIFF_TIMEOUT:-200}" \
+            --peers "${STIFF_PEERS:-ours,diffrax,cubie}" \
             --out "$RES/${MACHINE}_stiff.json"
         ;;
     screen)
