@@ -5,9 +5,9 @@
 
 The population of benchmarks/screening.py (N objects) is sampled over ``--windows``
 windows of the default dt; `broad_phase` is compiled on three windows, then run
-on all of them with each kernel call and each compaction of its rows (the target's
-``compact_rows``) wrapped: its wall time (GPU synchronised before and after) and, for a
-kernel, ``last_kernel_seconds`` (CUDA events around its launches), the host work in
+on all of them with each kernel call and each call of the target's primitives
+(``compact_rows``, ``row_max``, ``bucket_sort``) wrapped: its wall time (GPU
+synchronised before and after) and, for a kernel, ``last_kernel_seconds`` (CUDA events around its launches), the host work in
 between (``other_s``), and a cProfile of a third call (top entries by own time). The
 per-slot loads of the scan (grid pairs per slot: maximum and mean, from the first run's
 counts, copied after the timing) say whether one thread's work paces the second kernel.
@@ -80,19 +80,27 @@ def main(argv=None):
                 captured.setdefault("counts", arrays[counts_at[name]])
         return call
 
-    def compacting(pairs, counts):
-        sync()
-        start = time.perf_counter()
-        out = compact_rows(pairs, counts)
-        calls.append({"kernel": "compact_rows", "rows": int(counts.shape[0]),
-                      "wall_s": time.perf_counter() - start, "kernel_s": None})
-        return out
+    def timed_primitive(name, primitive):
+        """The target's ``primitive`` (compact_rows, row_max, bucket_sort), timed."""
+        def call(*arrays):
+            sync()
+            start = time.perf_counter()
+            out = primitive(*arrays)
+            sync()
+            calls.append({"kernel": name, "rows": int(arrays[-1 if name == "compact_rows"
+                                                            else 0].shape[0]),
+                          "wall_s": time.perf_counter() - start, "kernel_s": None})
+            return out
+        return call
 
-    originals = {name: getattr(C, name) for name in ("_SORT", "_SCAN", "_GRID")}
-    compact_rows = active.compact_rows
+    originals = {name: getattr(C, name) for name in ("_OBJECT", "_KEY", "_SLOT", "_SCAN",
+                                                     "_GRID")}
+    primitives = {name: getattr(active, name) for name in ("compact_rows", "row_max",
+                                                           "bucket_sort")}
     for name, kernel in originals.items():
         setattr(C, name, wrapped(name, kernel))
-    active.compact_rows = compacting
+    for name, primitive in primitives.items():
+        setattr(active, name, timed_primitive(name, primitive))
     try:
         now = time.perf_counter()
         i, j, w, grid, chord = C.broad_phase(states, dt, K_EARTH, 5.0)
@@ -101,7 +109,8 @@ def main(argv=None):
     finally:
         for name, kernel in originals.items():
             setattr(C, name, kernel)
-        active.compact_rows = compact_rows
+        for name, primitive in primitives.items():
+            setattr(active, name, primitive)
     report.update(broad_s=total, calls=calls,
                   other_s=total - sum(c["wall_s"] for c in calls),
                   candidates=len(i), grid_pairs=grid, chord_tests=chord)

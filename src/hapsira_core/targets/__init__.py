@@ -40,6 +40,15 @@ it needs. A target provides
                          run again with room), both in row order, and the
                          column sums of ``c``; on cuda the rows never cross
                          to the host (numpy on the host targets)
+``row_max(v)``            the largest entry of each row of ``v`` ``(R, C)``
+                         float64: ``(R,)``, where ``v`` is
+``bucket_sort(b, size)`` each row of ``b`` ``(R, C)`` (ints in ``0 .. size -
+                         1``) sorted by bucket: ``order`` ``(R, C)`` int32,
+                         entry indices grouped by bucket (within a bucket in
+                         the target's own order), and ``starts`` ``(R, size +
+                         1)`` int32, where each bucket begins; both where
+                         ``b`` is (on cuda a block per row and atomics;
+                         numpy on the host targets)
 ``declare_foreign(d)``   a C function of `hapsira_core.foreign` for this target
 ``XLA_PLATFORM``         the XLA platform its kernels run on inside JAX
                          (``"cpu"``, ``"CUDA"``, or None: none)

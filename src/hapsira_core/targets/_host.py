@@ -126,6 +126,27 @@ def compact_rows(pairs, counts):
     return entries, overflow, counts.sum(axis=0, dtype=np.int64)
 
 
+def row_max(values):
+    """The largest entry of each row of ``values`` ``(R, C)``: ``(R,)`` (numpy, on the
+    host; `hapsira_core.targets`)."""
+    return np.asarray(values).max(axis=1, initial=-np.inf)
+
+
+def bucket_sort(buckets, size):
+    """Each row's entries sorted by bucket (numpy, on the host; `hapsira_core.targets`):
+    ``buckets`` ``(R, C)`` ints in ``0 .. size - 1``; returns ``order`` ``(R, C)`` int32,
+    each row's entry indices grouped by bucket in bucket order (stable here: the
+    target's order within a bucket is its own), and ``starts`` ``(R, size + 1)`` int32,
+    where each bucket's entries begin (the last, the row's length)."""
+    buckets = np.asarray(buckets)
+    rows, columns = buckets.shape
+    order = np.argsort(buckets, axis=1, kind="stable").astype(np.int32)
+    flat = (np.arange(rows, dtype=np.int64)[:, None] * size + buckets).ravel()
+    starts = np.zeros((rows, size + 1), np.int64)
+    starts[:, 1:] = np.bincount(flat, minlength=rows * size).reshape(rows, size)
+    return order, np.cumsum(starts, axis=1).astype(np.int32)
+
+
 def xla_mismatch(name, what):
     return (f"hapsira: the {what} was built for HAPSIRA_TARGET={name} and runs "
             "on JAX's CPU platform, but this program runs on a GPU; put its inputs "

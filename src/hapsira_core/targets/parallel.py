@@ -8,6 +8,7 @@ from ..kernels import kernel
 from . import _host
 from ._host import (  # noqa: F401
     KEEP_STAGES,
+    bucket_sort,
     compact_rows,
     declare_foreign,
     device_empty,
@@ -16,6 +17,7 @@ from ._host import (  # noqa: F401
     is_device_array,
     lane_code_options,
     lane_width,
+    row_max,
     rsqrt,
     to_device,
     to_host,

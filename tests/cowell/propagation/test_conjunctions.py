@@ -98,7 +98,8 @@ def test_a_minimum_on_the_border_of_two_windows_is_found_once():
     assert abs(t[0] - tca) < 1e-6 and abs(m[0] - miss) < 1e-6
 
 
-def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_metre():
+def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_metre(
+        monkeypatch):
     r, v = background(12, seed=1)
     truth = []
     for q, (tca, miss) in enumerate(PLANTED):
@@ -127,6 +128,12 @@ def test_planted_encounters_are_found_with_tca_to_a_millisecond_and_miss_to_a_me
     np.testing.assert_array_equal(chunked.j, table.j)
     np.testing.assert_allclose(chunked.tca, table.tca, rtol=0, atol=1e-6)
     np.testing.assert_allclose(chunked.miss, table.miss, rtol=0, atol=1e-6)
+    # the chunks' candidates refined together (default) or a chunk at a time: the pairs
+    # are integrated each on its own, the same numbers
+    monkeypatch.setattr(conjunctions, "REFINE_BATCH", 1)
+    each = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
+    for column in ("i", "j", "tca", "miss", "speed"):
+        np.testing.assert_array_equal(getattr(each, column), getattr(chunked, column))
 
 
 def test_an_approach_across_shells_passes_the_radius_test():
@@ -413,6 +420,46 @@ def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, mo
     assert again[True, 1] == 1
 
 
+def test_the_per_window_arrays_made_per_object_are_the_one_thread_per_windows(simulated):
+    """`_sorted_windows` (kernels per (window, object) and the target's `bucket_sort`)
+    gives `_sort_window`'s numbers on real debris: the margins and hash-slot starts bit
+    for bit, and in each hash slot the same objects with the same keys and radius
+    intervals (their order there is the target's)."""
+    n_each, windows = (6, 3) if simulated else (60, 8)
+    r, v = _debris_mix(n_each)
+    n = len(r)
+    times = np.linspace(0.0, 30.0 * windows, windows + 1)
+    states = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, np.zeros((n, 0)),
+                                        1e-11, 1e-12)
+    size = conjunctions.table_size(n)
+    conf = np.array([30.0, K_EARTH, 150.0, size])
+    items = conjunctions.active.to_device(np.arange(windows * n, dtype=np.int32)[:, None])
+    made = [conjunctions.active.to_host(a) for a in conjunctions._sorted_windows(
+        conjunctions.active.to_device(states), conf, items, windows, n, size)]
+    margin, order, sorted_keys, radius, starts = made
+    # the one thread per window: `_sort_window` as a kernel of one object per window
+    one_per_window = ObjectKernel(conjunctions._sort_window, [
+        Arg("window", np.int64, ("one",)), *conjunctions._SAMPLES,
+        *(Arg(name, dtype, core, output=True)
+          for name, dtype, core in conjunctions._WINDOW_ARRAYS),
+        *(Arg(name, dtype, core, scratch=True) for name, dtype, core in conjunctions._WORK)])
+    sizes = {"n": n, "two": 2, "h1": size + 1}
+    expected = [np.empty((windows, *(sizes[d] for d in core)), dtype)
+                for _, dtype, core in conjunctions._WINDOW_ARRAYS + conjunctions._WORK]
+    one_per_window(np.arange(windows).reshape(-1, 1), states, conf, *expected)
+    for w in range(windows):
+        rows = [a[w] for a in expected]
+        np.testing.assert_array_equal(margin[w], rows[0])
+        np.testing.assert_array_equal(starts[w], rows[4])
+        for h in np.flatnonzero(np.diff(rows[4])):
+            here = slice(rows[4][h], rows[4][h + 1])
+            mine, theirs = np.argsort(order[w, here]), np.argsort(rows[1][here])
+            np.testing.assert_array_equal(order[w, here][mine], rows[1][here][theirs])
+            np.testing.assert_array_equal(sorted_keys[w, here][mine], rows[2][here][theirs])
+            np.testing.assert_array_equal(radius[w, here][mine], rows[3][here][theirs])
+    assert (np.diff(starts, axis=1) > 1).any()  # some hash slot holds several objects
+
+
 def cluster(tca, a, count, miss, seed):
     """``count`` objects on circular orbits of radius ``a`` in as many planes through one
     node, each within ``miss / 2`` km of it at ``tca`` (every pair within ``miss``), all
@@ -464,7 +511,14 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     times = np.linspace(0.0, 90.0, 4)
     states = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2,
                                         np.zeros((6, 0)), 1e-11, 1e-12)
-    sorts, scans = _spy(monkeypatch, "_SORT"), _spy(monkeypatch, "_SCAN")
+    made, scans = [], _spy(monkeypatch, "_SCAN")
+    sorted_windows = conjunctions._sorted_windows
+
+    def spy_windows(*arguments):
+        made.append((arguments, sorted_windows(*arguments)))
+        return made[-1][1]
+
+    monkeypatch.setattr(conjunctions, "_sorted_windows", spy_windows)
     compacted = []
     compact_rows = conjunctions.active.compact_rows
 
@@ -474,12 +528,12 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
 
     monkeypatch.setattr(conjunctions.active, "compact_rows", spy)
     conjunctions.broad_phase(states, 30.0, K_EARTH, 500.0, per_slot=True)
-    (sort,), (scan,) = sorts, scans
+    ((arguments, windows),), (scan,) = made, scans
     own = conjunctions.active.device_memory() is not None
-    # the states, the per-window arrays and working rows, the items
-    for array in (sort[1], *sort[3:], scan[0], scan[1], *scan[3:8]):
+    # the states, the items, the per-window arrays
+    for array in (arguments[0], arguments[2], *windows, scan[0], scan[1], *scan[3:8]):
         assert isinstance(array, np.ndarray) != own
-    assert scan[1] is sort[1] and all(a is b for a, b in zip(scan[3:8], sort[3:8]))
+    assert scan[1] is arguments[0] and all(a is b for a, b in zip(scan[3:8], windows))
     assert all(isinstance(a, np.ndarray) != own for a in scan[8:])  # the results
     assert compacted[0][0] is scan[8] and compacted[0][1] is scan[9]  # compacted there
 
@@ -516,8 +570,8 @@ def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     assert conjunctions.default_chunk(20000) == 2000  # 4e7
     assert conjunctions.two_kernels()
     # a quarter of the free memory at DEVICE_BYTES an object-window
-    monkeypatch.setattr(active, "device_memory", lambda: (4 * 148 * 2e6, 80e9))
-    assert conjunctions.DEVICE_BYTES == 148 and conjunctions.default_chunk(20000) == 100
+    monkeypatch.setattr(active, "device_memory", lambda: (4 * 160 * 2e6, 80e9))
+    assert conjunctions.DEVICE_BYTES == 160 and conjunctions.default_chunk(20000) == 100
 
 
 def test_real_debris_equal_brute_force(simulated):
