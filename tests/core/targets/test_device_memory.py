@@ -129,3 +129,6 @@ def test_an_output_in_the_targets_memory_is_never_copied_back(monkeypatch):
     kernel = launch.ObjectKernel(_both, _BOTH.args)
     assert kernel._chunk_size([active.to_device(x), kept, sent], {}) == 3
     assert kernel._chunk_size([x, kept, sent], {}) == 1  # a host input counts
+    # every array in the GPU's memory: nothing to copy, all objects in one launch
+    assert kernel._chunk_size([active.to_device(x), kept, active.device_empty((7, 3))],
+                              {}) == 7
