@@ -77,12 +77,25 @@ def _run_totals(counts, cap, first, stop):
     return kept, over
 
 
+def block_scratch(blocks, dtype):
+    """Global memory that stands in for each block's shared array under the simulator
+    (the kernels take row ``blockIdx.x``): the simulator's ``cuda.shared.array`` gives a
+    block's threads one array per source line, but threads that reach the line at once
+    can each make their own (it holds no lock), and a scan then reads another's garbage
+    (seen in one of three runs of the screen's tests at the tests' thread switch
+    interval). On a GPU a (1, 1) placeholder: the kernels use shared memory there."""
+    return cuda.device_array((blocks, BLOCK) if SIMULATOR else (1, 1), dtype)
+
+
 @cuda.jit
-def _tile_totals(counts, cap, totals):
+def _tile_totals(counts, cap, totals, scratch):
     """Row ``b`` of ``totals`` for tile ``b`` (block ``b``): its entries in rows that fit
     (``counts[r, 0] <= cap``), its rows that overflow, then each column's sum of
     ``counts``."""
-    shared = cuda.shared.array(BLOCK, int64)
+    if SIMULATOR:
+        shared = scratch[cuda.blockIdx.x]  # (`block_scratch`)
+    else:
+        shared = cuda.shared.array(BLOCK, int64)
     tile = cuda.blockIdx.x
     first = min(tile * TILE + cuda.threadIdx.x * RUN, counts.shape[0])
     stop = min(first + RUN, counts.shape[0])
@@ -102,11 +115,14 @@ def _tile_totals(counts, cap, totals):
 
 
 @cuda.jit
-def _tile_gather(pairs, counts, starts, entries, overflow):
+def _tile_gather(pairs, counts, starts, entries, overflow, scratch):
     """Tile ``b``'s entries ``(pairs[r, m, 0], pairs[r, m, 1], r)`` to ``entries`` from
     row ``starts[b, 0]`` on, and its overflowing rows ``(r, counts[r, 0])`` to
     ``overflow`` from row ``starts[b, 1]`` on, both in row order."""
-    shared = cuda.shared.array(BLOCK, int64)
+    if SIMULATOR:
+        shared = scratch[cuda.blockIdx.x]  # (`block_scratch`)
+    else:
+        shared = cuda.shared.array(BLOCK, int64)
     tile = cuda.blockIdx.x
     cap = pairs.shape[1]
     # every thread takes part in the scans, those past the last row with nothing
@@ -149,7 +165,7 @@ def compact_rows(pairs, counts):
     tiles = (rows + TILE - 1) // TILE
     totals = cuda.device_array((tiles, 2 + columns), np.int64)
     with _small_grids_allowed():
-        _tile_totals[tiles, BLOCK](counts, cap, totals)
+        _tile_totals[tiles, BLOCK](counts, cap, totals, block_scratch(tiles, np.int64))
     totals = totals.copy_to_host()
     # each tile's first entry and first overflow slot: the tiles before it
     starts = np.zeros((tiles, 2), np.int64)
@@ -163,6 +179,6 @@ def compact_rows(pairs, counts):
     if kept or over:
         with _small_grids_allowed():
             _tile_gather[tiles, BLOCK](pairs, counts, cuda.to_device(starts), entries,
-                                       overflow)
+                                       overflow, block_scratch(tiles, np.int64))
     return (entries.copy_to_host()[:kept].astype(np.int64),
             overflow.copy_to_host()[:over], totals[:, 2:].sum(axis=0))

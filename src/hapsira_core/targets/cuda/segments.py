@@ -13,17 +13,21 @@ window): one thread per window walking its 20,000 entries and 65,537 buckets too
 import numpy as np
 from numba import cuda, float64, int64
 
-from .compact import BLOCK, _block_scan
+from .compact import BLOCK, _block_scan, block_scratch
 from .launch import _small_grids_allowed
+from .surface import SIMULATOR
 
 #: threads per block of the flat (one thread per entry) kernels
 FLAT = 256
 
 
 @cuda.jit
-def _row_max(values, out):
+def _row_max(values, out, scratch):
     """``out[r] = max(values[r])``, block ``r`` (its threads strided over the row)."""
-    shared = cuda.shared.array(BLOCK, float64)
+    if SIMULATOR:
+        shared = scratch[cuda.blockIdx.x]  # (`block_scratch`)
+    else:
+        shared = cuda.shared.array(BLOCK, float64)
     row = cuda.blockIdx.x
     t = cuda.threadIdx.x
     best = -np.inf
@@ -71,9 +75,12 @@ def _run(row_length):
 
 
 @cuda.jit
-def _scan_rows(starts):
+def _scan_rows(starts, scratch):
     """Each row of ``starts`` (block ``r``) replaced by its inclusive prefix sum."""
-    shared = cuda.shared.array(BLOCK, int64)
+    if SIMULATOR:
+        shared = scratch[cuda.blockIdx.x]  # (`block_scratch`)
+    else:
+        shared = cuda.shared.array(BLOCK, int64)
     row = cuda.blockIdx.x
     first, stop = _run(starts.shape[1])
     total = int64(0)
@@ -117,7 +124,8 @@ def row_max(values):
     out = cuda.device_array(values.shape[0], np.float64)
     if values.shape[0]:
         with _small_grids_allowed():
-            _row_max[values.shape[0], BLOCK](values, out)
+            _row_max[values.shape[0], BLOCK](values, out,
+                                             block_scratch(values.shape[0], np.float64))
     return out
 
 
@@ -139,7 +147,7 @@ def bucket_sort(buckets, size):
         _fill_zero[(rows * (size + 1) + FLAT - 1) // FLAT, FLAT](starts)
         if entries:
             _histogram[(entries + FLAT - 1) // FLAT, FLAT](buckets, starts)
-        _scan_rows[rows, BLOCK](starts)
+        _scan_rows[rows, BLOCK](starts, block_scratch(rows, np.int64))
         if entries:
             _scatter[(entries + FLAT - 1) // FLAT, FLAT](buckets, starts, order)
         _shift_rows[rows, BLOCK](starts)
