@@ -915,11 +915,11 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     chunk : int, optional
         Windows screened at once: bounds memory, about 150 bytes of host memory per
         object and window on the host targets (samples 48, the broad phase's
-        per-window arrays 76, beside the solver's own) and on cuda 148 bytes of GPU
+        per-window arrays 76, beside the solver's own) and on cuda 160 bytes of GPU
         memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
-        host targets; 4e7 on cuda, where each chunk's per-window kernel runs its
-        windows' O(N) passes one GPU thread each (fewer, larger chunks: fewer of those
-        passes in turn), or fewer if a quarter of the GPU's free memory holds less.
+        host targets; 4e7 on cuda, or fewer if a quarter of the GPU's free memory holds
+        less. The candidates of several chunks, up to `REFINE_BATCH`, are refined in
+        one solver call.
     stats : dict, optional
         Filled with the time per phase (s), the number of windows, grid pairs, pairs
         chord-tested (through the radius test) and candidates (the benchmark reads it).
