@@ -986,7 +986,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
         if items is None and two_kernels():
-            # the (window, slot) items of the second kernel, in its memory once for all
+            # the (window, object) and (window, slot) items of the broad phase's kernels,
+            # in the target's memory once for all chunks
             items = active.to_device(np.arange(min(chunk, windows) * n,
                                                dtype=np.int32).reshape(-1, 1))
         i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items)
