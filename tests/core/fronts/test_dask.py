@@ -122,6 +122,10 @@ def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=logging.CRITICAL)
     with cluster, distributed.Client(cluster) as client:
+        # both workers registered before a test asks the scheduler for them: the CLI's
+        # report once saw one ("Register worker ... name: 0" inside the test, CI run of
+        # 2026-11-28 on a loaded 2-core box)
+        client.wait_for_workers(2, timeout=120)
         yield client
 
 
