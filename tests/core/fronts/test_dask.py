@@ -122,9 +122,6 @@ def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=logging.CRITICAL)
     with cluster, distributed.Client(cluster) as client:
-        # both workers registered before a test asks the scheduler for them: the CLI's
-        # report once saw one ("Register worker ... name: 0" inside the test, CI run of
-        # 2026-11-28 on a loaded 2-core box)
         client.wait_for_workers(2, timeout=120)
         yield client
 
@@ -364,6 +361,10 @@ def test_a_worker_killed_mid_run_loses_no_object(client, cloud, tmp_path):
     out = res.compute()
     assert os.path.exists(marker)  # a worker did die
     same_cowell(out, ref)
+    # its replacement registered before the next test asks the scheduler for workers:
+    # the CLI's report once saw one of two ("Register worker ... name: 0" inside the
+    # next test; CI run of 2026-11-28 on the loaded 2-core box)
+    client.wait_for_workers(2, timeout=120)
 
 
 # ------------------------------------------------------------------- command line
