@@ -1,6 +1,8 @@
-"""Conjunction screening (`screen`, docs/screening.md): the public name of
-`hapsira_cowell.propagation.conjunctions`."""
+"""Conjunction screening (`screen`, docs/screening.md) and the approaches' states and
+covariances at the TCA (`encounters`, for CCSDS CDMs): the public names of
+`hapsira_cowell.propagation.conjunctions` and `hapsira_cowell.propagation.encounters`."""
 
 from .propagation.conjunctions import ConjunctionTable, screen, two_body_j2
+from .propagation.encounters import Encounters, encounters
 
-__all__ = ["ConjunctionTable", "screen", "two_body_j2"]
+__all__ = ["ConjunctionTable", "Encounters", "encounters", "screen", "two_body_j2"]

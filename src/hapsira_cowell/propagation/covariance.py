@@ -19,7 +19,7 @@ from hapsira_core.ivp import checks
 from ..units import is_quantity, to_value
 from .forms import check_states
 
-__all__ = ["propagate", "sample", "sample_covariance"]
+__all__ = ["from_rtn", "propagate", "rtn_basis", "sample", "sample_covariance", "to_rtn"]
 
 #: Relative tolerances of the checks of a covariance: ``|P - P^T| <= SYMMETRY * max|P|``
 #: and eigenvalues ``>= -DEFINITENESS * max|eigenvalue|`` (rounding, e.g. of a matrix
@@ -177,3 +177,61 @@ def sample_covariance(rr, vv, clones):
     x = x.reshape(rr.shape[0] // clones, clones, rr.shape[1], 6)
     d = x - x.mean(axis=1, keepdims=True)
     return np.einsum("ncmi,ncmj->nmij", d, d) / (clones - 1)
+
+
+def rtn_basis(rr, vv):
+    """Each object's radial, transverse and normal unit vectors as the rows of ``(N, 3, 3)``
+    (``(3, 3)`` for one object): ``R = r/|r|``, ``N = r x v / |r x v|``, ``T = N x R``.
+    A vector ``x`` has the components ``basis @ x`` along them."""
+    rr = np.asarray(to_value(rr, u.km, "rr"), dtype=np.float64)
+    vv = np.asarray(to_value(vv, u.km / u.s, "vv"), dtype=np.float64)
+    if rr.shape[-1:] != (3,) or rr.shape != vv.shape or rr.ndim not in (1, 2):
+        raise ValueError(f"rr, vv: expected positions and velocities of shape (3,) or "
+                         f"(N, 3), got {rr.shape} and {vv.shape}")
+    h = np.cross(rr, vv)
+    r_norm = np.linalg.norm(rr, axis=-1, keepdims=True)
+    h_norm = np.linalg.norm(h, axis=-1, keepdims=True)
+    if np.any(h_norm == 0) or np.any(r_norm == 0):
+        raise ValueError("rr, vv: an RTN frame needs a position and a velocity that are "
+                         "not parallel (a zero angular momentum has no orbit plane)")
+    radial, normal = rr / r_norm, h / h_norm
+    return np.stack([radial, np.cross(normal, radial), normal], axis=-2)
+
+
+def _rotation6(basis):
+    Q = np.zeros(basis.shape[:-2] + (6, 6))
+    Q[..., :3, :3] = basis
+    Q[..., 3:, 3:] = basis
+    return Q
+
+
+def to_rtn(rr, vv, P):
+    """Covariances ``P`` ``(N, 6, 6)`` (or one ``(6, 6)``) of inertial ``(r, v)`` as
+    covariances in each object's RTN frame (`rtn_basis`): ``Q P Q^T`` with ``Q`` the
+    rotation of both the position and the velocity block, the velocity components
+    taken along the R, T, N axes (the CCSDS CDM's convention; no ``omega x r`` term of
+    the rotating frame). The unit of ``P`` (plain numbers or a Quantity) is kept."""
+    values, unit = _length_squared(P, "P")
+    Q = _rotation6(rtn_basis(rr, vv))
+    if values.shape[-2:] != (6, 6) or values.ndim != Q.ndim:
+        raise ValueError(f"P: expected one (6, 6) matrix per state, shape {Q.shape}, got "
+                         f"{values.shape}")
+    out = Q @ values @ np.swapaxes(Q, -1, -2)
+    out = 0.5 * (out + np.swapaxes(out, -1, -2))
+    return out if unit is None else out << unit
+
+
+def from_rtn(rr, vv, P_rtn):
+    """`to_rtn` undone: covariances given in each object's RTN frame ``(N, 6, 6)`` (or
+    one shared ``(6, 6)``, e.g. ``np.diag(sigma**2)`` of RTN standard deviations) as
+    covariances of the inertial ``(r, v)`` of the frame ``rr``, ``vv`` are in."""
+    values, unit = _length_squared(P_rtn, "P_rtn")
+    Q = _rotation6(rtn_basis(rr, vv))
+    if values.shape == (6, 6):
+        values = np.broadcast_to(values, Q.shape)
+    if values.shape != Q.shape:
+        raise ValueError(f"P_rtn: expected (6, 6) or one matrix per state {Q.shape}, got "
+                         f"{values.shape}")
+    out = np.swapaxes(Q, -1, -2) @ values @ Q
+    out = 0.5 * (out + np.swapaxes(out, -1, -2))
+    return out if unit is None else out << unit

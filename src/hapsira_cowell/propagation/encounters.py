@@ -1,0 +1,128 @@
+"""The two objects of each close approach at its time of closest approach: their states,
+their covariances propagated from the epoch with the state transition matrix, and the
+relative state in the first object's RTN frame: what a CCSDS Conjunction Data Message
+reports (`hapsira_cowell.outputs.cdm`; docs/screening.md).
+
+The states come from a second propagation of the approach's two objects from the
+epoch to the TCA, with the force model and tolerances of the screen and
+``stm=True``: the miss distance of those states equals the table's to the solver's
+accuracy (the tests hold it to 1 m), and ``P(tca) = Phi P0 Phi^T`` is the linear
+covariance of `hapsira_cowell.covariance.propagate`.
+"""
+
+import warnings
+
+import numpy as np
+from astropy import units as u
+
+from ..units import UnitsWarning, to_value
+from .conjunctions import ConjunctionTable, _rows, two_body_j2
+from .covariance import _length_squared, check_covariance, propagate, rtn_basis
+from .forms import check_gm, check_states
+
+__all__ = ["Encounters", "encounters"]
+
+
+class Encounters:
+    """What `encounters` returns: one row per approach of the table, in its order.
+
+    ``i``, ``j``, ``tca`` (s), ``miss`` (km), ``speed`` (km/s): the table's columns.
+    ``rr1``, ``vv1``, ``rr2``, ``vv2`` ``(K, 3)``: the states of objects ``i`` and
+    ``j`` at ``tca`` (km, km/s, the frame of ``r0``). ``P1``, ``P2`` ``(K, 6, 6)``:
+    their covariances there in that frame; ``P1_rtn``, ``P2_rtn``: the same in each
+    object's own RTN frame (km and km/s blocks). ``relative`` ``(K, 6)``: object
+    ``j``'s position and velocity minus object ``i``'s, along object ``i``'s R, T, N
+    axes. ``status`` ``(K, 2)``: the second propagation's status of both objects
+    (0 where it reached the TCA; rows of a failed one are NaN).
+    """
+
+    def __init__(self, **columns):
+        self.__dict__.update(columns)
+
+    def __len__(self):
+        return len(self.tca)
+
+
+def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
+               atol=1e-12):
+    """States and covariances of both objects of every approach of ``table`` at its TCA.
+
+    Parameters
+    ----------
+    k : float or Quantity
+        GM of the attractor, km^3/s^2.
+    r0, v0 : array_like or Quantity, (N, 3)
+        The states `screen` was given (km, km/s), at ``t0``.
+    table : ConjunctionTable
+        `screen`'s result for them (its ``i``, ``j`` index ``r0``).
+    P0 : array_like or Quantity, (6, 6) or (N, 6, 6)
+        Covariance of each object's ``(r0, v0)`` in the frame of ``r0``, shared or one
+        per object (plain numbers in km and km/s, or a Quantity of length squared as
+        for `hapsira_cowell.covariance.propagate`); `hapsira_cowell.covariance.from_rtn`
+        makes one from RTN standard deviations.
+    t0 : float or Quantity
+        The time of ``r0`` on the axis of the table's ``tca`` (``t_span[0]`` of the
+        screen), s.
+    f, params, rtol, atol :
+        As given to `screen` (default `two_body_j2`).
+
+    Returns
+    -------
+    Encounters
+    """
+    if not isinstance(table, ConjunctionTable):
+        raise ValueError(f"table: expected the ConjunctionTable screen returned, got "
+                         f"{type(table).__name__}")
+    k = float(check_gm(k))
+    r0, v0, _ = check_states(r0, v0)
+    n = r0.shape[0]
+    values, unit = _length_squared(P0, "P0")
+    values, _ = check_covariance(values, "P0", n)
+    if unit is not None:
+        values = values * unit.to(u.km ** 2)
+    values = np.broadcast_to(values, (n, 6, 6))
+    t0 = float(to_value(t0, u.s, "t0"))
+    i, j, tca = table.i, table.j, table.tca
+    if len(table) and (max(i.max(), j.max()) >= n or min(i.min(), j.min()) < 0):
+        raise ValueError(f"table: object indices up to {max(i.max(), j.max())} for {n} "
+                         "states; give the r0, v0 the table was screened from")
+    tofs = np.concatenate([tca, tca]) - t0
+    if np.any(tofs < 0):
+        raise ValueError(f"table: a TCA {tofs.min():g} s before t0; give the t0 of the "
+                         "screen's t_span")
+    objects = np.concatenate([i, j])
+    states = np.full((2 * len(table), 6), np.nan)
+    stm = np.full((2 * len(table), 6, 6), np.nan)
+    status = np.zeros(2 * len(table), dtype=np.int64)
+    at_epoch = tofs == 0  # cowell's times of flight start after 0: these need no step
+    states[at_epoch] = np.concatenate([r0, v0], axis=1)[objects[at_epoch]]
+    stm[at_epoch] = np.eye(6)
+    moving = np.flatnonzero(~at_epoch)
+    if moving.size:
+        from .propagator import cowell
+
+        rows = None if params is None else _rows(params, n)[objects[moving]]
+        with warnings.catch_warnings():  # the TCAs are the screen's seconds, whatever
+            warnings.simplefilter("ignore", UnitsWarning)  # they look like
+            res = cowell(k, r0[objects[moving]], v0[objects[moving]], tofs[moving, None],
+                         rtol, atol, f=two_body_j2 if f is None else f, params=rows,
+                         stm=True)
+        states[moving] = np.concatenate([res.rr[:, 0], res.vv[:, 0]], axis=1)
+        stm[moving] = res.stm[:, 0]
+        status[moving] = res.status
+    P = propagate(stm[:, None], values[objects])[:, 0]
+    half = len(table)
+    basis = rtn_basis(states[:, :3], states[:, 3:])  # NaN rows stay NaN
+    Q = np.zeros((2 * half, 6, 6))
+    Q[:, :3, :3] = Q[:, 3:, 3:] = basis
+    P_rtn = Q @ P @ Q.swapaxes(-1, -2)
+    P_rtn = 0.5 * (P_rtn + P_rtn.swapaxes(-1, -2))
+    difference = states[half:] - states[:half]
+    relative = np.concatenate([np.einsum("kij,kj->ki", basis[:half], difference[:, :3]),
+                               np.einsum("kij,kj->ki", basis[:half], difference[:, 3:])],
+                              axis=1)
+    return Encounters(i=i, j=j, tca=tca, miss=table.miss, speed=table.speed,
+                      rr1=states[:half, :3], vv1=states[:half, 3:], rr2=states[half:, :3],
+                      vv2=states[half:, 3:], P1=P[:half], P2=P[half:], P1_rtn=P_rtn[:half],
+                      P2_rtn=P_rtn[half:], relative=relative,
+                      status=np.stack([status[:half], status[half:]], axis=1))
