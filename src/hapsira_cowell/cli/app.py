@@ -120,6 +120,25 @@ def build_parser():
                    "conjunctions.csv)")
     s.add_argument("--plot", default=None, metavar="PNG",
                    help="also write a histogram of the miss distances")
+    s.add_argument("--cdm", default=None, metavar="DIR",
+                   help="also write one CCSDS Conjunction Data Message per approach into "
+                   "DIR (made if missing; needs --sigma and pip install "
+                   "'hapsira-cowell[cdm]')")
+    s.add_argument("--sigma", default=None, metavar="R,T,N[,RDOT,TDOT,NDOT]",
+                   help="each object's standard deviations at the epoch along its radial, "
+                   "transverse and normal axes, m (and m/s; velocity 0 if left out): the "
+                   "covariance a CDM carries, propagated to the TCA (COVARIANCE_METHOD = "
+                   "DEFAULT)")
+    s.add_argument("--cdm-below", default=None, metavar="DISTANCE",
+                   help="write CDMs only for approaches closer than this, e.g. 1km "
+                   "(default: every approach below --threshold)")
+    s.add_argument("--cdm-format", choices=("kvn", "xml"), default="kvn",
+                   help="CDM encoding: kvn (key = value text, .cdm) or xml (default kvn)")
+    s.add_argument("--frame", choices=("TEME", "GCRF", "EME2000"), default=None,
+                   help="the frame of a CSV catalog's states, for --cdm (a TLE catalog's "
+                   "are TEME); TEME states are written in GCRF")
+    s.add_argument("--originator", default="HAPSIRA-COWELL",
+                   help="the CDMs' ORIGINATOR (default HAPSIRA-COWELL)")
     s.add_argument("--max-input-mb", type=inputs.positive_float,
                    default=_lib("catalog").MAX_INPUT_MB, metavar="MB",
                    help="refuse a catalog file larger than this, MB")
@@ -187,6 +206,7 @@ def _validate(args):
         args.threshold = screening.parse_distance(args.threshold)
         screening.check_output(args.out)
         writers.check_plot_output(args.plot, "--plot")
+        screening.check_cdm_options(args)
         if args.catalog is not None:
             _lib("catalog").check_file(args.catalog, args.max_input_mb)
     elif args.command == "demo":
@@ -294,13 +314,19 @@ def _propagate_command(args, started):
 def _screen_command(args, started):
     screening = _lib("screening")
     catalog = _lib("catalog").read_catalog(args.catalog, args.epoch, args.max_input_mb)
+    if args.cdm is not None:
+        screening.check_cdm_catalog(args, catalog)
     table, stats = screening.run_screen(catalog, args.days, args.threshold, args.dt)
     screening.write_csv(args.out, table, catalog.names, catalog.epoch)
     if args.plot:
         screening.miss_histogram(args.plot, table, args.threshold)
+    written = None
+    if args.cdm is not None:
+        written = screening.write_cdm_files(args, catalog, table, stats)
     for line in screening.describe(table, stats, time.perf_counter() - started):
         print(line)
-    print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
+    print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "")
+          + ("" if written is None else f"; {written} CDMs in {args.cdm}"))
     return 0
 
 

@@ -66,15 +66,17 @@ class Catalog:
     ``names`` (N,) str, ``r0``, ``v0`` (N, 3) km, km/s, ``c_d``, ``area_to_mass``
     (N,) (NaN: use the defaults; A/m in m^2/kg), ``epoch`` (astropy ``Time``
     or None), ``kind`` ('TLE' or 'CSV'), ``frame``, ``ids`` (N,) object
-    identifiers (a TLE's international designator, else the name), ``notes``
+    identifiers (a TLE's international designator, else the name), ``numbers``
+    (N,) catalogue numbers as text (a TLE's; else the row number), ``notes``
     (lines for the summary), ``initial_ok`` (N,) bool.
     """
 
     def __init__(self, names, r0, v0, kind, frame, epoch=None, c_d=None, area_to_mass=None,
-                 notes=(), ids=None):
+                 notes=(), ids=None, numbers=None):
         n = len(names)
         self.names = list(names)
         self.ids = list(self.names if ids is None else ids)
+        self.numbers = [str(x) for x in (range(1, n + 1) if numbers is None else numbers)]
         self.r0 = np.asarray(r0, dtype=np.float64).reshape(n, 3)
         self.v0 = np.asarray(v0, dtype=np.float64).reshape(n, 3)
         self.kind = kind
@@ -198,7 +200,8 @@ def _read_tle(path, epoch):
         notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
                      "(decayed or diverged): their states are NaN, status -3")
     ids = [_designator(s) or name for s, name in zip(catalog.satellites, catalog.names)]
-    return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids)
+    return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids,
+                   numbers=catalog.satnums)
 
 
 def read_catalog(path=None, epoch=None, max_mb=MAX_INPUT_MB):

@@ -1,9 +1,11 @@
-"""``hapsira-cowell screen``: conjunction screening of a catalog to CSV and a histogram.
+"""``hapsira-cowell screen``: conjunction screening of a catalog to CSV, a histogram and
+CCSDS CDMs.
 
 The work is `hapsira_cowell.conjunctions.screen`; this module reads the
 catalog, drops the objects SGP4 could not place, writes one CSV line per
 approach (with the objects' names and the TCA in UTC), and on request a
-miss-distance histogram (matplotlib).
+miss-distance histogram (matplotlib) and one Conjunction Data Message per
+approach (`hapsira_cowell.outputs.cdm`, with the covariance ``--sigma`` gives).
 """
 
 import csv
@@ -15,7 +17,8 @@ import numpy as np
 
 from .inputs import UsageError
 
-__all__ = ["describe", "miss_histogram", "parse_distance", "run_screen", "write_csv"]
+__all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
+           "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
 
 _DISTANCE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(km|m)?\s*$")
 
@@ -92,7 +95,9 @@ def describe(table, stats, seconds):
         lines.append(f"closest: objects {table.i[np.argmin(table.miss)]} and "
                      f"{table.j[np.argmin(table.miss)]}, {table.miss.min():.3f} km")
     lines.append(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s, "
-                 f"refinement {stats['narrow_s']:.2f} s; {seconds:.1f} s in all")
+                 f"refinement {stats['narrow_s']:.2f} s"
+                 + (f", CDMs {stats['cdm_s']:.2f} s" if "cdm_s" in stats else "")
+                 + f"; {seconds:.1f} s in all")
     return lines
 
 
@@ -104,3 +109,96 @@ def check_output(out, name="--out"):
     if not os.path.isdir(folder):
         raise UsageError(f"{name} {out!r}: the folder {folder!r} does not exist")
     return out
+
+
+def parse_sigma(text, name="--sigma"):
+    """Standard deviations ``(6,)`` in km and km/s from ``R,T,N`` (m) or
+    ``R,T,N,RDOT,TDOT,NDOT`` (m and m/s); velocity 0 when left out."""
+    parts = [x.strip() for x in str(text).split(",")]
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        raise UsageError(f"{name}: cannot read {text!r}; expected 3 or 6 numbers separated "
+                         "by commas (R,T,N in m, then RDOT,TDOT,NDOT in m/s), e.g. "
+                         "100,1000,100") from None
+    if len(values) not in (3, 6):
+        raise UsageError(f"{name}: expected 3 or 6 numbers (R,T,N in m[, RDOT,TDOT,NDOT "
+                         f"in m/s]), got {len(values)}")
+    if not all(math.isfinite(x) and x >= 0 for x in values) or not any(values[:3]):
+        raise UsageError(f"{name}: expected finite standard deviations >= 0, not all "
+                         f"positions 0, got {text!r}")
+    return np.array(values + [0.0] * (6 - len(values))) * 1e-3
+
+
+def check_cdm_options(args):
+    """The CDM options checked before the catalog is read: ``--cdm`` needs ``--sigma``;
+    the others need ``--cdm``; the folder's parent exists; ccsds-ndm is installed."""
+    if args.cdm is None:
+        for flag, value in (("--sigma", args.sigma), ("--cdm-below", args.cdm_below),
+                            ("--frame", args.frame)):
+            if value is not None:
+                raise UsageError(f"{flag}: only used with --cdm DIR")
+        return
+    if args.sigma is None:
+        raise UsageError("--cdm: a CDM carries each object's covariance and a TLE has "
+                         "none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
+    args.sigma = parse_sigma(args.sigma)
+    args.cdm_below = (args.threshold if args.cdm_below is None
+                      else parse_distance(args.cdm_below, "--cdm-below"))
+    if os.path.exists(args.cdm) and not os.path.isdir(args.cdm):
+        raise UsageError(f"--cdm {args.cdm!r}: exists and is not a folder")
+    check_output(args.cdm, "--cdm")  # its parent folder exists
+    try:
+        import ccsds_ndm  # noqa: F401
+    except ImportError:
+        raise UsageError("--cdm needs the ccsds-ndm package, which is not installed "
+                         "(pip install 'hapsira-cowell[cdm]')") from None
+
+
+def check_cdm_catalog(args, catalog):
+    """What a CDM needs of the catalog: an epoch and a frame."""
+    if catalog.epoch is None:
+        raise UsageError("--cdm: a CDM's times are UTC; give the CSV catalog's epoch with "
+                         "--epoch")
+    if catalog.kind == "TLE":
+        if args.frame not in (None, "TEME"):
+            raise UsageError(f"--frame {args.frame}: a TLE catalog's states are TEME")
+        args.frame = "TEME"
+    elif args.frame is None:
+        raise UsageError("--cdm: say the frame of the CSV catalog's states with --frame "
+                         "TEME, GCRF or EME2000")
+
+
+def write_cdm_files(args, catalog, table, stats):
+    """One CDM per approach below ``args.cdm_below`` in ``args.cdm``; the number written.
+    The two objects are propagated again to the TCA with their state transition
+    matrices (`hapsira_cowell.propagation.encounters`), so the CDM's covariances are
+    ``--sigma``'s RTN matrix at the epoch carried to the TCA."""
+    import time
+
+    from ..constants import K_EARTH
+    from ..outputs.cdm import write_cdms
+    from ..propagation.conjunctions import ConjunctionTable
+    from ..propagation.covariance import from_rtn
+    from ..propagation.encounters import encounters
+
+    started = time.perf_counter()
+    rows = np.flatnonzero(catalog.initial_ok)
+    keep = table.miss < args.cdm_below
+    local = ConjunctionTable(np.searchsorted(rows, table.i[keep]),
+                             np.searchsorted(rows, table.j[keep]), table.tca[keep],
+                             table.miss[keep], table.speed[keep])
+    r0, v0 = catalog.r0[rows], catalog.v0[rows]
+    P0 = from_rtn(r0, v0, np.diag(args.sigma ** 2))
+    enc = encounters(K_EARTH, r0, v0, local, P0)
+    os.makedirs(args.cdm, exist_ok=True)
+    # a CDM's values are printable ASCII: other characters of a CSV's names become '?'
+    names = [re.sub(r"[^ -~]", "?", catalog.names[x]) for x in rows]
+    paths = write_cdms(args.cdm, enc, catalog.epoch, names,
+                       designators=[re.sub(r"[^ -~]", "?", catalog.ids[x]) for x in rows],
+                       numbers=[re.sub(r"[^ -~]", "?", catalog.numbers[x]) for x in rows],
+                       frame=args.frame,
+                       screen=(0.0, args.days * 86400.0), threshold=args.threshold,
+                       originator=args.originator, fmt=args.cdm_format)
+    stats["cdm_s"] = time.perf_counter() - started
+    return len(paths)

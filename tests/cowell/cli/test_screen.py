@@ -1,5 +1,6 @@
 """``hapsira-cowell screen``: the CSV equals the library's `screen` on the catalog's states,
-the histogram is a PNG, bad thresholds are one line and exit 2."""
+the histogram is a PNG, the CDMs hold the CSV's approaches, bad thresholds and CDM options
+are one line and exit 2."""
 
 import csv
 import os
@@ -16,6 +17,7 @@ from hapsira_cowell.cli.catalog import read_catalog
 from hapsira_cowell.cli.screening import parse_distance
 from hapsira_cowell.conjunctions import screen
 from hapsira_cowell.constants import K_EARTH
+from hapsira_cowell.outputs.cdm import read_cdm
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 CLI_TARGET = "cpu" if SIMULATED else settings.TARGET  # the simulator is too slow for a catalog
@@ -23,12 +25,13 @@ IRIDIUM = DATA_DIR / "iridium-33-debris.tle"
 
 
 def test_screen_writes_the_library_result_as_csv_and_a_histogram(tmp_path):
-    out, plot = tmp_path / "c.csv", tmp_path / "h.png"
+    out, plot, cdm = tmp_path / "c.csv", tmp_path / "h.png", tmp_path / "cdm"
     env = dict(os.environ, HAPSIRA_CACHE="0")
     done = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "screen", str(IRIDIUM),
                            "--days", "0.25", "--threshold", "20km", "--out", str(out),
-                           "--plot", str(plot), "--target", CLI_TARGET], check=False, env=env,
-                          capture_output=True, text=True, timeout=600)
+                           "--plot", str(plot), "--target", CLI_TARGET, "--cdm", str(cdm),
+                           "--sigma", "100,1000,100,0.1,1,0.1", "--cdm-below", "15km"],
+                          check=False, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "approaches" in done.stdout and f"wrote {out}" in done.stdout
     with open(out) as handle:
@@ -38,9 +41,32 @@ def test_screen_writes_the_library_result_as_csv_and_a_histogram(tmp_path):
     assert all(row["tca_utc"].startswith("20") and row["name_i"] for row in rows)
     miss = np.array([float(row["miss_km"]) for row in rows])
     assert np.all((miss > 0) & (miss < 20.0))
+    # one CDM per approach below --cdm-below, the CSV's numbers in metres
+    files = sorted(os.listdir(cdm))
+    below = [row for row in rows if float(row["miss_km"]) < 15.0]
+    assert len(files) == len(below) > 0 and f"{len(files)} CDMs in {cdm}" in done.stdout
+    catalog = read_catalog(IRIDIUM)
+    for row in below:
+        i, j = int(row["i"]), int(row["j"])
+        messages = [read_cdm(cdm / f) for f in files
+                    if f.startswith(f"CDM_{catalog.numbers[i]}_{catalog.numbers[j]}_")]
+        relatives = [m.body.relative_metadata_data for m in messages]
+        same = [m for m, rel in zip(messages, relatives)
+                if rel.miss_distance.value == float(row["miss_km"]) * 1e3]
+        assert len(same) == 1  # this approach's, not the pair's other approaches'
+        relative = same[0].body.relative_metadata_data
+        vector = relative.relative_state_vector
+        position = [vector.relative_position_r.value, vector.relative_position_t.value,
+                    vector.relative_position_n.value]
+        assert np.linalg.norm(position) == pytest.approx(relative.miss_distance.value,
+                                                         abs=1e-2)
+        for which, segment in zip((i, j), same[0].body.segment):
+            assert segment.metadata.international_designator == catalog.ids[which]
+            matrix = segment.data.covariance_matrix
+            # --sigma's RTN variances grown along the orbit (the along-track most)
+            assert matrix.ct_t.value > 1e6 and matrix.cr_r.value > 0
     if SIMULATED:
         return
-    catalog = read_catalog(IRIDIUM)
     assert catalog.initial_ok.all()
     table = screen(K_EARTH, catalog.r0, catalog.v0, (0.0, 0.25 * 86400.0), 20.0)
     np.testing.assert_array_equal([int(row["i"]) for row in rows], table.i)
@@ -59,3 +85,33 @@ def test_bad_threshold_is_one_line_and_exit_2(bad, capsys):
     assert cli.main(["screen", str(IRIDIUM), f"--threshold={bad}"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("hapsira-cowell: error: --threshold") and error.count("\n") == 1
+
+
+CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--cdm", "{tmp}/cdm"], "--cdm: a CDM carries each object's covariance"),
+    (["--cdm", "{tmp}/cdm", "--sigma", "1,2"], "--sigma: expected 3 or 6 numbers"),
+    (["--cdm", "{tmp}/cdm", "--sigma", "1,x,2"], "--sigma: cannot read '1,x,2'"),
+    (["--cdm", "{tmp}/cdm", "--sigma", "0,0,0,1,1,1"], "--sigma: expected finite standard"),
+    (["--sigma", "1,2,3"], "--sigma: only used with --cdm DIR"),
+    (["--cdm-below", "1km"], "--cdm-below: only used with --cdm DIR"),
+    (["--cdm", "{tmp}/no/cdm", "--sigma", "1,2,3"], "--cdm '{tmp}/no/cdm': the folder"),
+    (["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--cdm-below", "far"], "--cdm-below: cannot"),
+    (["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
+     "--frame GCRF: a TLE catalog's states are TEME"),
+    (["{csv}", "--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--epoch", "2025-01-01"],
+     "--cdm: say the frame of the CSV catalog's states with --frame"),
+    (["{csv}", "--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
+     "--cdm: a CDM's times are UTC; give the CSV catalog's epoch with --epoch"),
+])
+def test_bad_cdm_options_are_one_line_and_exit_2(flags, message, tmp_path, capsys):
+    (tmp_path / "states.csv").write_text(CSV_STATES)
+    flags = [f.format(tmp=tmp_path, csv=tmp_path / "states.csv") for f in flags]
+    catalog = [] if flags[0].endswith(".csv") else [str(IRIDIUM)]
+    assert cli.main(["screen", *catalog, *flags]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("hapsira-cowell: error: " + message.format(tmp=tmp_path)), error
+    assert error.count("\n") == 1
+    assert not (tmp_path / "cdm").exists()
