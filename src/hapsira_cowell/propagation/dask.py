@@ -27,17 +27,19 @@ __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_c
            "close_client", "workers", "warm_up", "map_chunks"]
 
 
-def propagate_chunk(blob, r0, v0, params=None):
+def propagate_chunk(blob, r0, v0, params=None, tofs=None):
     """One chunk on a worker: the numpy ``cowell()`` on these objects.
 
     ``blob``: the call's description (`pack_call`); ``params``: the
-    chunk's rows, or None for the blob's shared row. Returns ``(rr, vv,
-    status, nfev, nsteps, n_events, *t_events)`` as numpy arrays, and ``stm``
-    last where the blob asks for it.
+    chunk's rows, or None for the blob's shared row; ``tofs``: the chunk's
+    ``(k, M)`` times of flight, or None for the blob's shared ``(M,)``. Returns
+    ``(rr, vv, status, nfev, nsteps, n_events, *t_events)`` as numpy arrays, and
+    ``stm`` last where the blob asks for it.
     """
     spec = core.unpack(blob)
+    tofs = spec["tofs"] if tofs is None else tofs
     with units_unchecked():  # the client checked them (pack_call, cowell); no chunk repeats it
-        res = cowell_numpy(spec["k"], r0, v0, spec["tofs"], spec["rtol"], spec["atol"],
+        res = cowell_numpy(spec["k"], r0, v0, tofs, spec["rtol"], spec["atol"],
                            f=spec["f"], params=spec["params"] if params is None else params,
                            events=spec["events"], max_steps=spec["max_steps"],
                            max_event_records=spec["records"], max_step=spec["max_step"],
@@ -46,20 +48,33 @@ def propagate_chunk(blob, r0, v0, params=None):
     return fields + (res.stm,) if res.stm is not None else fields
 
 
+def _propagate_rows(blob, r0, v0, *rows):
+    """`propagate_chunk` as `cowell`'s task graph calls it: after the states come the
+    chunk's params rows where the blob has no shared row, then its rows of times of
+    flight where the blob has no shared ones."""
+    spec = core.unpack(blob)
+    rows = list(rows)
+    params = rows.pop(0) if spec["params"] is None else None
+    tofs = rows.pop(0) if spec["tofs"] is None else None
+    return propagate_chunk(blob, r0, v0, params, tofs)
+
+
 def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
               max_steps=100_000, max_event_records=64, params_given=None,
-              max_step=float("inf"), first_step=None, stm=False):
+              max_step=float("inf"), first_step=None, stm=False, n_objects=None):
     """The checked call (all but the per-object arrays) as one blob for the workers.
 
     ``params``: the shared row, or None when each chunk brings its own rows;
     ``params_given``: what the user gave (its width is checked here, before
     any chunk runs; default ``params``); ``stm``: each chunk returns its state
     transition matrices too (``f`` is differentiated here first, so that a
-    function that cannot be is refused before any chunk runs). Returns ``(blob, tofs, events,
+    function that cannot be is refused before any chunk runs); ``n_objects``: the
+    number of objects, where ``(N, M)`` per-object times of flight are taken (the
+    blob then has none: each chunk brings its rows). Returns ``(blob, tofs, events,
     max_event_records)`` as checked.
     """
     k = check_gm(k)
-    tofs = check_tofs(tofs, front="Dask")
+    tofs = check_tofs(tofs, n_objects, front="Dask")
     max_step, first_step = step_options(max_step, first_step, tofs)
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records,
@@ -69,7 +84,8 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
 
         from .forms import orbit_rhs
         sensitivities.value_and_jacobian(orbit_rhs(f), 6)
-    blob = core.pack(f=f, events=events, k=float(k), tofs=tofs, rtol=rtol, atol=atol,
+    blob = core.pack(f=f, events=events, k=float(k), tofs=None if tofs.ndim == 2 else tofs,
+                     rtol=rtol, atol=atol,
                      params=params, max_steps=max_steps, records=records, max_step=max_step,
                      first_step=first_step, stm=bool(stm))
     return blob, tofs, events, records
@@ -96,7 +112,9 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     for units as by the numpy call (`UnitsWarning`), but Dask arrays of
     states are not (that would compute them), nor are the results.
     ``stm=True`` adds ``stm`` ``(N, M, 6, 6)``, each chunk's matrices integrated
-    on its worker, bit for bit the numpy call's.
+    on its worker, bit for bit the numpy call's. Per-object times of flight
+    ``tofs`` ``(N, M)`` (numpy rows, NaN-padded as for ``cowell()``) are cut into
+    the objects' chunks, each chunk taking its own rows.
     """
     stm = check_stm(stm)
     plain = [not is_quantity(x) for x in (k, r0, v0, tofs)]
@@ -117,19 +135,20 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                                             events=events, max_steps=max_steps,
                                             max_event_records=max_event_records,
                                             params_given=params, max_step=max_step,
-                                            first_step=first_step, stm=stm)
+                                            first_step=first_step, stm=stm, n_objects=n)
     check_units(k if plain[0] else None,
                 r0 if plain[1] and not core.is_dask_array(r0) else None,
                 v0 if plain[2] and not core.is_dask_array(v0) else None,
                 tofs=tofs if plain[3] else None)
-    arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object]))
-    m = tofs.size
+    arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object])
+                                + ([tofs] if tofs.ndim == 2 else []))
+    m = tofs.shape[-1]
     outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),
                ((), np.int64), ((len(events),), np.int64)]
     outputs += [((records,), np.float64)] * len(events)
     if stm:
         outputs.append(((m, 6, 6), np.float64))
-    fields = core.blocks(propagate_chunk, blob, arrays, outputs, "hapsira-cowell")
+    fields = core.blocks(_propagate_rows, blob, arrays, outputs, "hapsira-cowell")
     result = DaskCowellResult.of_objects(single, **_fields(fields, stm))
     result.tofs = tofs
     return result

@@ -101,9 +101,9 @@ def test_max_step_quantity_in_minutes():
     assert a.nsteps.min() >= 10
 
 
-def test_jax_and_dask_fronts_take_step_sizes_and_jax_per_object_tofs(monkeypatch):
-    """The JAX front: (N, M) rows (concrete) and max_step as the numpy call, bit for bit;
-    the Dask front: max_step as the numpy call, and (N, M) rows refused naming tofs."""
+def test_jax_and_dask_fronts_take_step_sizes_and_per_object_tofs(monkeypatch):
+    """The JAX and Dask fronts: (N, M) rows (concrete on JAX, numpy on Dask) and max_step
+    as the numpy call, bit for bit."""
     numpy = cowell(K_EARTH, R0, V0, TOFS, max_step=400.0)
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
@@ -122,7 +122,17 @@ def test_jax_and_dask_fronts_take_step_sizes_and_jax_per_object_tofs(monkeypatch
         lazy = cowell(K_EARTH, da.from_array(R0, chunks=2), V0, shared, max_step=400.0)
         np.testing.assert_array_equal(lazy.compute().rr,
                                       cowell(K_EARTH, R0, V0, shared, max_step=400.0).rr)
-    with pytest.raises(ValueError, match=r"^tofs: per-object .* numpy front only .*Dask"):
-        cowell(K_EARTH, da.from_array(R0, chunks=2), V0, TOFS)
+        # (N, M) rows cut into the objects' chunks (2 and 2), with per-object params
+        # and stm: each chunk its own rows, bit for bit the numpy call
+        rows = np.linspace(1.0, 1.1, 4)[:, None] * np.array([[0.0, 0.0]])
+        lazy = cowell(K_EARTH, da.from_array(R0, chunks=2), V0, TOFS, max_step=400.0,
+                      params=rows, stm=True)
+        assert lazy.rr.chunks[0] == (2, 2) and lazy.tofs.shape == TOFS.shape
+        got = lazy.compute()
+    same = cowell(K_EARTH, R0, V0, TOFS, max_step=400.0, params=rows, stm=True)
+    for field in ("rr", "vv", "stm", "status", "nsteps", "nfev"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(same, field))
+    with pytest.raises(ValueError, match=r"^tofs: expected shape \(M,\) or \(4, M\)"):
+        cowell(K_EARTH, da.from_array(R0, chunks=2), V0, TOFS[:3])
     with pytest.raises(ValueError, match=r"^max_step: must be positive"):
         cowell(K_EARTH, da.from_array(R0, chunks=2), V0, shared, max_step=-1.0)
