@@ -29,17 +29,19 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         if jac is not None:
             raise NotImplementedError("jac: not on the Dask front yet; compute the arrays "
                                       "first (numpy) to pass jac=")
-        if dense_output or isinstance(t_eval, str):
-            raise NotImplementedError("dense_output=True and t_eval=\"steps\": not on the Dask "
-                                      "front yet (their size is known only after a counting "
-                                      "pass); compute the arrays first (numpy)")
+        if isinstance(t_eval, str):
+            raise NotImplementedError("t_eval=\"steps\": not on the Dask front yet (each "
+                                      "chunk's number of steps differs); use "
+                                      "dense_output=True and evaluate res.sol(t), or compute "
+                                      "the arrays first (numpy)")
         if check(progress):
             raise ValueError("progress: not for Dask arrays, which are computed later "
                              "(use distributed.progress on the result's arrays)")
         from .dask import solve_ivp as front
         return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                      events=events, max_steps=max_steps, max_event_records=max_event_records,
-                     max_step=max_step, first_step=first_step, args=args, stm=stm)
+                     max_step=max_step, first_step=first_step, args=args, stm=stm,
+                     dense_output=dense_output)
     return numpy_front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
                        events=events, max_steps=max_steps,
                        max_event_records=max_event_records, progress=progress,

@@ -35,10 +35,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..ivp.layout import RECORD_DENSE
 from ..ivp.results import TIMES, IVPResult
 
 __all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
-           "object_arrays", "DaskResult", "DaskIVPResult", "solve_ivp", "worker_info",
+           "object_arrays", "DaskResult", "DaskIVPResult", "DaskBatchSolution", "solve_ivp",
+           "worker_info",
            "RETRIES", "ZARR_CHUNK_BYTES"]
 
 #: How often ``compute()``/``to_zarr()`` let Dask run a chunk again after it raised
@@ -237,12 +239,16 @@ def _field(raw, index, trailing):
     return block
 
 
-def blocks(task, blob, arrays, outputs, name):
+def blocks(task, blob, arrays, outputs, name, keep_raw=False):
     """Dask arrays of the outputs of ``task(blob, *chunks)`` over the object chunks.
 
     ``arrays``: Dask arrays ``(N, k)`` aligned by `object_arrays`;
     ``task`` returns a tuple of arrays, one per ``outputs`` entry
-    ``(trailing shape, dtype)``, each with the chunk's objects first.
+    ``(trailing shape, dtype)``, each with the chunk's objects first (and may
+    return more after them: outputs whose shape differs from chunk to chunk,
+    such as dense output's step records). ``keep_raw``: also return the
+    chunks' tasks themselves (a Dask array with one block per chunk, each the
+    task's tuple), for those further outputs.
     """
     import dask.array as da
     raw = da.map_blocks(task, blob, *arrays, dtype=object, drop_axis=1,
@@ -255,7 +261,7 @@ def blocks(task, blob, arrays, outputs, name):
             chunks=(raw.chunks[0],) + tuple((d,) for d in trailing),
             new_axis=list(range(1, 1 + len(trailing))) or None,
             meta=np.empty((0,) * (1 + len(trailing)), dtype=dtype), token=f"{name}-out{index}"))
-    return fields
+    return (fields, raw) if keep_raw else fields
 
 
 # ------------------------------------------------------------------------- results
@@ -387,10 +393,125 @@ class DaskResult:
 class DaskIVPResult(DaskResult, IVPResult):
     """`hapsira_core.ivp.IVPResult` with Dask arrays: the same fields and
     shapes (``t`` stays numpy), computed when asked (`compute`,
-    `to_zarr`, ``res[i]``, or ``dask.compute`` on the fields)."""
+    `to_zarr`, ``res[i]``, or ``dask.compute`` on the fields). With
+    ``dense_output=True``, ``sol`` is a `DaskBatchSolution`: each chunk's step
+    records stay with the chunk (on its worker once persisted)."""
 
     BASE = IVPResult
     PRODUCER: ClassVar[dict] = {"producer": "hapsira_core.ivp.solve_ivp"}
+
+    def compute(self, retries=RETRIES, **kwargs):
+        if not isinstance(self.sol, DaskBatchSolution):
+            return super().compute(retries=retries, **kwargs)
+        import dask
+        lazy = self.arrays()  # the fields and the step records in one pass over the chunks
+        *values, chunks = dask.compute(*lazy.values(), self.sol.chunk_tasks(),
+                                       retries=retries, **kwargs)
+        result = self._numpy(dict(zip(lazy, values)))
+        result.set_dense(self.sol.joined(chunks))
+        return result
+
+    def persist(self, retries=RETRIES, **kwargs):
+        if not isinstance(self.sol, DaskBatchSolution):
+            return super().persist(retries=retries, **kwargs)
+        import dask
+        lazy = self.arrays()
+        *values, raw = dask.persist(*lazy.values(), self.sol.raw, retries=retries, **kwargs)
+        result = self._rebuild(dict(zip(lazy, values)))
+        result.sol = self.sol.with_raw(raw)
+        return result
+
+    def _object(self, i):
+        one = super()._object(i)
+        if isinstance(self.sol, DaskBatchSolution):
+            one.sol = self.sol.object(0 if i is None else i)
+        return one
+
+
+class DaskBatchSolution:
+    """``res.sol`` of `solve_ivp` on Dask arrays with ``dense_output=True``.
+
+    ``sol(t)`` is a Dask array ``(N, n, len(t))`` (``(N, n)`` for a number),
+    chunked as the objects, each chunk evaluated where its step records are
+    (`hapsira_core.ivp.dense.evaluate`: the numpy front's interpolants, so the
+    numbers are the numpy call's, bit for bit); ``sol.object(i)`` computes object
+    i's chunk and returns its `hapsira_core.ivp.dense.DenseSolution`. The records
+    are never gathered in one place unless the result is computed
+    (`DaskIVPResult.compute`); a chunk's records are as large as the numpy front
+    makes them for its objects (its memory check runs on the worker). Evaluated
+    output larger than memory streams to Zarr as any Dask array:
+    ``res.sol(t).to_zarr(path)``. Persist the result (``res.persist()``) to keep
+    the records on the workers; otherwise every ``sol(t)`` integrates again.
+    """
+
+    def __init__(self, raw, blob, first, single):
+        self.raw, self._blob, self._first, self.single = raw, blob, first, single
+
+    def with_raw(self, raw):
+        return DaskBatchSolution(raw, self._blob, self._first, self.single)
+
+    def chunk_tasks(self):
+        """One Dask delayed per chunk: the chunk task's tuple."""
+        return list(self.raw.to_delayed().ravel())
+
+    def joined(self, chunks):
+        """The numpy front's records ``(method, n, fun, steps, dense, info)`` of all
+        objects from the computed chunk tuples (steps padded with NaN to the longest)."""
+        return _joined_records(self._blob, self._first, chunks)
+
+    def __call__(self, t):
+        from ..ivp.dense import times
+        values, scalar = times(t)
+        spec = unpack(self._blob)
+        n = spec["n"]
+        y = self.raw.map_blocks(_evaluate_chunk, self._blob, self._first, values,
+                                dtype=np.float64, new_axis=[1, 2],
+                                chunks=(self.raw.chunks[0], (n,), (values.size,)),
+                                meta=np.empty((0, 0, 0)), token="hapsira-sol")
+        if scalar:
+            y = y[..., 0]
+        return y[0] if self.single else y
+
+    def object(self, i):
+        from ..ivp.dense import DenseSolution
+        rows = self.raw.chunks[0]
+        i = int(i)
+        if not 0 <= i < sum(rows):
+            raise IndexError(f"i: object {i} of {sum(rows)}")
+        chunk = int(np.searchsorted(np.cumsum(rows), i, side="right"))
+        start = int(sum(rows[:chunk]))
+        values = self.raw.blocks[chunk].to_delayed().ravel()[0].compute()
+        return DenseSolution(_joined_records(self._blob, self._first, [values]), i - start)
+
+    def __repr__(self):
+        return (f"DaskBatchSolution(objects={sum(self.raw.chunks[0])}, "
+                f"chunks={len(self.raw.chunks[0])})")
+
+
+def _joined_records(blob, first, chunks):
+    spec = unpack(blob)
+    info = [c[1] for c in chunks]
+    steps = [c[first] for c in chunks]
+    dense = [c[first + 1] for c in chunks]
+    s = max(x.shape[1] for x in steps)
+    d = max(x.shape[1] for x in dense)
+
+    def padded(x, size):
+        pad = [(0, 0)] * x.ndim
+        pad[1] = (0, size - x.shape[1])
+        return np.pad(x, pad, constant_values=np.nan)
+
+    return (spec["method"], spec["n"], spec["fun"],
+            np.concatenate([padded(x, s) for x in steps]),
+            np.concatenate([padded(x, d) for x in dense]), np.concatenate(info))
+
+
+def _evaluate_chunk(values, blob, first, t):
+    """A chunk's dense output at ``t``: ``(k, n, len(t))``."""
+    from ..ivp.dense import evaluate
+    spec = unpack(blob)
+    return evaluate((spec["method"], spec["n"], spec["fun"], values[first], values[first + 1],
+                     values[1]), t)
 
 
 # ----------------------------------------------------------------------- solve_ivp
@@ -431,7 +552,10 @@ def _solve_block(blob, y0, *rows):
                         events, spec["max_steps"], spec["records"], spec["records"],
                         [spec["user_fun"] if spec["stm"] else fun] + [e.g for e in events],
                         diagnose, max_step=spec["max_step"], first_step=spec["first_step"],
-                        end_states=spec["end_states"])
+                        end_states=spec["end_states"],
+                        step_records=RECORD_DENSE if spec["dense"] else 0)
+    if spec["dense"]:  # the step records after the fields (their length is the chunk's)
+        return tuple(raw[name] for name in _RAW) + (raw["steps"], raw["dense"])
     if not spec["stm"]:
         return tuple(raw[name] for name in _RAW)
     totals, gradients = event_derivatives.totals(raw, spec["user_fun"], events, params, n,
@@ -449,7 +573,8 @@ def _solve_block(blob, y0, *rows):
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              max_step=float("inf"), first_step=None, args=None, stm=False):
+              max_step=float("inf"), first_step=None, args=None, stm=False,
+              dense_output=False):
     """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
 
     Arguments are checked here (the Dask arrays without computing them); each
@@ -457,7 +582,8 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     Per-object spans (``(N,)`` t0 and tf) and output times (``t_eval`` ``(N, M)``)
     are numpy arrays, cut into the chunks of ``y0``; ``stm=True`` adds ``stm``
     ``(N, n, n, M)`` and ``stm_events`` (one ``(N, C, n, n)`` per event) as in
-    the numpy front. Returns a `DaskIVPResult`.
+    the numpy front; ``dense_output=True`` makes ``res.sol`` a
+    `DaskBatchSolution`. Returns a `DaskIVPResult`.
     """
     _require_dask()
     from ..ivp import api, checks
@@ -469,6 +595,10 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     n_objects, n = y0.shape
     t0, tf, times = checks.times(t_span, t_eval, n_objects)
     checks.flag(stm, "stm")
+    checks.flag(dense_output, "dense_output")
+    if stm and dense_output:  # as the numpy front
+        raise NotImplementedError("stm: not with dense_output=True yet; ask for the times "
+                                  "you need in t_eval")
     if is_dask_array(params):
         shared, per_object = dask_params(params, n_objects)
     else:
@@ -502,7 +632,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
                 t_eval=None if "t_eval" in names else times, rtol=rtol, atol=atol,
                 params=shared, max_steps=max_steps, records=records, max_step=max_step,
                 first_step=first_step, end_states=t_eval is None, args=args,
-                per_object=tuple(names), stm=bool(stm))
+                per_object=tuple(names), stm=bool(stm), dense=bool(dense_output), n=n)
     arrays = object_arrays(arrays)
     n_ev = len(events)
     m = times.shape[-1]
@@ -517,14 +647,19 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64),
                     ((n_ev, y_records, n, n), np.float64), ((n_ev, y_records, n), np.float64)]
         names = _RAW + _STM
-    fields = dict(zip(names, blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp")))
+    fields, raw = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp",
+                         keep_raw=True)
+    fields = dict(zip(names, fields))
     matrices = {}
     if stm:
         matrices = {"stm": fields.pop("stm")}
         for name in _STM[1:]:  # (N, E, C, ...) outputs: one (N, C, ...) per event
             stacked = fields.pop(name)
             matrices[name] = [stacked[:, e] for e in range(stacked.shape[1])]
-    return DaskIVPResult.from_kernel(times, fields, single, **matrices)
+    result = DaskIVPResult.from_kernel(times, fields, single, **matrices)
+    if dense_output:
+        result.sol = DaskBatchSolution(raw, blob, len(_RAW), single)
+    return result
 
 
 # ------------------------------------------------------------------------ workers

@@ -216,6 +216,55 @@ def test_solve_ivp_dask_ensemble_is_bit_identical(client):
     same_bits(one.y, ref[n - 1].y)
 
 
+def test_solve_ivp_dask_dense_output_is_the_numpy_fronts(client, tmp_path):
+    """dense_output=True on Dask arrays: ``res.sol(t)`` a Dask array evaluated per chunk
+    where the chunk ran, bit for bit the numpy front's; ``res[i].sol`` scipy's
+    OdeSolution of that object; ``compute()`` and ``persist()`` keep ``sol``; the
+    evaluated output streams to Zarr. Chunks of different lengths take different
+    numbers of steps (per-object spans), so their records differ in length."""
+    n = 12 if SIMULATED else 600
+    rng = np.random.default_rng(8)
+    y0 = rng.uniform(1.0, 3.0, (n, 2))
+    params = np.column_stack([rng.uniform(0.8, 1.6, (n, 4)), rng.uniform(0.2, 0.9, n)])
+    tf = rng.uniform(3.0, 9.0, n)
+    tf[: n // 3] = 1.0  # the first chunk takes far fewer steps than the others
+    kwargs = dict(rtol=1e-8, atol=1e-10, dense_output=True)
+    ref = solve_ivp(lotka, (np.zeros(n), tf), y0, params=params, **kwargs)
+    res = solve_ivp(lotka, (np.zeros(n), tf), da.from_array(y0, chunks=n // 3),
+                    params=params, **kwargs)
+    t = np.linspace(0.0, 9.0, 13)
+    lazy = res.sol(t)
+    assert isinstance(lazy, da.Array) and lazy.shape == (n, 2, 13)
+    assert lazy.chunks[0] == (n // 3,) * 3
+    # on the cluster, from the persisted chunks (a graph computed again and again under
+    # the same keys can race the scheduler's forgetting of them: distributed's, not ours)
+    kept = res.persist()
+    same_bits(kept.sol(t).compute(), ref.sol(t))
+    same_bits(kept.sol(2.5).compute(), ref.sol(2.5))
+    out = kept.compute()
+    same_bits(out.y, ref.y)
+    same_bits(out.sol(t), ref.sol(t))
+    for i in (0, n // 2, n - 1):
+        one = kept[i].sol
+        assert one.n_segments == ref[i].sol.n_segments == ref.nsteps[i]
+        same_bits(one.ts, ref[i].sol.ts)
+        same_bits(one(t), ref[i].sol(t))
+    kept.sol(t).to_zarr(str(tmp_path / "dense.zarr"))
+    same_bits(da.from_zarr(str(tmp_path / "dense.zarr")).compute(), ref.sol(t))
+    # not persisted: each use integrates its chunks again (here in this process)
+    with dask.config.set(scheduler="synchronous"):
+        same_bits(lazy.compute(), ref.sol(t))
+        same_bits(res[n - 1].sol(t), ref[n - 1].sol(t))
+    with pytest.raises(IndexError, match=f"i: object {n} of {n}"):
+        res.sol.object(n)
+    with pytest.raises(NotImplementedError, match="stm: not with dense_output=True"):
+        solve_ivp(lotka, (0.0, 1.0), da.from_array(y0, chunks=n // 3), params=params,
+                  stm=True, dense_output=True)
+    with pytest.raises(NotImplementedError, match="t_eval=\"steps\": not on the Dask"):
+        solve_ivp(lotka, (0.0, 1.0), da.from_array(y0, chunks=n // 3), params=params,
+                  t_eval="steps")
+
+
 @hjit
 def ring(t, y, p, dydt):
     """The array form (any n): a damped ring of n coupled coordinates."""
