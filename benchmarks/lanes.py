@@ -1,0 +1,199 @@
+"""The lane loop (``HAPSIRA_LANES``) against the per-object kernel, alternated in one process.
+
+    python benchmarks/lanes.py [--widths 0,4,8] [--workloads leo,van_der_pol,lotka_volterra]
+        [--n-leo 256] [--n-ensemble 4000] [--rounds 5] [--out lanes_NAME]
+
+One core (the cpu target), process CPU time (``time.process_time``) of each call,
+compile excluded (each kernel is built and called on the whole batch once before the
+rounds start). Each round calls every width of a workload once, in turn, so that the
+box's load falls on all of them alike; reported per width: best and median over the
+rounds, in us/object-day (LEO: two-body + J2, one day, rtol 1e-11, ``cowell``) or
+us/object (Van der Pol, Lotka-Volterra: DOP853, rtol 1e-9, atol 1e-12, final state
+only). Width 0 is the per-object kernel (``HAPSIRA_LANES=off``); every other width's
+results (states, status, nfev, nsteps) must equal its bytes, or the script says so
+and exits 1. The load average is read before and after.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HAPSIRA_TARGET", "cpu")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import harness  # noqa: E402
+import workloads  # noqa: E402
+from hapsira_core import settings  # noqa: E402
+
+
+def _leo(n):
+    from hapsira_cowell import cowell
+
+    r0, v0 = workloads.leo_cloud(n, seed=0)
+    tofs = np.array([workloads.DAY])
+
+    def call():
+        res = cowell(workloads.K, r0, v0, tofs, f=workloads.two_body_j2,
+                     rtol=workloads.RTOL, atol=workloads.ATOL)
+        return {f: np.asarray(getattr(res, f)) for f in ("rr", "vv", "status", "nfev",
+                                                        "nsteps")}
+    return call
+
+
+def _ensemble(name, n):
+    from hapsira_core.ivp import solve_ivp
+
+    y0, params = workloads.problem(name, n)
+    fun = workloads.ENSEMBLES[name]
+
+    def call():
+        res = solve_ivp(fun, workloads.SPANS[name], y0, method="DOP853",
+                        rtol=workloads.ENSEMBLE_RTOL, atol=workloads.ENSEMBLE_ATOL,
+                        params=params)
+        return {f: np.asarray(getattr(res, f)) for f in ("y", "status", "nfev", "nsteps")}
+    return call
+
+
+UNITS = {"leo": "us/object-day", "van_der_pol": "us/object", "lotka_volterra": "us/object"}
+
+
+def _heyoka(n, batch):
+    """heyoka's Taylor integrator on the first n LEO objects (`peers`' model and
+    tolerance), one at a time or in SIMD batches of its recommended size; None where
+    heyoka is not installed."""
+    try:
+        import heyoka as hy
+    except ImportError:
+        return None
+    import peers
+
+    system = peers.heyoka_system(hy)
+    r0, v0 = workloads.leo_cloud(n, seed=0)
+    state = np.concatenate([r0, v0], axis=1)
+    if batch:
+        size = hy.recommended_simd_size()
+        n -= n % size
+        ta = hy.taylor_adaptive_batch(system, state[:size].T.copy(), tol=workloads.RTOL)
+
+        def call():
+            for start in range(0, n, size):
+                ta.set_time(0.0)
+                ta.state[:] = state[start:start + size].T
+                ta.propagate_until(workloads.DAY)
+    else:
+        ta = hy.taylor_adaptive(system, list(state[0]), tol=workloads.RTOL)
+
+        def call():
+            for i in range(n):
+                ta.time = 0.0
+                ta.state[:] = state[i]
+                ta.propagate_until(workloads.DAY)
+    return call, n
+
+
+def run(name, call, n, widths, rounds, others=None):
+    """``others``: {name: (call, n_objects)} measured in the same rounds (heyoka)."""
+    others = {k: v for k, v in (others or {}).items() if v is not None}
+    times = {w: [] for w in list(widths) + list(others)}
+    compile_s, reference, identical = {}, None, {}
+    for w in widths:  # build and warm every kernel first
+        settings.LANES = w
+        t = time.perf_counter()
+        out = call()
+        compile_s[w] = round(time.perf_counter() - t, 1)
+        if w == widths[0]:
+            reference = out
+        identical[w] = all(out[k].tobytes() == reference[k].tobytes() for k in reference)
+        print(f"{name}: width {w} built and called in {compile_s[w]} s; "
+              f"bit-identical to width {widths[0]}: {identical[w]}", flush=True)
+    for other, (other_call, _) in others.items():
+        t = time.perf_counter()
+        other_call()
+        compile_s[other] = round(time.perf_counter() - t, 1)
+    for r in range(rounds):
+        for w in widths:
+            settings.LANES = w
+            t = time.process_time()
+            out = call()
+            times[w].append(time.process_time() - t)
+            identical[w] = identical[w] and all(
+                out[k].tobytes() == reference[k].tobytes() for k in reference)
+        for other, (other_call, _) in others.items():
+            t = time.process_time()
+            other_call()
+            times[other].append(time.process_time() - t)
+    rows = {}
+    for w in times:
+        scale = 1e6 / (others[w][1] if w in others else n)  # one day per LEO object
+        rows[w] = {"best": round(scale * min(times[w]), 2),
+                   "median": round(scale * statistics.median(times[w]), 2),
+                   "all": [round(scale * s, 2) for s in times[w]],
+                   "first_call_s": compile_s[w]}
+        if w in others:
+            rows[w]["n_objects"] = others[w][1]
+        else:
+            rows[w]["bit_identical_to_off"] = identical[w]
+    base = rows[widths[0]]
+    for w in rows:
+        rows[w]["speedup_best"] = round(base["best"] / rows[w]["best"], 2)
+        rows[w]["speedup_median"] = round(base["median"] / rows[w]["median"], 2)
+    mean_steps = float(reference["nsteps"].mean())
+    return {"n_objects": n, "unit": UNITS[name], "mean_steps": mean_steps,
+            "mean_nfev": float(reference["nfev"].mean()), "widths": rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--widths", default="0,4,8",
+                        help="lane widths, 0 (the per-object kernel) first")
+    parser.add_argument("--workloads", default="leo,van_der_pol,lotka_volterra")
+    parser.add_argument("--n-leo", type=int, default=256)
+    parser.add_argument("--n-ensemble", type=int, default=4000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n-heyoka", type=int, default=0,
+                        help="LEO objects for heyoka, scalar and SIMD batch, in the same rounds "
+                             "(0: not run)")
+    parser.add_argument("--out", default="lanes", help="benchmarks/results/<name>.json or path")
+    args = parser.parse_args()
+    widths = [int(w) for w in args.widths.split(",")]
+    from hapsira_core.targets import _host
+
+    load_before = os.getloadavg()
+    result = {"method": "one process, cpu target (one core), process CPU time per call, "
+                        "widths alternated round by round, compile excluded; width 0 is the "
+                        "per-object kernel (HAPSIRA_LANES=off)",
+              "llvm_cpu": _host.cpu_features()[0], "vector_doubles": _host.vector_doubles(),
+              "auto_width": _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles(),
+              "rounds": args.rounds, "load_average_before": load_before, "workloads": {}}
+    failed = False
+    for name in args.workloads.split(","):
+        others = None
+        if name == "leo":
+            call, n = _leo(args.n_leo), args.n_leo
+            if args.n_heyoka:
+                others = {"heyoka_scalar": _heyoka(args.n_heyoka, False),
+                          "heyoka_batch": _heyoka(args.n_heyoka, True)}
+        else:
+            call, n = _ensemble(name, args.n_ensemble), args.n_ensemble
+        row = run(name, call, n, widths, args.rounds, others)
+        result["workloads"][name] = row
+        for w, r in row["widths"].items():
+            failed = failed or not r.get("bit_identical_to_off", True)
+            print(f"{name} W={w}: best {r['best']} median {r['median']} {row['unit']} "
+                  f"(x{r['speedup_best']} best, x{r['speedup_median']} median), "
+                  f"identical {r.get('bit_identical_to_off', '-')}", flush=True)
+    result["load_average_after"] = os.getloadavg()
+    harness.write_result(args.out, json.loads(json.dumps(result)), indent=1)
+    if failed:
+        print("LANE RESULTS DIFFER FROM THE PER-OBJECT KERNEL'S")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
