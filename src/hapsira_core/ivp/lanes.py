@@ -4,10 +4,13 @@ The per-object loop (`.loop`) steps one object at a time, so the host's vector
 registers hold one float where they could hold four (AVX2) or eight (AVX-512).
 Here each of W lanes holds an object: its state, stages and step control live
 in lane-major arrays (``Y[i, lane]``, structure of arrays), and a step's stages,
-sums and error norm are loops over the lanes that LLVM turns into packed vector
-code, the user's tuple-form ``f`` inlined in them. What differs per lane (accept
-or reject, output times, end, failure) is decided lane by lane between
-attempts; a lane whose object ends takes the next object, so lanes stay full.
+sums and error norm are straight-line code over the lanes that LLVM turns into
+packed vector code, the user's tuple-form ``f`` inlined in them, and so is the
+step control of the common step (accept or reject, the next step size, the state
+moving on), as selects. What is rarer (an output time or the span's end in the
+step, a step near its 10-ulp floor or max_steps, failure) is done lane by lane
+between attempts; a lane whose object ends takes the next object, so lanes stay
+full.
 
 Every number is formed with the operations of the per-object loop in the same
 order (the stage sums in increasing stage order, zero weights skipped, as
@@ -22,11 +25,15 @@ loop (`supports`).
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from ..jit import hjit
 from ..kernels.cache import factory
 from . import methods
-from .control import MAX_FACTOR, MIN_FACTOR, _step_factor, make_initial_step, ulp_toward
+from .control import (MAX_FACTOR, MIN_FACTOR, SAFETY, _step_factor, make_initial_step,
+                      ulp_toward)
 from .layout import (
     BAD_INITIAL_STATE,
     ICONF,
@@ -38,6 +45,29 @@ from .layout import (
 )
 from .state import fun_form, rhs
 from .state import ops as state_ops
+
+
+@intrinsic
+def _sqrt(typingctx, x):
+    """``math.sqrt`` as LLVM's ``llvm.sqrt`` (the same correctly rounded number): numba
+    calls libm's ``sqrt``, which LLVM turns into the intrinsic, and so into packed
+    ``vsqrtpd``, only where it can prove the argument non-negative (errno)."""
+    if isinstance(x, types.Float):
+        def codegen(context, builder, signature, args):
+            function = builder.module.declare_intrinsic("llvm.sqrt", [ir.DoubleType()])
+            return builder.call(function, [context.cast(builder, args[0], x, types.float64)])
+        return types.float64(x), codegen
+
+
+def _lane_step_factor(exponent):
+    """`.control._step_factor`'s numbers, DOP853's three square roots as `_sqrt`."""
+    if exponent != -1.0 / 8.0:
+        return _step_factor(exponent)
+
+    @hjit
+    def factor(err):
+        return SAFETY / _sqrt(_sqrt(_sqrt(err)))
+    return factor
 
 
 def supports(method_name, fun, event_functions=(), records=False, jac=None):
@@ -55,40 +85,65 @@ def _weighted(row, column):
 
 
 def generate_attempt(tableau, n, width):
-    """Source of ``attempt(V, FL, params, LI, conf)``: one
-    attempted step in every lane, written out lane by lane as straight-line code.
+    """Source of ``attempt(V, FL, PV, LI, TL, max_steps) -> special``:
+    one attempted step in every lane and, for most lanes, the step control after it,
+    written out lane by lane as straight-line code.
 
     Every number read is loaded first and every result stored last: the lanes'
     arrays are separate, but LLVM cannot prove it, and a store between two lanes'
     loads keeps its SLP vectoriser from packing them (measured: no packed
-    instruction at all with one loop per stage). Between, the W lanes' copies of
-    each operation are isomorphic and become vector instructions.
+    instruction at all with one loop per stage), and so does a branch: every lane's
+    stages are stored whether or not it needs them (a branch around those stores split
+    Van der Pol's W = 8 attempt into vectors of 2 and 4 lanes). Between, the W lanes'
+    copies of each operation are isomorphic and become vector instructions, the step
+    control's decisions selects.
 
     ``V[:, :, lane]``: the lane's states (`ROWS`: ``V[2 + c]`` is stage c, ``V[2 + s]``
     the step end's derivative; ``F`` the derivative at the step's start, stage 0;
-    ``V[3 + s + k]`` the k-th output sum, b then the error rows); ``FL`` its floats and
-    ``LI`` its integers (`FLOATS`, `INTS`). ``FL[ERR]``: the error norm (one error
-    row) or e5's and ``FL[ERR + 1]`` e3's sum of squares (DOP853's pair).
+    ``V[3 + s + k]`` the k-th output sum, b then the error rows); ``FL`` its floats,
+    ``LI`` its integers (`FLOATS`, `INTS`), ``PV[lane]`` its object's parameters,
+    ``TL[:, lane]`` its rtol then atol. ``FL[ERR]``: the error norm (one error row) or
+    e5's and ``FL[ERR + 1]`` e3's sum of squares (DOP853's pair).
+
+    The step control of the per-object loop (`.control.make_step`) then runs here, as
+    selects, for a lane whose attempt is rejected with a step still above the smallest
+    one, or accepted without an output time, its span's end or max_steps in reach: its
+    state, step size and counts move on and its next attempt's times are set. The
+    lane's ``LI[SPECIAL]`` says what is left to the lane-by-lane code: 0 nothing, 1 the
+    whole control (the lane's state untouched), 2 only the next step's opening (the
+    accepted step's state already in place). The smallest step, 10 ulp of t, is bounded
+    above by ``10 |t| 2^-52 + 1e-300``: a step at or above that bound is above it and
+    needs no exact ulp (`.control.ulp_toward`'s ``frexp``); a step below it goes to the
+    lane-by-lane code. Returns whether any lane has something left there.
     """
     s = tableau.n_stages
+    pair = len(tableau.error) == 2
     rows = {"b": {c: w for c, w in enumerate(tableau.b) if w}}
     rows.update({name: {c: w for c, w in enumerate(row[:s]) if w}
                  for name, row in tableau.error.items()})
     idx, lanes = range(n), range(width)
     comma = "," if n == 1 else ""
-    lines = ["def attempt(V, FL, params, LI, conf):"]
+    lines = ["def attempt(V, FL, PV, LI, TL, max_steps):"]
 
-    def emit(line):
-        lines.append("    " + line)
+    def emit(line, indent=1):
+        lines.append("    " * indent + line)
 
     for l in lanes:
         emit(f"t_{l} = FL[T, {l}]")
         emit(f"h_{l} = FL[H, {l}]")
-        emit(f"p_{l} = params[LI[PI, {l}]]")
-        emit(f"c_{l} = conf[LI[CI, {l}]]")
+        emit(f"p_{l} = PV[{l}]")
         for i in idx:
             emit(f"y{i}_{l} = V[Y, {i}, {l}]")
             emit(f"k0_{i}_{l} = V[F, {i}, {l}]")
+            emit(f"rt{i}_{l} = TL[{i}, {l}]")
+            emit(f"at{i}_{l} = TL[{n + i}, {l}]")
+        for name, row, source in (("act", "ACTIVE", "LI"), ("rj", "REJ", "LI"),
+                                  ("df", "DF", "LI"), ("ns", "NSTEPS_", "LI"),
+                                  ("nf", "NFEV_", "LI"), ("dr", "DIRS", "FL"),
+                                  ("te", "TEND", "FL"), ("mx", "MAXS", "FL"),
+                                  ("nx", "NEXT", "FL"), ("ha", "HABS", "FL"),
+                                  ("tn", "TN", "FL")):
+            emit(f"{name}_{l} = {source}[{row}, {l}]")
 
     def call(l, time, state, index):
         targets = ", ".join(f"k{index}_{i}_{l}" for i in idx) + ","
@@ -110,16 +165,16 @@ def generate_attempt(tableau, n, width):
         call(l, f"t_{l} + h_{l}", [f"yn{i}_{l}" for i in idx], s)
     for l in lanes:
         # the error scale as `.state`'s error_scale: atol + max(|y|, |y_new|) * rtol, floored
-        scale = [f"max(c_{l}[TOL + {n + i}] + max(abs(y{i}_{l}), abs(yn{i}_{l}))"
-                 f" * c_{l}[TOL + {i}], 2.2250738585072014e-308)" for i in idx]
-        if len(tableau.error) == 1:
+        scale = [f"max(at{i}_{l} + max(abs(y{i}_{l}), abs(yn{i}_{l}))"
+                 f" * rt{i}_{l}, 2.2250738585072014e-308)" for i in idx]
+        if not pair:
             # embedded pairs: err = sums + e_last f_new; norm(h err / scale) / sqrt(n)
             (e_row,) = tableau.error.values()
             name = names[1]
             for i in idx:
                 emit(f"q{i}_{l} = h_{l} * ({name}{i}_{l} + {e_row[s]!r} * k{s}_{i}_{l})"
                      f" / {scale[i]}")
-            emit(f"err0_{l} = math.sqrt(" + " + ".join(f"q{i}_{l} * q{i}_{l}" for i in idx)
+            emit(f"err0_{l} = sqrt(" + " + ".join(f"q{i}_{l} * q{i}_{l}" for i in idx)
                  + f") / {math.sqrt(n)!r}")
             emit(f"err1_{l} = 0.0")
         else:
@@ -130,6 +185,42 @@ def generate_attempt(tableau, n, width):
                 for i in idx:
                     emit(f"q{i}_{l} = {names[k]}{i}_{l} * w{i}_{l}")
                 emit(f"err{k - 1}_{l} = " + " + ".join(f"q{i}_{l} * q{i}_{l}" for i in idx))
+    for l in lanes:
+        # the error norm (`pair_norm` for DOP853), then `.control.make_step`'s decisions
+        if pair:
+            emit(f"ov_{l} = (err0_{l} == math.inf) | (err1_{l} == math.inf)")
+            # (both sides computed: a select packs, a branch per lane would not)
+            emit(f"en_{l} = abs(h_{l}) * err0_{l} / sqrt((err0_{l} + 0.01 * err1_{l}) * "
+                 f"{float(n)!r})")
+            emit(f"en_{l} = 0.0 if (err0_{l} == 0.0) & (err1_{l} == 0.0) else en_{l}")
+        else:
+            emit(f"ov_{l} = False")
+            emit(f"en_{l} = err0_{l}")
+        emit(f"acc_{l} = en_{l} < 1.0")
+        emit(f"sf_{l} = step_factor(en_{l})")
+        emit(f"fa_{l} = MAX_FACTOR if en_{l} == 0.0 else min(MAX_FACTOR, sf_{l})")
+        emit(f"fa_{l} = min(1.0, fa_{l}) if rj_{l} != 0 else fa_{l}")
+        emit(f"hacc_{l} = ha_{l} * fa_{l}")
+        emit(f"hcap_{l} = mx_{l} if hacc_{l} > mx_{l} else hacc_{l}")
+        emit(f"hrej_{l} = ha_{l} * max(MIN_FACTOR, sf_{l})")
+        # an output time, DF's interpolant or the end in this step: the lane-by-lane code
+        emit(f"near_{l} = (df_{l} != 0) | (dr_{l} * (nx_{l} - tn_{l}) <= 0.0) | "
+             f"(dr_{l} * (tn_{l} - te_{l}) >= 0.0)")
+        emit(f"open_{l} = (hcap_{l} >= 10.0 * (abs(tn_{l}) * 2.220446049250313e-16) + 1e-300)"
+             f" & (ns_{l} + 1 < max_steps)")
+        emit(f"okrej_{l} = hrej_{l} >= 10.0 * (abs(t_{l}) * 2.220446049250313e-16) + 1e-300")
+        emit(f"live_{l} = (act_{l} != 0) & (not ov_{l})")
+        emit(f"moved_{l} = live_{l} & acc_{l} & (not near_{l})")
+        emit(f"cacc_{l} = moved_{l} & open_{l}")
+        emit(f"crej_{l} = live_{l} & (not acc_{l}) & okrej_{l}")
+        emit(f"clean_{l} = cacc_{l} | crej_{l}")
+        emit(f"half_{l} = moved_{l} & (not open_{l})")
+        emit(f"full_{l} = (act_{l} != 0) & (not clean_{l}) & (not half_{l})")
+        emit(f"tc_{l} = tn_{l} if moved_{l} else t_{l}")
+        emit(f"hx_{l} = hcap_{l} if cacc_{l} else hrej_{l}")
+        emit(f"tx_{l} = tc_{l} + hx_{l} * dr_{l}")
+        emit(f"tx_{l} = te_{l} if dr_{l} * (tx_{l} - te_{l}) > 0.0 else tx_{l}")
+        emit(f"hn_{l} = tx_{l} - tc_{l}")
     for c in range(1, s + 1):
         for i in idx:
             for l in lanes:
@@ -144,25 +235,53 @@ def generate_attempt(tableau, n, width):
     for e in (0, 1):
         for l in lanes:
             emit(f"FL[ERR + {e}, {l}] = err{e}_{l}")
+    for i in idx:
+        for l in lanes:
+            emit(f"V[Y, {i}, {l}] = yn{i}_{l} if moved_{l} else y{i}_{l}")
+    for i in idx:
+        for l in lanes:
+            emit(f"V[F, {i}, {l}] = k{s}_{i}_{l} if moved_{l} else k0_{i}_{l}")
+    for row, value in (("T", "tc_{l}"), ("TN", "tx_{l} if clean_{l} else tn_{l}"),
+                       ("H", "hn_{l} if clean_{l} else h_{l}"),
+                       ("HABS", "abs(hn_{l}) if clean_{l} else "
+                                "(hacc_{l} if half_{l} else ha_{l})")):
+        for l in lanes:
+            emit(f"FL[{row}, {l}] = " + value.format(l=l))
+    for row, value in (("NSTEPS_", "ns_{l} + 1 if moved_{l} else ns_{l}"),
+                       ("NFEV_", "nf_{l} + {nfev} if clean_{l} | half_{l} else nf_{l}"),
+                       ("REJ", "0 if cacc_{l} else (1 if crej_{l} else rj_{l})"),
+                       ("FRESH", "1 if half_{l} else 0"),
+                       ("SPECIAL", "1 if full_{l} else (2 if half_{l} else 0)")):
+        for l in lanes:
+            emit(f"LI[{row}, {l}] = " + value.format(l=l, nfev="STEP_NFEV"))
+    emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
     return "\n".join(lines) + "\n"
 
 
 #: rows of the lanes' states ``V`` (then the stages from row 3, then the sums)
 Y, F, YN = 0, 1, 2
 #: rows of the lanes' floats ``FL``: time, the attempt's end, its signed step, the span's
-#: end, the direction, max_step, |h|, the step's smallest |h|, the error numbers (2)
-T, TN, H, TEND, DIRS, MAXS, HABS, MINS, ERR = range(9)
+#: end, the direction, max_step, |h|, the next output time (``direction * inf``: none
+#: left), the error numbers (2)
+T, TN, H, TEND, DIRS, MAXS, HABS, NEXT, ERR = range(9)
 N_FLOATS = ERR + 2
 #: rows of the lanes' integers ``LI``: object, its params, conf and t_eval rows, next
 #: output time, nfev, nsteps; flags: has an object, at a step's start, rejected in this
 #: step, owes the interpolant of outputs at t0 (scipy builds the first step's; its
-#: nfev counts it)
-OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF = range(11)
-N_INTS = DF + 1
+#: nfev counts it), what the lane-by-lane code owes the lane after an attempt (0, 1, 2:
+#: `generate_attempt`)
+OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL = range(12)
+N_INTS = SPECIAL + 1
 _CONSTANTS = {name: value for name, value in globals().items()
               if name in ("Y", "F", "YN", "T", "TN", "H", "TEND", "DIRS", "MAXS", "HABS",
-                          "MINS", "ERR", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
-                          "ACTIVE", "FRESH", "REJ", "DF")}
+                          "NEXT", "ERR", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
+                          "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL")}
+
+
+def _lane_views(width):
+    """``views(A)``: the tuple of A's columns (made once per call: a column taken inside
+    the attempt is a branch per lane that keeps its lanes apart)."""
+    return (f"def views(A):\n    return ({', '.join(f'A[:, {l}]' for l in range(width))},)\n")
 
 
 def _lane_access(n):
@@ -176,12 +295,25 @@ def _lane_access(n):
 @factory
 def make_attempt(method_name, n, f, width):
     """`generate_attempt` compiled, with ``f`` and the width as constants."""
-    tableau = methods.get(method_name).tableau
-    namespace = {"fun": f, "math": math, "W": width, "TOL": config_row(n).rtol,
+    method = methods.get(method_name)
+    parts = method.build(state_ops(n, "tuple"), True, f)
+    tableau = method.tableau
+    namespace = {"fun": f, "math": math, "W": width, "MAX_FACTOR": MAX_FACTOR,
+                 "MIN_FACTOR": MIN_FACTOR, "STEP_NFEV": parts.step_nfev,
+                 "step_factor": _lane_step_factor(parts.error_exponent), "sqrt": _sqrt,
                  "__name__": __name__, **_CONSTANTS}
     exec(compile(generate_attempt(tableau, n, width), f"<hapsira lanes {method_name} n={n} "
                  f"W={width}>", "exec"), namespace)
-    return hjit(namespace["attempt"], cache=False)
+    from ..targets import _host  # (lanes run on the host targets only)
+
+    return hjit(namespace["attempt"], cache=False, pipeline_class=_host.lane_compiler())
+
+
+@factory
+def make_views(width):
+    namespace = {"__name__": __name__}
+    exec(compile(_lane_views(width), f"<hapsira lane views W={width}>", "exec"), namespace)
+    return hjit(namespace["views"], cache=False)
 
 
 @factory
@@ -208,6 +340,7 @@ def make_solve_lanes(method_name, n, f, width):
     step_factor = _step_factor(parts.error_exponent)
     attempt = make_attempt(method_name, n, f, width)
     get, put = make_access(n)
+    views = make_views(width)
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     S = tableau.n_stages
     n_rows = 3 + S + 1 + len(tableau.error)  # y, f, y_new, stages 1..s, the sums
@@ -255,7 +388,7 @@ def make_solve_lanes(method_name, n, f, width):
 
     @hjit
     def begin(i, l, y0, t_eval, params, conf, iconf, out_y, info, t_events, n_events, work,
-              V, FL, LI):
+              V, FL, LI, TL, PL):
         """Object i from its start to its first step (the per-object loop's opening),
         into lane l; False where it ends before any step."""
         out = out_y[i]
@@ -303,6 +436,11 @@ def make_solve_lanes(method_name, n, f, width):
             nfev += 1
         put(V[Y], l, y)
         put(V[F], l, fy)
+        for r in range(2 * n):
+            TL[r, l] = cr[TOL + r]
+        for r in range(p.shape[0]):
+            PL[r, l] = p[r]
+        FL[NEXT, l] = te[j] if j < te.shape[0] else direction * math.inf
         FL[T, l] = t
         FL[TEND, l] = t_end
         FL[DIRS, l] = direction
@@ -323,13 +461,13 @@ def make_solve_lanes(method_name, n, f, width):
 
     @hjit
     def fill(l, next_object, last, y0, t_eval, params, conf, iconf, out_y, info, t_events,
-             n_events, work, V, FL, LI):
+             n_events, work, V, FL, LI, TL, PL):
         """Lane l takes the next object that needs steps; returns the next untaken one."""
         while next_object < last:
             i = next_object
             next_object += 1
             if begin(i, l, y0, t_eval, params, conf, iconf, out_y, info, t_events, n_events,
-                     work, V, FL, LI):
+                     work, V, FL, LI, TL, PL):
                 return next_object
         LI[ACTIVE, l] = 0
         return next_object
@@ -377,6 +515,7 @@ def make_solve_lanes(method_name, n, f, width):
                 store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
             j += 1
         LI[J, l] = j
+        FL[NEXT, l] = te[j] if j < n_out else direction * math.inf
 
     @hjit(**inline)
     def accept(l, t_eval, params, iconf, out_y, work, V, FL, LI):
@@ -396,6 +535,43 @@ def make_solve_lanes(method_name, n, f, width):
             V[Y, r, l] = V[YN, r, l]
             V[F, r, l] = V[2 + S, r, l]
 
+    @hjit(**inline)
+    def opening(l, next_object, last, max_steps, y0, t_eval, params, conf, iconf, out_y,
+                info, t_events, n_events, work, V, FL, LI, TL, PL):
+        """Lane l at a step's start: scipy's _step_impl opening (`.control.make_step`),
+        then the times of its next attempt; a lane that fails there takes the next
+        object. Returns the next untaken object."""
+        while LI[ACTIVE, l] != 0 and LI[FRESH, l] != 0:
+            if LI[NSTEPS_, l] >= max_steps:
+                status = MAX_STEPS
+            else:
+                direction = FL[DIRS, l]
+                min_step = 10.0 * ulp_toward(FL[T, l], direction)
+                h_abs = FL[HABS, l]
+                status = SUCCESS
+                if h_abs > FL[MAXS, l]:
+                    h_abs = FL[MAXS, l]
+                    if h_abs < min_step:
+                        status = STEP_TOO_SMALL
+                elif h_abs < min_step:
+                    h_abs = min_step
+                FL[HABS, l] = h_abs
+                LI[FRESH, l] = 0
+                LI[REJ, l] = 0
+            if status != SUCCESS:
+                finish(l, status, info, LI)
+                next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
+                                   out_y, info, t_events, n_events, work, V, FL, LI, TL, PL)
+        if LI[ACTIVE, l] != 0:
+            direction = FL[DIRS, l]
+            t_new = FL[T, l] + FL[HABS, l] * direction
+            if direction * (t_new - FL[TEND, l]) > 0.0:
+                t_new = FL[TEND, l]
+            FL[TN, l] = t_new
+            FL[H, l] = t_new - FL[T, l]
+            FL[HABS, l] = abs(FL[H, l])
+        return next_object
+
     @hjit
     def solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
               out_y, info, t_events, y_events, n_events, scratch, work, first, last):
@@ -403,85 +579,71 @@ def make_solve_lanes(method_name, n, f, width):
         V = np.zeros((n_rows, n, W))
         FL = np.zeros((N_FLOATS, W))
         LI = np.zeros((N_INTS, W), np.int64)
+        TL = np.ones((2 * n, W))
+        PL = np.zeros((params.shape[1], W))
         FL[DIRS] = 1.0
-        if last > first:  # a lane without an object reads the first one's rows
+        if last > first:  # a lane without an object computes with the first one's params
+            p = params[first if params.shape[0] != 1 else 0]
             for l in range(W):
-                LI[PI, l] = first if params.shape[0] != 1 else 0
-                LI[CI, l] = first if conf.shape[0] != 1 else 0
+                for r in range(p.shape[0]):
+                    PL[r, l] = p[r]
+        PV = views(PL)
         max_steps = iconf[MAX]
         next_object = first
         for l in range(W):
             next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf, out_y,
-                               info, t_events, n_events, work, V, FL, LI)
-        while True:
+                               info, t_events, n_events, work, V, FL, LI, TL, PL)
+        for l in range(W):
+            next_object = opening(l, next_object, last, max_steps, y0, t_eval, params, conf,
+                                  iconf, out_y, info, t_events, n_events, work, V, FL, LI,
+                                  TL, PL)
+        busy = False
+        for l in range(W):
+            busy = busy or LI[ACTIVE, l] != 0
+        while busy:
+            if not attempt(V, FL, PV, LI, TL, max_steps):
+                continue
+            for l in range(W):
+                if LI[SPECIAL, l] == 1:
+                    # the per-object loop's step control, lane by lane
+                    LI[NFEV_, l] += step_nfev
+                    if pair:
+                        err = pair_norm(l, V, FL, conf[LI[CI, l]])
+                    else:
+                        err = FL[ERR, l]
+                    if err < 1.0:
+                        if err == 0.0:
+                            factor = MAX_FACTOR
+                        else:
+                            factor = min(MAX_FACTOR, step_factor(err))
+                        if LI[REJ, l] != 0:
+                            factor = min(1.0, factor)
+                        FL[HABS, l] = FL[HABS, l] * factor
+                        accept(l, t_eval, params, iconf, out_y, work, V, FL, LI)
+                        if FL[DIRS, l] * (FL[T, l] - FL[TEND, l]) >= 0.0:
+                            finish(l, SUCCESS, info, LI)
+                            next_object = fill(l, next_object, last, y0, t_eval, params,
+                                               conf, iconf, out_y, info, t_events, n_events,
+                                               work, V, FL, LI, TL, PL)
+                        else:
+                            LI[FRESH, l] = 1
+                    else:
+                        FL[HABS, l] = FL[HABS, l] * max(MIN_FACTOR, step_factor(err))
+                        LI[REJ, l] = 1
+                        # the step's smallest |h|, 10 ulp of its start; written so that a
+                        # NaN error (a non-finite state) also ends here
+                        if not FL[HABS, l] >= 10.0 * ulp_toward(FL[T, l], FL[DIRS, l]):
+                            finish(l, STEP_TOO_SMALL, info, LI)
+                            next_object = fill(l, next_object, last, y0, t_eval, params,
+                                               conf, iconf, out_y, info, t_events, n_events,
+                                               work, V, FL, LI, TL, PL)
+                if LI[SPECIAL, l] != 0:
+                    LI[SPECIAL, l] = 0
+                    next_object = opening(l, next_object, last, max_steps, y0, t_eval,
+                                          params, conf, iconf, out_y, info, t_events,
+                                          n_events, work, V, FL, LI, TL, PL)
             busy = False
             for l in range(W):
-                # a lane at a step's start: scipy's _step_impl opening (`.control.make_step`)
-                while LI[ACTIVE, l] != 0 and LI[FRESH, l] != 0:
-                    if LI[NSTEPS_, l] >= max_steps:
-                        status = MAX_STEPS
-                    else:
-                        direction = FL[DIRS, l]
-                        min_step = 10.0 * ulp_toward(FL[T, l], direction)
-                        h_abs = FL[HABS, l]
-                        status = SUCCESS
-                        if h_abs > FL[MAXS, l]:
-                            h_abs = FL[MAXS, l]
-                            if h_abs < min_step:
-                                status = STEP_TOO_SMALL
-                        elif h_abs < min_step:
-                            h_abs = min_step
-                        FL[HABS, l] = h_abs
-                        FL[MINS, l] = min_step
-                        LI[FRESH, l] = 0
-                        LI[REJ, l] = 0
-                    if status != SUCCESS:
-                        finish(l, status, info, LI)
-                        next_object = fill(l, next_object, last, y0, t_eval, params, conf,
-                                           iconf, out_y, info, t_events, n_events, work, V, FL,
-                                           LI)
-                if LI[ACTIVE, l] != 0:
-                    busy = True
-                    direction = FL[DIRS, l]
-                    t_new = FL[T, l] + FL[HABS, l] * direction
-                    if direction * (t_new - FL[TEND, l]) > 0.0:
-                        t_new = FL[TEND, l]
-                    FL[TN, l] = t_new
-                    FL[H, l] = t_new - FL[T, l]
-                    FL[HABS, l] = abs(FL[H, l])
-            if not busy:
-                break
-            attempt(V, FL, params, LI, conf)
-            for l in range(W):
-                if LI[ACTIVE, l] == 0:
-                    continue
-                LI[NFEV_, l] += step_nfev
-                if pair:
-                    err = pair_norm(l, V, FL, conf[LI[CI, l]])
-                else:
-                    err = FL[ERR, l]
-                if err < 1.0:
-                    if err == 0.0:
-                        factor = MAX_FACTOR
-                    else:
-                        factor = min(MAX_FACTOR, step_factor(err))
-                    if LI[REJ, l] != 0:
-                        factor = min(1.0, factor)
-                    FL[HABS, l] = FL[HABS, l] * factor
-                    accept(l, t_eval, params, iconf, out_y, work, V, FL, LI)
-                    if FL[DIRS, l] * (FL[T, l] - FL[TEND, l]) >= 0.0:
-                        finish(l, SUCCESS, info, LI)
-                    else:
-                        LI[FRESH, l] = 1
-                        continue
-                else:
-                    FL[HABS, l] = FL[HABS, l] * max(MIN_FACTOR, step_factor(err))
-                    LI[REJ, l] = 1
-                    # written so that a NaN error (a non-finite state) also ends here
-                    if FL[HABS, l] >= FL[MINS, l]:
-                        continue
-                    finish(l, STEP_TOO_SMALL, info, LI)
-                next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
-                                   out_y, info, t_events, n_events, work, V, FL, LI)
+                busy = busy or LI[ACTIVE, l] != 0
 
     return solve

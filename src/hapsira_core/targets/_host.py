@@ -1,7 +1,6 @@
 """What the host targets (cpu, parallel) share: ``numba.njit`` functions, C called
 by symbol, and XLA handlers that are numba ``cfunc``s."""
 
-import contextlib
 import math
 import sys
 import warnings
@@ -440,17 +439,80 @@ class PrangeLoop(kernel.ObjectKernel):
 
 # --- lanes: several objects per core at once (hapsira_core.ivp.lanes) ---
 
-@contextlib.contextmanager
-def slp_vectorizer():
-    """numba's SLP vectoriser on while a lane kernel compiles (numba leaves it off by
-    default; the per-object kernels keep that). The lane loop's attempt is W lanes'
-    isomorphic straight-line code, which this pass packs into vector instructions."""
-    old = numba.core.config.SLP_VECTORIZE
-    numba.core.config.SLP_VECTORIZE = 1
-    try:
-        yield
-    finally:
-        numba.core.config.SLP_VECTORIZE = old
+#: How deep LLVM's SLP vectoriser follows a value's operands from a store (LLVM's
+#: ``-slp-recursion-max-depth``, 12 by default). A stage's state sum reaches through the
+#: user's ``f`` to the previous stages: at 12 the orbit workload's attempt (W = 8) kept
+#: 2492 scalar multiplications beside 174 packed ones; at 64, 97 beside 644.
+SLP_DEPTH = 64
+_SLP_DEPTH_DEFAULT = 12
+
+
+_lane_compiler = None
+
+
+def lane_compiler():
+    """numba's nopython pipeline with LLVM's SLP vectoriser on (trees `SLP_DEPTH` deep)
+    only while the function itself is lowered and optimised, its callees inlined: the
+    lanes' attempt (`hapsira_core.ivp.lanes`), the W lanes' isomorphic straight-line code
+    that this pass packs into vector instructions (numba leaves it off by default).
+
+    Off while the functions it calls compile on their own (each is compiled, and
+    optimised alone, before): compiled with the vectoriser on, cowell's ``f`` packed its
+    own x, y, z into vectors of one lane, and those no longer pack across the lanes once
+    inlined (the orbit workload's attempt, W = 8, kept 288 2-wide and 100 scalar
+    multiplications beside 695 8-wide ones; compiled apart, 817 8-wide and nothing
+    else). Only the attempt: a caller (the lane loop, the kernel) would reach it by a
+    call to the attempt's own machine code where LLVM does not inline it, so vectorising
+    at the kernel only left the attempt scalar in process (measured: 24 against 7
+    us/object on Van der Pol, the disk cache's copy being the fast one)."""
+    global _lane_compiler
+    if _lane_compiler is not None:
+        return _lane_compiler
+    from numba.core import compiler, compiler_machinery, typed_passes
+
+    saved = []
+
+    @compiler_machinery.register_pass(mutates_CFG=False, analysis_only=True)
+    class LaneVectoriserOn(compiler_machinery.LoweringPass):
+        _name = "hapsira_lane_vectoriser_on"
+
+        def __init__(self):
+            compiler_machinery.LoweringPass.__init__(self)
+
+        def run_pass(self, state):
+            import llvmlite.binding as llvm
+
+            saved.append(numba.core.config.SLP_VECTORIZE)
+            numba.core.config.SLP_VECTORIZE = 1
+            llvm.set_option("", f"-slp-recursion-max-depth={SLP_DEPTH}")
+            return False
+
+    @compiler_machinery.register_pass(mutates_CFG=False, analysis_only=True)
+    class LaneVectoriserOff(compiler_machinery.LoweringPass):
+        _name = "hapsira_lane_vectoriser_off"
+
+        def __init__(self):
+            compiler_machinery.LoweringPass.__init__(self)
+
+        def run_pass(self, state):
+            import llvmlite.binding as llvm
+
+            numba.core.config.SLP_VECTORIZE = saved.pop() if saved else 0
+            llvm.set_option("", f"-slp-recursion-max-depth={_SLP_DEPTH_DEFAULT}")
+            return False
+
+    class LaneCompiler(compiler.CompilerBase):
+        def define_pipelines(self):
+            pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+            lowering = [cls for cls, _ in pm.passes if cls in (
+                typed_passes.NativeLowering, typed_passes.NativeParforLowering)][0]
+            pm.add_pass_after(LaneVectoriserOn, typed_passes.AnnotateTypes)
+            pm.add_pass_after(LaneVectoriserOff, lowering)
+            pm.finalize()
+            return [pm]
+
+    _lane_compiler = LaneCompiler
+    return LaneCompiler
 
 
 def cpu_features():
@@ -488,7 +550,7 @@ AUTO_LANES_MIN_OBJECTS = 1024
 
 def lane_code_options(width):
     """What a lane kernel's code depends on beyond the target's options."""
-    return ("lanes", width, "slp") + cpu_features()
+    return ("lanes", width, "slp", SLP_DEPTH) + cpu_features()
 
 
 class LaneKernel(kernel.ObjectKernel):
@@ -551,10 +613,11 @@ class LaneKernel(kernel.ObjectKernel):
         return numba.njit(error_model="numpy", parallel=self.PARALLEL, cache=cached)(function)
 
     def _build(self):
-        with slp_vectorizer():  # compiled now, not at the first call, to have it on
-            compiled = super()._build()
-            compiled.compile(self._signature())
-        return compiled
+        old = numba.core.config.SLP_VECTORIZE
+        try:
+            return super()._build()
+        finally:  # (a failed compile may have left the vectoriser on)
+            numba.core.config.SLP_VECTORIZE = old
 
     def _run(self, compiled, arrays):
         if arrays[self.n_inputs].shape[0] > 0:

@@ -146,6 +146,8 @@ def test_host_width_on_van_der_pol(monkeypatch):
 
 @host_only
 def test_orbit_workload_bit_identical(monkeypatch):
+    import re
+
     from reference import K_EARTH, R_EARTH, coe_to_rv
 
     from hapsira_cowell import cowell
@@ -158,16 +160,27 @@ def test_orbit_workload_bit_identical(monkeypatch):
     v0 = np.array([s[1] for s in states])
     tofs = np.linspace(0.0, 6 * 3600.0, 4)
     results = []
-    for width in (2, 0):
+    for width in (4, 0):
         monkeypatch.setattr(build, "lanes", lambda *a, width=width, **k: width)
         monkeypatch.setattr(settings, "LANES", width)
         results.append(cowell(K_EARTH, r0, v0, tofs, f=_two_body_j2, rtol=1e-11))
         monkeypatch.undo()
     lane, scalar = results
-    for field in ("rr", "vv", "status", "nfev"):
+    for field in ("rr", "vv", "status", "nfev", "nsteps"):
         assert np.asarray(getattr(lane, field)).tobytes() == \
             np.asarray(getattr(scalar, field)).tobytes(), field
     assert (np.asarray(scalar.status) == 0).all()
+    from hapsira_core.targets import _host
+
+    if _host.vector_doubles() >= 4:
+        # f (two-body + J2: a square root, a division, x, y, z alike) packs across the
+        # lanes too, compiled apart without the vectoriser (`_host.lane_compiler`): the
+        # attempt that ran above, at 4 lanes, every multiplication on ymm registers
+        spec = [s for s in build.KERNELS if s.lanes == 4 and s.n == 6]
+        asm = _attempt_asm("DOP853", 6, spec[0].fun, 4)
+        packed, scalar_ops = _packed(asm, "ymm")
+        assert packed > 600 and scalar_ops == 0, (packed, scalar_ops)
+        assert not re.search(r"\bv(div|sqrt)sd\b|\bvmulpd\b[^\n]*xmm", asm)
 
 
 @hjit
@@ -230,25 +243,45 @@ def test_cache_key_has_width_and_cpu(monkeypatch):
     assert len(keys) == 3
 
 
+def _attempt_asm(method, n, fun, width):
+    """The assembly of the lanes' attempt (`lanes.make_attempt`) for the lane loop's
+    argument types: the function that the lane kernel calls, compiled as it compiles it
+    (with `_host.lane_compiler`'s vectoriser)."""
+    from numba import types
+
+    f64 = types.float64
+    signature = (types.Array(f64, 3, "C"), types.Array(f64, 2, "C"),
+                 types.UniTuple(types.Array(f64, 1, "A"), width),
+                 types.Array(types.int64, 2, "C"), types.Array(f64, 2, "C"), types.int64)
+    attempt = lanes.make_attempt(method, n, fun, width)
+    attempt.compile(signature)
+    return attempt.inspect_asm(signature)
+
+
+def _packed(asm, register):
+    """Counts of packed multiplications on ``register`` and of scalar ones."""
+    import re
+
+    return (len(re.findall(rf"\bvmulpd\b[^\n]*{register}", asm)),
+            len(re.findall(r"\bvmulsd\b", asm)))
+
+
 @host_only
 def test_attempt_is_packed_vector_code():
-    """The lanes' attempt compiles to packed instructions (4 float64 per ymm on AVX2)."""
+    """The lanes' attempt on Van der Pol at the host's width compiles to packed
+    instructions (4 float64 per ymm with AVX2, 8 per zmm with AVX-512), the step control
+    after it included: no scalar multiplication, division or square root."""
     import re
 
     from hapsira_core.targets import _host
 
-    if _host.vector_doubles() < 4:
+    register = {8: "zmm", 4: "ymm"}.get(_host.vector_doubles())
+    if register is None:
         pytest.skip("no AVX on this host")
-    width = 4
-    attempt = lanes.make_attempt("DOP853", 2, van_der_pol, width)
-    n_rows = 3 + 12 + 1 + 2
-    with _host.slp_vectorizer():
-        attempt(np.ones((n_rows, 2, width)), np.ones((lanes.N_FLOATS, width)),
-                np.ones((1, 1)), np.zeros((lanes.N_INTS, width), np.int64), np.ones((1, 8)))
-    asm = "\n".join(attempt.inspect_asm().values())
-    packed = len(re.findall(r"\bvmulpd\b[^\n]*ymm", asm))
-    scalar = len(re.findall(r"\bvmulsd\b", asm))
-    assert packed > 100 and packed > scalar, (packed, scalar)
+    asm = _attempt_asm("DOP853", 2, van_der_pol, _host.vector_doubles())
+    packed, scalar = _packed(asm, register)
+    assert packed > 150, packed
+    assert not re.search(r"\bv(mul|div|sqrt)sd\b", asm)
 
 
 @host_only
