@@ -14,7 +14,7 @@
 # Not default stages either: stiff (benchmarks/stiff.py --platform cuda, issue 31), screen
 # (benchmarks/screening.py, 20,000 objects, 7 days, issue 32), stm (benchmarks/stm_cost.py,
 # issue 28), userf (benchmarks/gpu_user_f.py, issue 29), statesize (benchmarks/state_size.py
-# with CuBIE and diffrax, issue 24).
+# with CuBIE and diffrax, issue 24), interleave (ours with HAPSIRA_CUDA_INTERLEAVE 0 and 1).
 # (benchmarks/gpu.py runs bench, ensembles and jax in one command, without the deadline.)
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
@@ -214,6 +214,18 @@ PY
         stage statesize_large 200 python3 benchmarks/state_size.py --targets cuda \
             --sizes 200,1000 --objects 10000 --forms array --peers cubie,diffrax \
             --peer-timeout 90 --out "$RES/${MACHINE}_state_size_peers_large.json"
+        ;;
+    interleave)
+        # issue 24: the explicit methods' work rows interleaved across objects (default)
+        # against per-object rows, ours only, in one call: per-object first, then interleaved
+        for IL in 0 1; do
+            stage "interleave${IL}_small" 90 env HAPSIRA_TARGET=cuda HAPSIRA_CUDA_INTERLEAVE=$IL \
+                python3 benchmarks/state_size.py --targets cuda --sizes 6,28 --objects 100000 \
+                --forms array --out "$RES/${MACHINE}_state_size_interleave${IL}_small.json"
+            stage "interleave${IL}_large" 100 env HAPSIRA_TARGET=cuda HAPSIRA_CUDA_INTERLEAVE=$IL \
+                python3 benchmarks/state_size.py --targets cuda --sizes 200,1000 --objects 10000 \
+                --forms array --out "$RES/${MACHINE}_state_size_interleave${IL}_large.json"
+        done
         ;;
     *) echo "unknown stage $s" ;;
     esac

@@ -13,6 +13,9 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
+``HAPSIRA_CUDA_INTERLEAVE``  explicit methods' working  ``auto``
+                   rows interleaved across objects (cuda):
+                   ``auto`` (``stm=True``), ``on``, ``off``
 ``HAPSIRA_LANES``  objects per core at once, in SIMD   ``off`` (cpu, parallel)
                    lanes: ``auto``, ``off`` or a width
 =================  ==================================  =========
@@ -21,7 +24,7 @@ A bad value raises `ValueError` naming the variable, the value and
 what is valid. Settings cannot change after import: compiled code depends on
 them, so change the environment and start a new process instead. Those that
 change the generated code (the target, ``HAPSIRA_DEBUG``,
-``HAPSIRA_CUDA_MAX_REGISTERS``) are part of the kernel cache key
+``HAPSIRA_CUDA_MAX_REGISTERS``, ``HAPSIRA_CUDA_INTERLEAVE``) are part of the kernel cache key
 (`hapsira_core.kernels.cache.code_settings`), so a warm cache never serves a kernel
 built under other values. An unusable ``HAPSIRA_CACHE_DIR`` gives one
 ``CacheWarning`` and in-memory kernels.
@@ -114,6 +117,12 @@ CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # kernel time): benchmarks/results/h100_launch_sweep.json
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
+#: Where the cuda target lays an explicit method's ``work`` rows out with the object axis
+#: last (`hapsira_core.ivp.build.interleaves_work`): ``auto`` for the variational equations
+#: of ``stm=True`` (measured faster there, slower for a loop-based array-form ``fun``),
+#: ``on`` for every array-form kernel, ``off`` for none (each object's rows contiguous)
+CUDA_INTERLEAVE = {"auto": "auto", **{k: ("on" if v else "off") for k, v in _BOOLEANS.items()}}.get(
+    _choice("HAPSIRA_CUDA_INTERLEAVE", "auto", ("auto",) + tuple(_BOOLEANS)))
 
 
 def _lanes(name, default):

@@ -23,7 +23,7 @@ from .state import fun_form
 KERNELS = {}
 
 
-def arguments(events=True, event_states=True, records=False):
+def arguments(events=True, event_states=True, records=False, interleave_work=False):
     """The kernel's array arguments, in the order the loop takes them.
 
     ``t_eval`` and ``conf`` (which holds t0 and tf) are per-object arguments,
@@ -34,6 +34,8 @@ def arguments(events=True, event_states=True, records=False):
     objects), ``y_events`` without ``event_states`` (48 MB for 6 components).
     ``records``: the step records of ``dense_output`` and ``t_eval="steps"``
     (`.loop.make_solve`), ``steps`` ``(S + 1, 2)`` and ``dense`` ``(S, k + 1, n)``.
+    ``interleave_work``: the ``work`` rows may be laid out with the object axis last
+    (`hapsira_core.kernels.kernel.Arg`'s ``interleaved``; `interleaves_work`).
     """
     f64, i64 = np.float64, np.int64
     inputs, outputs, scratch = (
@@ -53,7 +55,7 @@ def arguments(events=True, event_states=True, records=False):
         Arg("n_events", i64, ("e",), output=True, scratch=not events),
     ), (
         Arg("scratch", f64, ("e", "two"), scratch=True),
-        Arg("work", f64, ("s", "n"), scratch=True),
+        Arg("work", f64, ("s", "n"), scratch=True, interleaved=interleave_work),
     )
     if records:
         outputs = outputs + (Arg("steps", f64, ("s1", "two"), output=True),
@@ -122,12 +124,32 @@ class KernelSpec:
         return key, prelude
 
     def build(self):
-        args = arguments(bool(self.event_functions), self.event_states, self.records)
+        args = arguments(bool(self.event_functions), self.event_states, self.records,
+                         interleaves_work(self.method, self.fun))
         if self.lanes:
             scalar = dataclasses.replace(self, lanes=0)
             return target.LaneKernel(self.body(), args, self.recipe(),
                                      lambda: _built(scalar))
         return ObjectKernel(self.body(), args, self.recipe())
+
+
+def interleaves_work(method, fun=None):
+    """Whether the kernel's ``work`` rows may be interleaved across objects (a target
+    that can lays them out ``(rows, n, N)``: the cuda target, `HAPSIRA_CUDA_INTERLEAVE`).
+
+    Measured on an H200 (2026-11-28, `ci/gpu/core.sh interleave stm stm_interleave`,
+    ``benchmarks/results/h200_*interleave*.json``): ``stm=True`` at 10^6 LEO objects
+    12.9 against 20.2 us/object-day (1.57x; 1.55x at 10^5), so the variational
+    equations (``hapsira_interleave_work``, straight-line code at constant indices)
+    take it under ``auto``; a loop-based array-form ``fun`` (Lorenz-96) was slower
+    interleaved: 1.32x at n = 28 and 10^6 objects, 1.16-1.22x at n = 28, 200, 1000,
+    so it keeps per-object rows (``on`` interleaves it too). Only the explicit
+    methods: interleaved, BDF failed on an H200 (status -1 after four steps, 7 tests
+    of test_dense_implicit.py; the simulator and the host passed, 2026-11-27)."""
+    if methods.get(method).state_shape is not None or settings.CUDA_INTERLEAVE == "off":
+        return False
+    return settings.CUDA_INTERLEAVE == "on" or bool(getattr(fun, "hapsira_interleave_work",
+                                                            False))
 
 
 def _built(spec):

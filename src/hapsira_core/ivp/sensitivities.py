@@ -178,6 +178,8 @@ def variational(state_fun, fun, n):
     made.hapsira_error_components = n
     made.hapsira_as_written = True
     made.hapsira_checked_twin = True  # writes dz at constant indices only
+    # its work rows interleaved across objects on a GPU: 1.57x (`.build.interleaves_work`)
+    made.hapsira_interleave_work = True
     return made
 
 

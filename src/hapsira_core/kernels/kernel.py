@@ -24,15 +24,24 @@ class Arg:
     ``output``: written by the kernel; outputs are per-object, and the body
     must write every element of its rows. ``scratch``: an output that is
     working memory only: on the GPU it is never copied back to the host.
+    ``interleaved``: scratch that a target may lay out with the object axis
+    last, ``core + (N,)``, so that neighbouring objects' elements are
+    neighbours in memory (the cuda target does: a warp's loads of one row then
+    coalesce); the body sees the same per-object view either way, strided.
     """
 
-    def __init__(self, name, dtype, core, per_object=True, output=False, scratch=False):
+    def __init__(self, name, dtype, core, per_object=True, output=False, scratch=False,
+                 interleaved=False):
         self.name = name
         self.dtype = np.dtype(dtype)
         self.core = tuple(core)
         self.per_object = per_object or output or scratch
         self.output = output or scratch
         self.scratch = scratch
+        self.interleaved = bool(interleaved and scratch)
+        if interleaved and not scratch:
+            raise ValueError(f"{name}: only scratch arrays can be interleaved (an output's "
+                             "rows are copied back object by object)")
 
     def numba_type(self):
         scalar = numba.from_dtype(self.dtype)

@@ -184,7 +184,8 @@ def test_compile_options_of_a_helper_are_in_the_key(keys, options):
 
 
 @pytest.mark.parametrize("setting, value", [
-    ("DEBUG", True), ("NAME", "other"), ("CUDA_MAX_REGISTERS", 32)])
+    ("DEBUG", True), ("NAME", "other"), ("CUDA_MAX_REGISTERS", 32),
+    ("CUDA_INTERLEAVE", "on")])
 def test_settings_that_change_the_generated_code_are_in_the_key(keys, monkeypatch, setting,
                                                                  value):
     files = {"helpers": OPTIONS.format(options=""), "model": SIMPLE_MODEL}
@@ -196,8 +197,8 @@ def test_settings_that_change_the_generated_code_are_in_the_key(keys, monkeypatc
         monkeypatch.setattr(settings, setting, value)
     build.KERNELS.clear()
     changed = keys(files) != base
-    # the register cap is only given to the GPU compiler
-    assert changed == (setting != "CUDA_MAX_REGISTERS" or settings.TARGET == "cuda")
+    # the register cap and the interleaved rows are the GPU's alone
+    assert changed == (not setting.startswith("CUDA_") or settings.TARGET == "cuda")
 
 
 # --- random helper modules, one random edit: the key changes exactly when f reads it

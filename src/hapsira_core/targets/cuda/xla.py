@@ -13,6 +13,7 @@ from numba import cuda
 
 from ... import settings, xla_ffi as ffi
 from .._floats import ieee_python
+from .launch import interleaved_shape
 from .surface import SIMULATOR
 
 
@@ -86,6 +87,9 @@ class _CudaLauncher:
         for index, (data, _, _) in enumerate(found):
             self.xla.pointers[index] = data
         n = found[self.xla.n_inputs][1][0]
+        # interleaved scratch: XLA's (N,) + core buffer as core + (N,), as the kernel reads it
+        found = [(data, interleaved_shape(arg, shape), dtype)
+                 for arg, (data, shape, dtype) in zip(self.xla.args, found)]
         if n == 0:
             return None
         kernel = self.xla.kernel.compile()

@@ -5,11 +5,24 @@ import pytest
 
 from hapsira_core import settings
 from hapsira_cowell import cowell
-from hapsira_core.jit import ObjectKernel
+from hapsira_core.jit import ObjectKernel, hjit
 
 from reference import K_EARTH, varied_orbits
 
 pytestmark = pytest.mark.skipif(settings.TARGET != "cuda", reason="launches exist on cuda only")
+
+
+@hjit
+def _lotka(t, y, p):
+    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+
+
+@hjit
+def _ring(t, y, p, dydt):
+    """The array form (any n): a damped ring of coupled coordinates."""
+    n = y.shape[0]
+    for i in range(n):
+        dydt[i] = p[0] * (y[i - 1] - 2.0 * y[i] + y[(i + 1) % n]) - p[1] * y[i]
 
 
 class _Context:
@@ -56,3 +69,41 @@ def test_kernel_time_counts_overlapping_chunks_once():
     assert _busy_seconds([(0.0, 16.0), (12.5, 30.0), (29.0, 31.0), (40.0, 41.5)]) == 0.0325
     assert _busy_seconds([(3.0, 4.0), (0.0, 10.0)]) == 0.01
     assert _busy_seconds([]) == 0.0
+
+
+def test_stm_kernels_interleave_their_working_rows_across_objects(monkeypatch):
+    """``stm=True``'s variational equations keep their work rows ``(rows, n, N)`` on cuda
+    (a warp's loads coalesce; `build.interleaves_work`, HAPSIRA_CUDA_INTERLEAVE=auto):
+    object i reads column i of one whole buffer per stream, so chunks of fewer objects
+    than the buffer (the last one here: 3, 3, 1) and a single object give the numbers
+    of one launch, bit for bit. A user's array-form fun and the implicit methods keep
+    per-object rows."""
+    from hapsira_core.ivp import build, sensitivities, solve_ivp
+    from hapsira_core.targets.cuda import launch
+
+    assert settings.CUDA_INTERLEAVE == "auto"  # the default
+    stm_fun = sensitivities.variational(_lotka, _lotka, 2)
+    for method, fun, expected in (("DOP853", stm_fun, True), ("RK45", stm_fun, True),
+                                  ("RK23", stm_fun, True), ("DOP853", _ring, False),
+                                  ("Radau", stm_fun, False), ("BDF", stm_fun, False)):
+        assert build.interleaves_work(method, fun) is expected
+        work = [a for a in build.arguments(interleave_work=expected) if a.name == "work"][0]
+        assert launch.interleaved(work) is expected
+    kernel = build.kernel("DOP853", 6, stm_fun, ())
+    assert "work[:, :, i]" in kernel._source() and "y[i]" in kernel._source()
+    assert "work[i]" in build.kernel("DOP853", 40, _ring, ())._source()
+    assert launch.interleaved_shape(
+        [a for a in kernel.args if a.name == "work"][0], (7, 37, 6)) == (37, 6, 7)
+    rng = np.random.default_rng(4)
+    y0 = rng.uniform(1.0, 3.0, (7, 2))
+    params = rng.uniform(0.5, 1.5, (7, 4))
+    kwargs = dict(t_eval=np.linspace(0.0, 2.0, 3), rtol=1e-8, atol=1e-10, params=params,
+                  stm=True)
+    whole = solve_ivp(_lotka, (0.0, 2.0), y0, **kwargs)
+    assert (whole.status == 0).all() and np.isfinite(whole.stm).all()
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 3)
+    chunked = solve_ivp(_lotka, (0.0, 2.0), y0, **kwargs)
+    np.testing.assert_array_equal(chunked.stm, whole.stm)
+    np.testing.assert_array_equal(chunked.y, whole.y)
+    one = solve_ivp(_lotka, (0.0, 2.0), y0[6], **dict(kwargs, params=params[6]))
+    np.testing.assert_array_equal(one.stm, whole.stm[6])
