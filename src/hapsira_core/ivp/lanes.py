@@ -98,12 +98,16 @@ def generate_attempt(tableau, n, width):
     copies of each operation are isomorphic and become vector instructions, the step
     control's decisions selects.
 
-    ``V[:, :, lane]``: the lane's states (`ROWS`: ``V[2 + c]`` is stage c, ``V[2 + s]``
-    the step end's derivative; ``F`` the derivative at the step's start, stage 0;
-    ``V[3 + s + k]`` the k-th output sum, b then the error rows); ``FL`` its floats,
-    ``LI`` its integers (`FLOATS`, `INTS`), ``PV[lane]`` its object's parameters,
-    ``TL[:, lane]`` its rtol then atol. ``FL[ERR]``: the error norm (one error row) or
-    e5's and ``FL[ERR + 1]`` e3's sum of squares (DOP853's pair).
+    ``V[:, :, lane]``: the lane's states (``Y``, ``F`` the derivative at the step's
+    start; ``YN`` and ``FN``, the step's end and its derivative, are written by the
+    lane-by-lane code); ``FL`` its floats, ``LI`` its integers (`FLOATS`, `INTS`),
+    ``PV[lane]`` its object's parameters, ``TL[:, lane]`` its rtol then atol.
+
+    Only the states, times and counts that move on are stored: a lane the lane-by-lane
+    code takes over gets the step again from the per-object attempt (the same numbers),
+    its stages in its object's work rows for the interpolant; storing every lane's
+    stages and sums each attempt (90 of its 120 stores on the orbit workload) was for
+    the one lane in hundreds of attempts that needed them.
 
     The step control of the per-object loop (`.control.make_step`) then runs here, as
     selects, for a lane whose attempt is rejected with a step still above the smallest
@@ -221,20 +225,6 @@ def generate_attempt(tableau, n, width):
         emit(f"tx_{l} = tc_{l} + hx_{l} * dr_{l}")
         emit(f"tx_{l} = te_{l} if dr_{l} * (tx_{l} - te_{l}) > 0.0 else tx_{l}")
         emit(f"hn_{l} = tx_{l} - tc_{l}")
-    for c in range(1, s + 1):
-        for i in idx:
-            for l in lanes:
-                emit(f"V[{2 + c}, {i}, {l}] = k{c}_{i}_{l}")
-    for k, name in enumerate(names):
-        for i in idx:
-            for l in lanes:
-                emit(f"V[{3 + s + k}, {i}, {l}] = {name}{i}_{l}")
-    for i in idx:
-        for l in lanes:
-            emit(f"V[YN, {i}, {l}] = yn{i}_{l}")
-    for e in (0, 1):
-        for l in lanes:
-            emit(f"FL[ERR + {e}, {l}] = err{e}_{l}")
     for i in idx:
         for l in lanes:
             emit(f"V[Y, {i}, {l}] = yn{i}_{l} if moved_{l} else y{i}_{l}")
@@ -258,13 +248,14 @@ def generate_attempt(tableau, n, width):
     return "\n".join(lines) + "\n"
 
 
-#: rows of the lanes' states ``V`` (then the stages from row 3, then the sums)
-Y, F, YN = 0, 1, 2
+#: rows of the lanes' states ``V``: the state, its derivative, the step's end and its
+#: derivative
+Y, F, YN, FN = 0, 1, 2, 3
 #: rows of the lanes' floats ``FL``: time, the attempt's end, its signed step, the span's
 #: end, the direction, max_step, |h|, the next output time (``direction * inf``: none
-#: left), the error numbers (2)
-T, TN, H, TEND, DIRS, MAXS, HABS, NEXT, ERR = range(9)
-N_FLOATS = ERR + 2
+#: left)
+T, TN, H, TEND, DIRS, MAXS, HABS, NEXT = range(8)
+N_FLOATS = NEXT + 1
 #: rows of the lanes' integers ``LI``: object, its params, conf and t_eval rows, next
 #: output time, nfev, nsteps; flags: has an object, at a step's start, rejected in this
 #: step, owes the interpolant of outputs at t0 (scipy builds the first step's; its
@@ -273,8 +264,8 @@ N_FLOATS = ERR + 2
 OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL = range(12)
 N_INTS = SPECIAL + 1
 _CONSTANTS = {name: value for name, value in globals().items()
-              if name in ("Y", "F", "YN", "T", "TN", "H", "TEND", "DIRS", "MAXS", "HABS",
-                          "NEXT", "ERR", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
+              if name in ("Y", "F", "YN", "FN", "T", "TN", "H", "TEND", "DIRS", "MAXS", "HABS",
+                          "NEXT", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
                           "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL")}
 
 
@@ -331,21 +322,17 @@ def make_solve_lanes(method_name, n, f, width):
     are shared), in ``width`` lanes; the outputs are those of `.loop.make_solve`'s
     ``solve`` for the same objects, bit for bit."""
     method = methods.get(method_name)
-    tableau = method.tableau
     ops = state_ops(n, "tuple")
     parts = method.build(ops, True, f)
     fun = rhs(f, "tuple", n)
     initial_step = make_initial_step(ops, method.rows, method.error_estimator_order, fun)
     coefficients, evaluate, own_placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     step_factor = _step_factor(parts.error_exponent)
+    step_attempt = parts.attempt
     attempt = make_attempt(method_name, n, f, width)
     get, put = make_access(n)
     views = make_views(width)
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
-    S = tableau.n_stages
-    n_rows = 3 + S + 1 + len(tableau.error)  # y, f, y_new, stages 1..s, the sums
-    SUM1 = 3 + S + 1  # the first error row's sums
-    pair = len(tableau.error) == 2  # DOP853's combined 5th/3rd order norm
     W = width
     step_nfev, dense_nfev = parts.step_nfev, parts.dense_nfev
     conf_row = config_row(n)
@@ -353,38 +340,7 @@ def make_solve_lanes(method_name, n, f, width):
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
     MAX, END_STATES = ICONF.max_steps, ICONF.end_states
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
-    n_err = float(n)
     inline = {"inline": "always"}  # the per-lane code of every attempt: no calls
-
-    @hjit
-    def overflowed_norm(l, V, h, conf_row_):
-        e5 = 0.0
-        e3 = 0.0
-        for i in range(n):
-            w = abs(h) * (1.0 / max(conf_row_[TOL + n + i] + max(abs(V[Y, i, l]),
-                                                                 abs(V[YN, i, l]))
-                                    * conf_row_[TOL + i], 2.2250738585072014e-308))
-            q5 = V[SUM1, i, l] * w
-            q3 = V[SUM1 + 1, i, l] * w
-            if i == 0:
-                e5 = q5 * q5
-                e3 = q3 * q3
-            else:
-                e5 = e5 + q5 * q5
-                e3 = e3 + q3 * q3
-        return e5 / math.sqrt((e5 + 0.01 * e3) * n_err)
-
-    @hjit(**inline)
-    def pair_norm(l, V, FL, conf_row_):
-        """DOP853's norm from the lane's sums of squares (`.methods.dop853`'s error_norm)."""
-        e5 = FL[ERR, l]
-        e3 = FL[ERR + 1, l]
-        if e5 == 0.0 and e3 == 0.0:
-            return 0.0
-        h = FL[H, l]
-        if e5 == math.inf or e3 == math.inf:  # overflowed: |h| moved into the weights
-            return overflowed_norm(l, V, h, conf_row_)
-        return abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * n_err)
 
     @hjit
     def begin(i, l, y0, t_eval, params, conf, iconf, out_y, info, t_events, n_events, work,
@@ -501,10 +457,7 @@ def make_solve_lanes(method_name, n, f, width):
         if need_dense:
             for r in range(n):
                 w[0, r] = V[F, r, l]
-            for c in range(1, S + 1):
-                for r in range(n):
-                    w[c, r] = V[2 + c, r, l]
-            coeffs = coefficients(t, y, get(V[F], l), y_new, get(V[2 + S], l), h,
+            coeffs = coefficients(t, y, get(V[F], l), y_new, get(V[FN], l), h,
                                   params[LI[PI, l]], w)
             LI[NFEV_, l] += dense_nfev
         out = out_y[i]
@@ -533,7 +486,7 @@ def make_solve_lanes(method_name, n, f, width):
         FL[T, l] = t_new
         for r in range(n):
             V[Y, r, l] = V[YN, r, l]
-            V[F, r, l] = V[2 + S, r, l]
+            V[F, r, l] = V[FN, r, l]
 
     @hjit(**inline)
     def opening(l, next_object, last, max_steps, y0, t_eval, params, conf, iconf, out_y,
@@ -576,7 +529,7 @@ def make_solve_lanes(method_name, n, f, width):
     def solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
               out_y, info, t_events, y_events, n_events, scratch, work, first, last):
         # lane arrays (zeros: a lane without an object computes on harmless numbers)
-        V = np.zeros((n_rows, n, W))
+        V = np.zeros((FN + 1, n, W))
         FL = np.zeros((N_FLOATS, W))
         LI = np.zeros((N_INTS, W), np.int64)
         TL = np.ones((2 * n, W))
@@ -605,12 +558,15 @@ def make_solve_lanes(method_name, n, f, width):
                 continue
             for l in range(W):
                 if LI[SPECIAL, l] == 1:
-                    # the per-object loop's step control, lane by lane
+                    # the per-object loop's step control, lane by lane, on the per-object
+                    # attempt's numbers (the same as the lanes', and its stages in the
+                    # object's work rows for the interpolant; an overflowed DOP853 norm)
                     LI[NFEV_, l] += step_nfev
-                    if pair:
-                        err = pair_norm(l, V, FL, conf[LI[CI, l]])
-                    else:
-                        err = FL[ERR, l]
+                    y_new, f_new, err = step_attempt(
+                        FL[T, l], get(V[Y], l), get(V[F], l), FL[H, l], params[LI[PI, l]],
+                        conf[LI[CI, l]], TOL, work[LI[OBJ, l]])
+                    put(V[YN], l, y_new)
+                    put(V[FN], l, f_new)
                     if err < 1.0:
                         if err == 0.0:
                             factor = MAX_FACTOR
