@@ -538,13 +538,14 @@ def lane_width():
     return settings.LANES
 
 
-#: auto's width in vectors: see docs/benchmarks.md ("Lanes") for the widths measured
+#: auto's width in vectors: see docs/benchmarks.md ("Lanes") for the widths measured (on
+#: AVX-512, 2026-11-28: W = 8 beat 4 on every workload; 16 was slower on Van der Pol)
 AUTO_LANES_PER_VECTOR = 1
 
 #: Under ``HAPSIRA_LANES=auto``, calls with fewer objects run the per-object kernel: a lane
-#: kernel compiles about twice as long (cowell: 149 s against 75 s on the loaded 2-core box)
-#: and saves ~150 us per LEO object-day, so a first compile pays only on large batches. A
-#: width given as a number always runs lanes.
+#: kernel compiles longer (cowell at W = 8: 52-132 s on the shared 2-core box, 2026-11-28)
+#: and saves ~170 us per LEO object-day there (202 -> 35), so a first compile pays only on
+#: large batches. A width given as a number always runs lanes.
 AUTO_LANES_MIN_OBJECTS = 1024
 
 

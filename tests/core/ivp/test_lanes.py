@@ -7,7 +7,8 @@ at import), and every output must be equal bit for bit: states, statuses, nfev, 
 The ensembles have per-object parameters and spans (one integrated backward), an object
 count that no width divides, and failing objects among them (a NaN initial state, a
 parameter that overflows f) that get their own status while the others keep their bits.
-Widths 2 and 3 keep the compile short; the host's own width runs on Van der Pol.
+Widths 2 and 3 keep the compile short; the host's own width runs on Van der Pol, 4 lanes
+on the orbit workload, and the assembly of both attempts is checked for packed arithmetic.
 """
 
 import math
