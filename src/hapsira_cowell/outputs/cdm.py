@@ -163,14 +163,13 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
     created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     io, kind = NdmIo(), getattr(NDMFileFormats, fmt.upper())
     m, ms = common.LengthUnits.M, cdm.DvUnits.M_S
+    km, kms = common.PositionUnits.KM, common.VelocityUnits.KM_S
     volume = {}
     if threshold is not None:
-        radius = common.LengthTypeUo
         volume = dict(screen_volume_frame=cdm.ScreenVolumeFrameType.RTN,
                       screen_volume_shape=cdm.ScreenVolumeShapeType.ELLIPSOID,
-                      screen_volume_x=radius(value=threshold * 1e3, units=m),
-                      screen_volume_y=radius(value=threshold * 1e3, units=m),
-                      screen_volume_z=radius(value=threshold * 1e3, units=m))
+                      **{f"screen_volume_{a}": common.LengthTypeUo(value=threshold * 1e3,
+                                                                   units=m) for a in "xyz"})
     paths = []
     for row in range(len(enc)):
         objects = (int(enc.i[row]), int(enc.j[row]))
@@ -180,12 +179,10 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
             miss_distance=common.LengthTypeUo(value=float(enc.miss[row]) * 1e3, units=m),
             relative_speed=cdm.DvType(value=float(enc.speed[row]) * 1e3, units=ms),
             relative_state_vector=cdm.RelativeStateVectorType(
-                relative_position_r=common.LengthTypeUo(value=float(rel[0]), units=m),
-                relative_position_t=common.LengthTypeUo(value=float(rel[1]), units=m),
-                relative_position_n=common.LengthTypeUo(value=float(rel[2]), units=m),
-                relative_velocity_r=cdm.DvType(value=float(rel[3]), units=ms),
-                relative_velocity_t=cdm.DvType(value=float(rel[4]), units=ms),
-                relative_velocity_n=cdm.DvType(value=float(rel[5]), units=ms)),
+                **{f"relative_position_{a}": common.LengthTypeUo(value=float(rel[c]), units=m)
+                   for c, a in enumerate("rtn")},
+                **{f"relative_velocity_{a}": cdm.DvType(value=float(rel[3 + c]), units=ms)
+                   for c, a in enumerate("rtn")}),
             start_screen_period=None if period[0] is None else period[0] + "Z",
             stop_screen_period=None if period[1] is None else period[1] + "Z",
             **volume)
@@ -204,14 +201,11 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
                 gravity_model=gravity_model, atmospheric_model="NONE",
                 n_body_perturbations="NONE", solar_rad_pressure=common.YesNoType.NO,
                 earth_tides=common.YesNoType.NO, intrack_thrust=common.YesNoType.NO)
-            position, velocity = common.PositionUnits.KM, common.VelocityUnits.KM_S
             state = cdm.CdmStateVectorType(
-                x=common.PositionTypeUr(value=float(rr[0]), units=position),
-                y=common.PositionTypeUr(value=float(rr[1]), units=position),
-                z=common.PositionTypeUr(value=float(rr[2]), units=position),
-                x_dot=common.VelocityTypeUr(value=float(vv[0]), units=velocity),
-                y_dot=common.VelocityTypeUr(value=float(vv[1]), units=velocity),
-                z_dot=common.VelocityTypeUr(value=float(vv[2]), units=velocity))
+                **{a: common.PositionTypeUr(value=float(rr[c]), units=km)
+                   for c, a in enumerate("xyz")},
+                **{f"{a}_dot": common.VelocityTypeUr(value=float(vv[c]), units=kms)
+                   for c, a in enumerate("xyz")})
             segments.append(cdm.CdmSegment(metadata=metadata, data=cdm.CdmData(
                 state_vector=state, covariance_matrix=_covariance(cdm, common, P))))
         stamp = tca_text[row].replace("-", "").replace(":", "")

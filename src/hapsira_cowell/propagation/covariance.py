@@ -70,6 +70,16 @@ def check_covariance(P, name, n=None):
     return P, single
 
 
+def covariances_in_km(P0, n, name="P0"):
+    """``P0`` (`check_covariance`'d, shared or one per object) as ``(n, 6, 6)`` plain
+    numbers in km and km/s: a Quantity of length squared converted by one factor."""
+    values, unit = _length_squared(P0, name)
+    values, _ = check_covariance(values, name, n)
+    if unit is not None:
+        values = values * unit.to(u.km ** 2)
+    return np.broadcast_to(values, (n, 6, 6))
+
+
 def propagate(res, P0):
     """The linear covariance ``P(t) = Phi(t) P0 Phi(t)^T`` of each object at each time of
     flight.
@@ -138,11 +148,7 @@ def sample(r0, v0, P0, clones, seed=None):
     r0, v0, _ = check_states(r0, v0)
     n = r0.shape[0]
     clones = checks.integer(clones, "clones", 2)
-    values, unit = _length_squared(P0, "P0")
-    values, _ = check_covariance(values, "P0", n)
-    if unit is not None:
-        values = values * unit.to(u.km ** 2)
-    values = np.broadcast_to(values, (n, 6, 6))
+    values = covariances_in_km(P0, n)
     # P0 = V diag(w) V^T: x = mean + V sqrt(w) z (a semidefinite P0 has no Cholesky factor)
     w, V = np.linalg.eigh(values)
     factor = V * np.sqrt(np.clip(w, 0.0, None))[:, None, :]

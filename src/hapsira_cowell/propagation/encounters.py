@@ -17,7 +17,7 @@ from astropy import units as u
 
 from ..units import UnitsWarning, to_value
 from .conjunctions import ConjunctionTable, _rows, two_body_j2
-from .covariance import _length_squared, check_covariance, propagate, rtn_basis
+from .covariance import covariances_in_km, propagate, rtn_basis, to_rtn
 from .forms import check_gm, check_states
 
 __all__ = ["Encounters", "encounters"]
@@ -76,11 +76,7 @@ def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
     k = float(check_gm(k))
     r0, v0, _ = check_states(r0, v0)
     n = r0.shape[0]
-    values, unit = _length_squared(P0, "P0")
-    values, _ = check_covariance(values, "P0", n)
-    if unit is not None:
-        values = values * unit.to(u.km ** 2)
-    values = np.broadcast_to(values, (n, 6, 6))
+    values = covariances_in_km(P0, n)
     t0 = float(to_value(t0, u.s, "t0"))
     i, j, tca = table.i, table.j, table.tca
     if len(table) and (max(i.max(), j.max()) >= n or min(i.min(), j.min()) < 0):
@@ -111,16 +107,12 @@ def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
         stm[moving] = res.stm[:, 0]
         status[moving] = res.status
     P = propagate(stm[:, None], values[objects])[:, 0]
+    P_rtn = to_rtn(states[:, :3], states[:, 3:], P)  # NaN rows stay NaN
     half = len(table)
-    basis = rtn_basis(states[:, :3], states[:, 3:])  # NaN rows stay NaN
-    Q = np.zeros((2 * half, 6, 6))
-    Q[:, :3, :3] = Q[:, 3:, 3:] = basis
-    P_rtn = Q @ P @ Q.swapaxes(-1, -2)
-    P_rtn = 0.5 * (P_rtn + P_rtn.swapaxes(-1, -2))
+    basis = rtn_basis(states[:half, :3], states[:half, 3:])  # object i's axes
     difference = states[half:] - states[:half]
-    relative = np.concatenate([np.einsum("kij,kj->ki", basis[:half], difference[:, :3]),
-                               np.einsum("kij,kj->ki", basis[:half], difference[:, 3:])],
-                              axis=1)
+    relative = np.concatenate([np.einsum("kij,kj->ki", basis, difference[:, :3]),
+                               np.einsum("kij,kj->ki", basis, difference[:, 3:])], axis=1)
     return Encounters(i=i, j=j, tca=tca, miss=table.miss, speed=table.speed,
                       rr1=states[:half, :3], vv1=states[:half, 3:], rr2=states[half:, :3],
                       vv2=states[half:, 3:], P1=P[:half], P2=P[half:], P1_rtn=P_rtn[:half],
