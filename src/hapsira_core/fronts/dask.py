@@ -480,7 +480,7 @@ class DaskBatchSolution:
             raise IndexError(f"i: object {i} of {sum(rows)}")
         chunk = int(np.searchsorted(np.cumsum(rows), i, side="right"))
         start = int(sum(rows[:chunk]))
-        values = self.raw.blocks[chunk].to_delayed().ravel()[0].compute()
+        values = self.chunk_tasks()[chunk].compute()
         return DenseSolution(_joined_records(self._blob, self._first, [values]), i - start)
 
     def __repr__(self):

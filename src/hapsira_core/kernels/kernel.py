@@ -38,10 +38,10 @@ class Arg:
         self.per_object = per_object or output or scratch
         self.output = output or scratch
         self.scratch = scratch
-        self.interleaved = bool(interleaved and scratch)
         if interleaved and not scratch:
             raise ValueError(f"{name}: only scratch arrays can be interleaved (an output's "
                              "rows are copied back object by object)")
+        self.interleaved = bool(interleaved)
 
     def numba_type(self):
         scalar = numba.from_dtype(self.dtype)

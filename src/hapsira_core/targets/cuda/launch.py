@@ -19,7 +19,7 @@ class ObjectKernel(kernel.ObjectKernel):
     JOINS_COLUMNS = True  # on the GPU, a chunk at a time (`_to_device`)
 
     def _row(self, arg, index="i"):
-        if interleaved(arg):  # object i's rows: a strided view of core + (N,)
+        if arg.interleaved:  # object i's rows: a strided view of core + (N,), coalesced
             return f"{arg.name}[{', '.join([':'] * len(arg.core))}, {index}]"
         return super()._row(arg, index)
 
@@ -77,7 +77,7 @@ class ObjectKernel(kernel.ObjectKernel):
         with cuda.defer_cleanup():
             shared = {}
             for index, (arg, array) in enumerate(zip(self.args, arrays)):
-                if (not arg.per_object or array.shape[0] == 1) and not interleaved(arg):
+                if (not arg.per_object or array.shape[0] == 1) and not arg.interleaved:
                     # (whole, in memory of its own: no chunk buffers)
                     shared[index] = self._to_device(array, _Rows(0, streams[0]), index)
             streams[0].synchronize()
@@ -96,7 +96,7 @@ class ObjectKernel(kernel.ObjectKernel):
                 for index, (arg, array) in enumerate(zip(self.args, arrays)):
                     if index in shared:
                         device.append(shared[index])
-                    elif interleaved(arg):  # a whole buffer: the kernel reads its columns
+                    elif arg.interleaved:  # a whole buffer: the kernel reads its columns
                         device.append(buffers.empty_interleaved(index, array.shape[1:],
                                                                 array.dtype))
                     elif arg.output and not _on_device(array):
@@ -191,38 +191,30 @@ class _Rows:
         self.stream = stream
         self._buffers = {}
 
-    def empty(self, key, rows, shape, dtype):
-        """The first ``rows`` rows of the buffer ``key``: ``(chunk,) + shape``."""
+    def _buffer(self, key, shape, dtype):
         buffer = self._buffers.get(key)
         if buffer is None:
-            buffer = cuda.device_array((self.chunk,) + tuple(shape), dtype, stream=self.stream)
+            buffer = cuda.device_array(shape, dtype, stream=self.stream)
             self._buffers[key] = buffer
+        return buffer
+
+    def empty(self, key, rows, shape, dtype):
+        """The first ``rows`` rows of the buffer ``key``: ``(chunk,) + shape``."""
+        buffer = self._buffer(key, (self.chunk,) + tuple(shape), dtype)
         return buffer if rows == self.chunk else buffer[:rows]
 
     def empty_interleaved(self, key, shape, dtype):
         """The buffer ``key`` as ``shape + (chunk,)``: object ``i``'s rows are column
-        ``i`` (`interleaved`), so a chunk with fewer objects reads the first columns
-        of the whole buffer (a C-contiguous array, as the kernel is compiled for)."""
-        buffer = self._buffers.get(key)
-        if buffer is None:
-            buffer = cuda.device_array(tuple(shape) + (self.chunk,), dtype, stream=self.stream)
-            self._buffers[key] = buffer
-        return buffer
-
-
-def interleaved(arg):
-    """Whether ``arg`` is laid out with the object axis last on this target: an
-    interleaved scratch array (`hapsira_core.kernels.kernel.Arg`, as
-    `hapsira_core.ivp.build.interleaves_work` decides). Coalesced: the 32 threads
-    of a warp read one row of 32 consecutive objects in one transaction, where
-    per-object rows are ``rows x n x 8`` bytes apart."""
-    return arg.interleaved
+        ``i`` (an interleaved `Arg`), so a chunk with fewer objects reads the first
+        columns of the whole buffer (a C-contiguous array, as the kernel is compiled for)."""
+        return self._buffer(key, tuple(shape) + (self.chunk,), dtype)
 
 
 def interleaved_shape(arg, shape):
     """An XLA buffer of ``(N,) + core`` seen as ``core + (N,)`` where ``arg`` is
-    `interleaved` (scratch: the same bytes, only the kernel reads them)."""
-    return tuple(shape[1:]) + (shape[0],) if interleaved(arg) else tuple(shape)
+    interleaved (`hapsira_core.kernels.kernel.Arg`; scratch: the same bytes, only the
+    kernel reads them)."""
+    return tuple(shape[1:]) + (shape[0],) if arg.interleaved else tuple(shape)
 
 
 def _busy_seconds(intervals):

@@ -88,7 +88,7 @@ def test_stm_kernels_interleave_their_working_rows_across_objects(monkeypatch):
                                   ("Radau", stm_fun, False), ("BDF", stm_fun, False)):
         assert build.interleaves_work(method, fun) is expected
         work = [a for a in build.arguments(interleave_work=expected) if a.name == "work"][0]
-        assert launch.interleaved(work) is expected
+        assert work.interleaved is expected
     kernel = build.kernel("DOP853", 6, stm_fun, ())
     assert "work[:, :, i]" in kernel._source() and "y[i]" in kernel._source()
     assert "work[i]" in build.kernel("DOP853", 40, _ring, ())._source()
