@@ -8,7 +8,7 @@ Two problems (workloads.py), each N objects with their own parameters
 (four rates per object, t in [0, 15]); rtol 1e-9, atol 1e-12, final state only.
 
 ``--platform host`` (default): our cpu and parallel targets, each per object
-(``HAPSIRA_LANES=off``) and in SIMD lanes (``auto``), each in its own
+(``HAPSIRA_LANES=off``) and in SIMD lanes (``on``), each in its own
 process (the target is fixed at import), against scipy's ``solve_ivp`` one
 object at a time (on ``--n-scipy`` objects) and CyRK's numba solver
 ``nbsolve_ivp`` (PyPI ``cyrk``) in an ``njit`` loop over the objects; compile
@@ -83,11 +83,11 @@ relative_difference = harness.relative_difference
 
 
 #: our host runs: (name, target, HAPSIRA_LANES): per object and in SIMD lanes
-VARIANTS = (("cpu", "cpu", "off"), ("cpu_lanes", "cpu", "auto"),
-            ("parallel", "parallel", "off"), ("parallel_lanes", "parallel", "auto"))
+VARIANTS = (("cpu", "cpu", "off"), ("cpu_lanes", "cpu", "on"),
+            ("parallel", "parallel", "off"), ("parallel_lanes", "parallel", "on"))
 
 
-def run_target(target, n, method, final, lanes="auto"):
+def run_target(target, n, method, final, lanes="on"):
     script = TARGET_SCRIPT.format(here=HERE, n=n, method=method, final=final)
     result = harness.run_child(script, env=harness.child_env(target, HAPSIRA_LANES=lanes))
     result.pop("process_s", None)

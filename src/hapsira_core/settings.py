@@ -16,8 +16,9 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_INTERLEAVE``  explicit methods' working  ``auto``
                    rows interleaved across objects (cuda):
                    ``auto`` (``stm=True``), ``on``, ``off``
-``HAPSIRA_LANES``  objects per core at once, in SIMD   ``off`` (cpu, parallel)
-                   lanes: ``auto``, ``off`` or a width
+``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
+                   lanes: ``auto``, ``on``, ``off`` or
+                   a width
 =================  ==================================  =========
 
 A bad value raises `ValueError` naming the variable, the value and
@@ -126,10 +127,13 @@ CUDA_INTERLEAVE = {"auto": "auto", **{k: ("on" if v else "off") for k, v in _BOO
 
 
 def _lanes(name, default):
-    """``"auto"``, ``0`` (off) or a lane width from 1 to 64."""
+    """``"auto"``, ``"on"`` (the host's width, always), ``0`` (off) or a lane width
+    from 2 to 64."""
     raw = os.environ.get(name, default).strip().lower()
     if raw == "auto":
         return "auto"
+    if raw in ("on", "true", "yes"):
+        return "on"
     if raw in ("off", "0", "1", "false", "no"):
         return 0
     try:
@@ -138,11 +142,13 @@ def _lanes(name, default):
         value = -1
     if not 2 <= value <= 64:
         raise ValueError(f"{name}={os.environ.get(name)!r} is not valid; expected 'auto', "
-                         "'off' or a lane width from 2 to 64 (objects stepped at once per core)")
+                         "'on', 'off' or a lane width from 2 to 64 (objects stepped at once "
+                         "per core)")
     return value
 
 
-#: ``"auto"``, 0 (off) or a width: how many objects a core steps at once in the SIMD
-#: lanes of the host targets (`hapsira_core.ivp.lanes`); ``auto``: the width of the
-#: host's vectors in float64 where the lane loop applies.
-LANES = _lanes("HAPSIRA_LANES", "off")
+#: ``"auto"``, ``"on"``, 0 (off) or a width: how many objects a core steps at once in the
+#: SIMD lanes of the host targets (`hapsira_core.ivp.lanes`); ``on``: the width of the
+#: host's vectors in float64 wherever the lane loop applies; ``auto``: that width where
+#: it pays (`hapsira_core.targets._host.LaneKernel.runs_lanes`), else per object.
+LANES = _lanes("HAPSIRA_LANES", "auto")

@@ -532,8 +532,10 @@ def vector_doubles():
 
 
 def lane_width():
-    """Objects per lane kernel call (``HAPSIRA_LANES``): 0 where off."""
-    if settings.LANES == "auto":
+    """Objects per lane kernel call (``HAPSIRA_LANES``): 0 where off; under ``auto`` (and
+    ``on``) the host's vector width, which ``auto`` runs only where it pays
+    (`LaneKernel.runs_lanes`)."""
+    if settings.LANES in ("auto", "on"):
         return AUTO_LANES_PER_VECTOR * vector_doubles()
     return settings.LANES
 
@@ -542,11 +544,21 @@ def lane_width():
 #: AVX-512, 2026-11-28: W = 8 beat 4 on every workload; 16 was slower on Van der Pol)
 AUTO_LANES_PER_VECTOR = 1
 
-#: Under ``HAPSIRA_LANES=auto``, calls with fewer objects run the per-object kernel: a lane
-#: kernel compiles longer (cowell at W = 8: 52-132 s on the shared 2-core box, 2026-11-28)
-#: and saves ~170 us per LEO object-day there (202 -> 35), so a first compile pays only on
-#: large batches. A width given as a number always runs lanes.
+#: Under ``HAPSIRA_LANES=auto``, calls with fewer objects run the per-object kernel, lane
+#: kernel cached or not (a few lanes' worth of objects gains little). ``on`` or a width
+#: given as a number runs lanes at any size.
 AUTO_LANES_MIN_OBJECTS = 1024
+
+#: Under ``HAPSIRA_LANES=auto``, a lane kernel that is neither compiled in this process nor
+#: in the disk cache is compiled only for a call of at least this many objects per thread
+#: (one on ``cpu``, numba's thread count on ``parallel``: the compile runs on one core,
+#: the saving is spread over all). Measured on the shared 2-core znver4 box (2026-11-28,
+#: docs/benchmarks.md "Lanes"): a first compile of cowell's lane kernel at W = 8 took
+#: 52-132 s, Van der Pol's 20-49 s, beside the per-object kernel's own; one core saved
+#: 167 us per LEO object-day (202 -> 35) and 30 us per Van der Pol object (35 -> 5.7). So
+#: 10^6 objects save 167 s per day of LEO propagation (more than the compile) and 30 s on
+#: the cheapest ensemble (about the compile): below that a first compile does not pay.
+AUTO_LANES_COMPILE_OBJECTS = 1_000_000
 
 
 def lane_code_options(width):
@@ -573,9 +585,32 @@ class LaneKernel(kernel.ObjectKernel):
             self._scalar = self._scalar()
         return self._scalar
 
+    def runs_lanes(self, objects):
+        """Whether a call on ``objects`` objects runs the lane kernel (else the per-object
+        one: the same numbers, bit for bit, so this only changes the time). Always, but
+        under ``HAPSIRA_LANES=auto``, where it pays: at least `AUTO_LANES_MIN_OBJECTS`
+        objects, and the lane kernel compiled already (in this process or in the disk
+        cache) or at least `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its
+        compile. Never compiles anything."""
+        if settings.LANES != "auto":
+            return True
+        if objects < AUTO_LANES_MIN_OBJECTS:
+            return False
+        if kernel.ObjectKernel.on_disk(self):  # (or compiled in this process)
+            return True
+        threads = numba.get_num_threads() if self.PARALLEL else 1
+        return objects >= AUTO_LANES_COMPILE_OBJECTS * threads
+
+    def on_disk(self):
+        """Whether the kernel that a call runs is compiled or cached on disk: under
+        ``auto`` the per-object kernel will do where the lane kernel is not."""
+        if kernel.ObjectKernel.on_disk(self):
+            return True
+        return settings.LANES == "auto" and self.scalar.on_disk()
+
     def __call__(self, *arrays):
-        if settings.LANES == "auto" and len(arrays) == len(self.args) \
-                and np.shape(arrays[self.n_inputs])[0] < AUTO_LANES_MIN_OBJECTS:
+        if len(arrays) == len(self.args) \
+                and not self.runs_lanes(np.shape(arrays[self.n_inputs])[0]):
             return self.scalar(*arrays)  # same arrays, same numbers (bit for bit)
         return super().__call__(*arrays)
 

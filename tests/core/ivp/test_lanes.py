@@ -14,6 +14,7 @@ on the orbit workload, and the assembly of both attempts is checked for packed a
 import math
 import types
 
+import numba
 import numpy as np
 import pytest
 
@@ -215,13 +216,16 @@ def test_target_without_lanes(monkeypatch):
         monkeypatch.setattr(build, "target", types.SimpleNamespace(NAME="cuda"))
     monkeypatch.setattr(settings, "LANES", "auto")
     assert build.lanes("DOP853", van_der_pol) == 0
-    monkeypatch.setattr(settings, "LANES", 4)
-    with pytest.raises(ValueError, match="HAPSIRA_LANES=4: the cuda target has no lane mode"):
-        build.lanes("DOP853", van_der_pol)
+    for forced in (4, "on"):
+        monkeypatch.setattr(settings, "LANES", forced)
+        with pytest.raises(ValueError,
+                           match=f"HAPSIRA_LANES={forced}: the cuda target has no lane mode"):
+            build.lanes("DOP853", van_der_pol)
 
 
 @pytest.mark.parametrize("raw, expected", [("auto", "auto"), ("off", 0), ("0", 0), ("4", 4),
-                                           (" 8 ", 8), ("AUTO", "auto")])
+                                           (" 8 ", 8), ("AUTO", "auto"), ("on", "on"),
+                                           ("yes", "on")])
 def test_setting(monkeypatch, raw, expected):
     monkeypatch.setenv("HAPSIRA_LANES", raw)
     assert settings._lanes("HAPSIRA_LANES", "auto") == expected
@@ -230,7 +234,8 @@ def test_setting(monkeypatch, raw, expected):
 @pytest.mark.parametrize("raw", ["x", "65", "-2", "4.5", ""])
 def test_bad_setting(monkeypatch, raw):
     monkeypatch.setenv("HAPSIRA_LANES", raw)
-    with pytest.raises(ValueError, match="HAPSIRA_LANES=.*expected 'auto', 'off' or a lane width"):
+    with pytest.raises(ValueError,
+                       match="HAPSIRA_LANES=.*expected 'auto', 'on', 'off' or a lane width"):
         settings._lanes("HAPSIRA_LANES", "auto")
 
 
@@ -288,7 +293,7 @@ def test_attempt_is_packed_vector_code():
 @host_only
 def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
     """Under auto a call below AUTO_LANES_MIN_OBJECTS never compiles the lane kernel
-    (it compiles twice as long); at or above it the lane kernel runs."""
+    (it compiles twice as long); at or above AUTO_LANES_COMPILE_OBJECTS it runs."""
     from hapsira_core.targets import _host
 
     calls = []
@@ -296,6 +301,7 @@ def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
     monkeypatch.setattr(_host.LaneKernel, "compile", lambda self: calls.append(self) or
                         (_ for _ in ()).throw(RuntimeError("lane kernel compiled")))
     monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 3)
+    monkeypatch.setattr(_host, "AUTO_LANES_COMPILE_OBJECTS", 1)
     y0 = np.array([[1.0, 0.5], [0.3, -0.2]])
     res = solve_ivp(van_der_pol, (0.0, 2.0), y0, params=np.array([[1.0], [2.0]]))
     assert calls == [] and list(res.status) == [0, 0]
@@ -303,3 +309,79 @@ def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
         solve_ivp(van_der_pol, (0.0, 2.0), np.vstack([y0, y0]),
                   params=np.array([[1.0], [2.0], [1.0], [2.0]]))
     assert len(calls) == 1
+
+
+@host_only
+def test_auto_compiles_lanes_only_where_it_pays(monkeypatch, tmp_path):
+    """auto: the per-object kernel until the lane kernel is compiled (in this process or
+    in the disk cache) or the call is large enough to pay for its compile (per thread on
+    parallel); ``on`` compiles it at any size. The same bits either way."""
+    from hapsira_core.targets import _host
+
+    monkeypatch.setattr(settings, "CACHE", True)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "KERNELS", {})
+    monkeypatch.setattr(build.target, "lane_width", lambda: 2)  # (a short compile)
+    monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 4)
+    monkeypatch.setattr(_host, "AUTO_LANES_COMPILE_OBJECTS", 50)
+    built = []
+    compile_lanes = _host.LaneKernel.compile
+    monkeypatch.setattr(_host.LaneKernel, "compile",
+                        lambda self: built.append(self) or compile_lanes(self))
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 9, seed=11)
+    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12, "params": params}
+    monkeypatch.setattr(settings, "LANES", "auto")
+    per_object = solve_ivp(fun, (t0, tf), y0, **kwargs)
+    assert built == []  # 9 objects, nothing compiled: the per-object kernel ran
+    (spec, lane), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
+    assert spec.lanes == 2 and lane._compiled is None
+    threads = numba.get_num_threads() if lane.PARALLEL else 1
+    assert [lane.runs_lanes(n) for n in (3, 9, 50 * threads - 1, 50 * threads)] == \
+        [False, False, False, True]
+    monkeypatch.setattr(settings, "LANES", "on")
+    assert lane.runs_lanes(1)
+    forced = solve_ivp(fun, (t0, tf), y0, **kwargs)
+    assert built == [lane] and lane._compiled is not None
+    _assert_same(forced, per_object)
+    monkeypatch.setattr(settings, "LANES", "auto")
+    assert [lane.runs_lanes(n) for n in (3, 4, 9)] == [False, True, True]  # compiled now
+    # a new process: the lane kernel is in the disk cache, so auto runs it on 9 objects
+    fresh = spec.build()
+    assert fresh._compiled is None and fresh.on_disk() and fresh.runs_lanes(9)
+    assert not fresh.runs_lanes(3)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path / "empty"))
+    assert not spec.build().runs_lanes(9)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
+    again = solve_ivp(fun, (t0, tf), y0, **kwargs)
+    assert len(built) == 2  # the lane kernel ran (compiled once, called twice)
+    _assert_same(again, per_object)
+    assert (np.asarray(per_object.status) == 0).all()
+
+
+@host_only
+@pytest.mark.parametrize("name", ["van_der_pol", "lorenz"])
+def test_events_run_per_object_under_any_setting(monkeypatch, name):
+    """A solve with an event takes the per-object kernel (no lane kernel built) whatever
+    HAPSIRA_LANES says, with the numbers of ``off``: times, states and counts."""
+    fun, y0, params, t0, tf = _ensemble(name, 13, seed=17)
+    event = Event(crossing)  # y[0] = 0: Van der Pol's and Lorenz's x changes sign
+    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12, "params": params,
+              "events": [event]}
+    results = {}
+    for setting in (0, "auto", "on", 4):
+        monkeypatch.setattr(build, "KERNELS", {})
+        monkeypatch.setattr(settings, "LANES", setting)
+        results[setting] = solve_ivp(fun, (t0, tf), y0, **kwargs)
+        assert [s.lanes for s in build.KERNELS] == [0], setting
+        monkeypatch.undo()
+    off = results[0]
+    for setting, result in results.items():
+        _assert_same(result, off)
+        for field in ("t_events", "y_events", "n_events"):
+            a, b = getattr(result, field), getattr(off, field)
+            a, b = (a, b) if isinstance(b, list) else ([a], [b])
+            assert len(a) == len(b) and all(
+                np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip(a, b)), \
+                (setting, field)
+    assert (np.asarray(off.status) >= 0).all()
+    assert np.asarray(off.n_events).sum() >= 13  # every object crosses at least once
