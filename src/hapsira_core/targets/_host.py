@@ -516,13 +516,24 @@ def lane_compiler():
 
 
 def cpu_features():
-    """The host CPU's name and LLVM features: lane kernels are compiled for them."""
+    """The CPU name and LLVM features that numba compiles for, lane kernels included: the
+    host's, or ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` where set (an AVX2 build on
+    an AVX-512 host, say: ``NUMBA_CPU_NAME=znver3`` with the host's features less
+    ``avx512*``), the AVX features off under ``NUMBA_ENABLE_AVX=0``, as numba's own
+    code generator reads them. So the lane width of ``auto`` (`vector_doubles`) and the
+    cache key (`lane_code_options`) follow the code actually compiled."""
     import llvmlite.binding as llvm
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    from numba.core import codegen, config
+
+    name = config.CPU_NAME or llvm.get_host_cpu_name()
+    features = (config.CPU_FEATURES if config.CPU_FEATURES is not None
+                else codegen.get_host_cpu_features())
+    return name, features
 
 
 def vector_doubles():
-    """float64s per vector register of the host: 8 with AVX-512, 4 with AVX, else 2."""
+    """float64s per vector register of the CPU compiled for (`cpu_features`): 8 with
+    AVX-512, 4 with AVX, else 2."""
     features = cpu_features()[1].split(",")
     if "+avx512f" in features:
         return 8

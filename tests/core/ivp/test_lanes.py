@@ -242,11 +242,33 @@ def test_bad_setting(monkeypatch, raw):
 @host_only
 def test_cache_key_has_width_and_cpu(monkeypatch):
     import llvmlite.binding as llvm
+    from numba.core import codegen, config
+
+    from hapsira_core.targets import _host
+
     options = target.lane_code_options(4)
-    assert 4 in options and llvm.get_host_cpu_name() in options
-    assert llvm.get_host_cpu_features().flatten() in options
+    assert 4 in options and (config.CPU_NAME or llvm.get_host_cpu_name()) in options
+    assert (config.CPU_FEATURES or codegen.get_host_cpu_features()) in options
     keys = {build.KernelSpec("DOP853", 2, van_der_pol, lanes=w).recipe()[0] for w in (0, 2, 4)}
     assert len(keys) == 3
+    # code for another CPU (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES, read by numba at compile):
+    # an AVX2 one gets auto's 4 lanes and its own key, an AVX-512 one 8
+    host = _host.cpu_features()
+    spec = build.KernelSpec("DOP853", 2, van_der_pol, lanes=4)
+    found = {}
+    for name, features, doubles in (("znver3", "+avx,+avx2,+fma,+sse2,-avx512f", 4),
+                                    ("skylake-avx512", "+avx,+avx2,+avx512f,+sse2", 8),
+                                    ("x86-64", "+sse2,-avx", 2)):
+        monkeypatch.setattr(config, "CPU_NAME", name)
+        monkeypatch.setattr(config, "CPU_FEATURES", features)
+        monkeypatch.setattr(settings, "LANES", "auto")
+        assert _host.cpu_features() == (name, features)
+        assert _host.vector_doubles() == doubles == _host.lane_width()
+        found[name] = spec.recipe()[0]
+        monkeypatch.undo()
+    assert _host.cpu_features() == host
+    found["host"] = spec.recipe()[0]
+    assert len(set(found.values())) == 4, found
 
 
 def _attempt_asm(method, n, fun, width):
