@@ -11,6 +11,7 @@ import contextvars
 import functools
 import warnings
 
+import numba
 import numpy as np
 from astropy import units as u
 
@@ -212,6 +213,50 @@ def _squared_norms(states):
     return np.einsum("ij,ij->i", flat, flat)
 
 
+#: From this many objects on, `check_units` first decides in one compiled pass
+#: (`_extremes`) whether any check can fire: measured at 10^6 objects, 2.2 ms against
+#: 16-20 ms for the two squared-norm passes and the comparisons (19.8 ms of the H200's
+#: 114 ms ``cowell`` call, 2026-11-28). Below it numpy's passes take under 2 ms and the
+#: compiled pass is not loaded (a new process would pay for it in its first call).
+EXTREMES_MIN_OBJECTS = 1 << 16
+
+
+@numba.njit(cache=True, nogil=True)
+def _extremes(r0, v0):
+    """``(largest finite |r|^2, smallest positive |r|^2, largest finite |v|^2)`` of
+    ``(N, 3)`` states, in one pass (NaN rows count in none)."""
+    r2_max, r2_min, v2_max = -1.0, np.inf, -1.0
+    for i in range(r0.shape[0]):
+        r2 = r0[i, 0] * r0[i, 0] + r0[i, 1] * r0[i, 1] + r0[i, 2] * r0[i, 2]
+        v2 = v0[i, 0] * v0[i, 0] + v0[i, 1] * v0[i, 1] + v0[i, 2] * v0[i, 2]
+        if r2_max < r2 < np.inf:
+            r2_max = r2
+        if 0.0 < r2 < r2_min:
+            r2_min = r2
+        if v2_max < v2 < np.inf:
+            v2_max = v2
+    return r2_max, r2_min, v2_max
+
+
+def _all_plausible(k, r0, v0, tofs):
+    """True where no check of `check_units` can fire, decided from `_extremes` (many
+    objects only); False sends `check_units` through its full passes, which name the
+    objects."""
+    r0, v0 = np.asarray(r0), np.asarray(v0)
+    if r0.dtype != np.float64 or v0.dtype != np.float64 or r0.shape != v0.shape \
+            or r0.ndim != 2 or r0.shape[1] != 3 or r0.shape[0] < EXTREMES_MIN_OBJECTS:
+        return False
+    if tofs is not None:
+        longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
+        if np.isfinite(longest) and 0.0 < longest <= TOF_DAYS_MAX:
+            return False  # `_tofs_too_short` needs every object's period
+    r2_max, r2_min, v2_max = _extremes(np.ascontiguousarray(r0), np.ascontiguousarray(v0))
+    low, high = plausible_radii(k)
+    earth = abs(k / K_EARTH - 1.0) < 0.01
+    return (r2_max <= high * high and r2_min >= low * low and v2_max <= SPEED_MAX * SPEED_MAX
+            and not (earth and r2_max > EARTH_METRES_R * EARTH_METRES_R))
+
+
 def _objects(name, where, count, what):
     first = int(np.flatnonzero(where)[0])
     return f"{name}: {int(where.sum())} of {count} object(s) {what} ({name}[{first}]"
@@ -236,6 +281,9 @@ def check_units(k, r0=None, v0=None, stacklevel=4, tofs=None):
                       f"Earth.k.value is 3.986e14 m^3/s^2); hapsira_cowell expects km^3/s^2: "
                       f"divide by 1e9 or pass an astropy Quantity", UnitsWarning,
                       stacklevel=stacklevel)
+    if r0 is not None and v0 is not None and k is not None \
+            and _all_plausible(float(k), r0, v0, tofs):
+        return
     r2 = _squared_norms(r0) if r0 is not None else None
     v2 = _squared_norms(v0) if v0 is not None else None
     if r2 is not None and k is not None:

@@ -174,3 +174,75 @@ def test_short_arcs_that_are_not_days_stay_quiet(k, r, v, tofs):
 def test_tofs_as_quantities_are_never_warned_about():
     res = quiet(K_EARTH, R0, V0, [1.0, 7.0] * u.s)
     assert (res.status == 0).all()
+
+
+def check_messages(*args, **kwargs):
+    from hapsira_cowell.propagation import forms
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forms.check_units(*args, **kwargs)
+    return [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)]
+
+
+def many_leo_states(rng, n):
+    """``n`` LEO-like states (km, km/s), each row a different orbit."""
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    r = direction * rng.uniform(6600.0, 8000.0, size=(n, 1))
+    v = np.cross(direction, rng.normal(size=(n, 3)))
+    v *= rng.uniform(6.5, 8.0, size=(n, 1)) / np.linalg.norm(v, axis=1, keepdims=True)
+    return r, v
+
+
+@pytest.mark.parametrize("bad", ["metres", "au", "m_per_s", "earth_metres", "none"])
+def test_many_objects_warn_as_few_do(bad, monkeypatch):
+    """From `EXTREMES_MIN_OBJECTS` objects on one compiled pass decides that nothing can
+    fire; the warnings, when one can, are those of the full passes, word for word."""
+    from hapsira_cowell.propagation import forms
+    rng = np.random.default_rng(29)
+    n = forms.EXTREMES_MIN_OBJECTS + 7
+    r, v = many_leo_states(rng, n)
+    r[5], v[5] = np.nan, np.nan  # not finite: a failing object, no unit mistake
+    r[9, 0] = np.inf
+    i = int(rng.integers(10, n))
+    if bad == "metres":
+        r[i] *= 1e3 * 1e6  # heliocentric-sized in metres about the Earth
+    elif bad == "au":
+        r[i] /= 1e6
+    elif bad == "m_per_s":
+        v[i] *= 1e3
+    elif bad == "earth_metres":
+        r[i] *= 1e3
+    assert forms._all_plausible(K_EARTH, r, v, TOFS) == (bad == "none")
+    fast = check_messages(K_EARTH, r, v, tofs=TOFS)
+    monkeypatch.setattr(forms, "EXTREMES_MIN_OBJECTS", 10 * n)
+    assert not forms._all_plausible(K_EARTH, r, v, TOFS)
+    assert fast == check_messages(K_EARTH, r, v, tofs=TOFS)
+    assert (fast == []) == (bad == "none")
+    if bad != "none":
+        assert f"[{i}]" in fast[0]
+
+
+def test_the_compiled_pass_gives_numpys_extremes():
+    from hapsira_cowell.propagation import forms
+    rng = np.random.default_rng(7)
+    r, v = many_leo_states(rng, 5000)
+    r[3] = [0.0, 0.0, 0.0]  # a zero radius counts in no minimum
+    r[4, 1] = np.nan
+    v[8, 2] = -np.inf
+    r2, v2 = np.sum(r * r, axis=1), np.sum(v * v, axis=1)
+    finite_r2, finite_v2 = r2[np.isfinite(r2)], v2[np.isfinite(v2)]
+    got = forms._extremes(r, v)
+    assert got[0] == pytest.approx(finite_r2.max(), rel=1e-15)
+    assert got[1] == pytest.approx(finite_r2[finite_r2 > 0].min(), rel=1e-15)
+    assert got[2] == pytest.approx(finite_v2.max(), rel=1e-15)
+
+
+def test_short_tofs_take_the_full_passes():
+    """A plain-number ``tofs`` under a year (``_tofs_too_short`` needs every period):
+    no shortcut, the warning as before."""
+    from hapsira_cowell.propagation import forms
+    r, v = many_leo_states(np.random.default_rng(3), forms.EXTREMES_MIN_OBJECTS)
+    assert not forms._all_plausible(K_EARTH, r, v, np.array([7.0]))
+    messages = check_messages(K_EARTH, r, v, tofs=np.array([7.0]))
+    assert len(messages) == 1 and messages[0].startswith("tofs: the longest time of flight")
