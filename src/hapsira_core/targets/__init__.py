@@ -17,6 +17,9 @@ it needs. A target provides
 ``GUARDED_READS``        (optional) where it does not: whether params reads
                          at a computed index are rewritten to give NaN past
                          the row (`hapsira_core.kernels.guard`)
+``DROPS_EXCEPTIONS``     (optional, default False) whether an exception raised
+                         in a kernel can be lost (numba's parallel gufunc):
+                         then the core prefills each status and checks it after
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
 ``device_empty(s, t)``   an array of shape ``s`` and dtype ``t`` in the
                          target's own memory, not initialised (numpy on the

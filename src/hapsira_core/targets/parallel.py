@@ -27,6 +27,9 @@ NAME = "parallel"
 #: numba compiles bounds checks into functions that ask for them (params read at
 #: a computed index: `hapsira_core.ivp.checks.bounds_checked`).
 BOUNDS_CHECKS = True
+#: numba's parallel gufunc drops an exception raised outside a thread's first object:
+#: the object's status is left as the core prefilled it (`hapsira_core.ivp.api`)
+DROPS_EXCEPTIONS = True
 XLA_PLATFORM = "cpu"
 XLA_SIMULATED = False
 
