@@ -1,10 +1,14 @@
 """The lane loop (``HAPSIRA_LANES``) against the per-object kernel, alternated in one process.
 
-    python benchmarks/lanes.py [--widths 0,4,8] [--workloads leo,van_der_pol,lotka_volterra]
-        [--n-leo 256] [--n-ensemble 4000] [--rounds 5] [--out lanes_NAME]
+    [HAPSIRA_TARGET=parallel] python benchmarks/lanes.py [--widths 0,4,8]
+        [--workloads leo,van_der_pol,lotka_volterra] [--n-leo 256] [--n-ensemble 4000]
+        [--rounds 5] [--n-heyoka 0] [--out lanes_NAME]
 
-One core (the cpu target), process CPU time (``time.process_time``) of each call,
-compile excluded (each kernel is built and called on the whole batch once before the
+One core (the cpu target, the default): process CPU time (``time.process_time``) of each
+call; all cores (``HAPSIRA_TARGET=parallel``, numba's threads): the wall time of each
+call, and heyoka's batch mode also on all cores (its ensemble propagation, and one batch
+integrator per core in Python threads).
+Compile excluded (each kernel is built and called on the whole batch once before the
 rounds start). Each round calls every width of a workload once, in turn, so that the
 box's load falls on all of them alike; reported per width: best and median over the
 rounds, in us/object-day (LEO: two-body + J2, one day, rtol 1e-11, ``cowell``) or
@@ -63,10 +67,13 @@ def _ensemble(name, n):
 UNITS = {"leo": "us/object-day", "van_der_pol": "us/object", "lotka_volterra": "us/object"}
 
 
-def _heyoka(n, batch):
+def _heyoka(n, batch, threads=None):
     """heyoka's Taylor integrator on the first n LEO objects (`peers`' model and
-    tolerance), one at a time or in SIMD batches of its recommended size; None where
-    heyoka is not installed."""
+    tolerance), one at a time or in SIMD batches of its recommended size; ``threads``:
+    the batches on all cores, by heyoka's ensemble propagation (``"ensemble"``: a copy of
+    the batch integrator per batch of objects, ``algorithm="thread"``) or by one batch
+    integrator per core, each in a Python thread (``"threads"``: heyoka releases the GIL
+    while it propagates); None where heyoka is not installed."""
     try:
         import heyoka as hy
     except ImportError:
@@ -80,6 +87,39 @@ def _heyoka(n, batch):
         size = hy.recommended_simd_size()
         n -= n % size
         ta = hy.taylor_adaptive_batch(system, state[:size].T.copy(), tol=workloads.RTOL)
+        if threads == "ensemble":
+            def start(copy, k):  # the k-th batch of objects
+                copy.set_time(0.0)
+                copy.state[:] = state[k * size:(k + 1) * size].T
+                return copy
+
+            def call():
+                out = hy.ensemble_propagate_until(ta, workloads.DAY, n // size, start,
+                                                  algorithm="thread")
+                # every batch reached the day
+                assert all(float(np.min(r[0].time)) == workloads.DAY for r in out)
+            return call, n
+        if threads == "threads":
+            from concurrent.futures import ThreadPoolExecutor
+
+            cores = os.cpu_count()
+            copies = [ta] + [hy.taylor_adaptive_batch(system, state[:size].T.copy(),
+                                                      tol=workloads.RTOL)
+                             for _ in range(cores - 1)]
+
+            def share(j):  # every cores-th batch from the j-th
+                mine = copies[j]
+                for first in range(j * size, n, cores * size):
+                    mine.set_time(0.0)
+                    mine.state[:] = state[first:first + size].T
+                    mine.propagate_until(workloads.DAY)
+                return float(np.min(mine.time))
+
+            def call():
+                with ThreadPoolExecutor(cores) as pool:
+                    reached = list(pool.map(share, range(cores)))
+                assert min(reached) == workloads.DAY
+            return call, n
 
         def call():
             for start in range(0, n, size):
@@ -97,8 +137,9 @@ def _heyoka(n, batch):
     return call, n
 
 
-def run(name, call, n, widths, rounds, others=None):
-    """``others``: {name: (call, n_objects)} measured in the same rounds (heyoka)."""
+def run(name, call, n, widths, rounds, others=None, clock=time.process_time):
+    """``others``: {name: (call, n_objects)} measured in the same rounds (heyoka);
+    ``clock``: process time (one core) or wall time (all cores)."""
     others = {k: v for k, v in (others or {}).items() if v is not None}
     times = {w: [] for w in list(widths) + list(others)}
     compile_s, reference, identical = {}, None, {}
@@ -119,15 +160,15 @@ def run(name, call, n, widths, rounds, others=None):
     for r in range(rounds):
         for w in widths:
             settings.LANES = w
-            t = time.process_time()
+            t = clock()
             out = call()
-            times[w].append(time.process_time() - t)
+            times[w].append(clock() - t)
             identical[w] = identical[w] and all(
                 out[k].tobytes() == reference[k].tobytes() for k in reference)
         for other, (other_call, _) in others.items():
-            t = time.process_time()
+            t = clock()
             other_call()
-            times[other].append(time.process_time() - t)
+            times[other].append(clock() - t)
     rows = {}
     for w in times:
         scale = 1e6 / (others[w][1] if w in others else n)  # one day per LEO object
@@ -162,12 +203,20 @@ def main():
     parser.add_argument("--out", default="lanes", help="benchmarks/results/<name>.json or path")
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
+    import numba
+
     from hapsira_core.targets import _host
 
+    parallel = settings.TARGET == "parallel"
+    clock = time.perf_counter if parallel else time.process_time
     load_before = os.getloadavg()
-    result = {"method": "one process, cpu target (one core), process CPU time per call, "
+    how = (f"parallel target ({numba.get_num_threads()} threads), wall time per call"
+           if parallel else "cpu target (one core), process CPU time per call")
+    result = {"method": f"one process, {how}, "
                         "widths alternated round by round, compile excluded; width 0 is the "
                         "per-object kernel (HAPSIRA_LANES=off)",
+              "target": settings.TARGET, "threads": numba.get_num_threads(),
+              "cpu_count": os.cpu_count(),
               "llvm_cpu": _host.cpu_features()[0], "vector_doubles": _host.vector_doubles(),
               "auto_width": _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles(),
               "rounds": args.rounds, "load_average_before": load_before, "workloads": {}}
@@ -179,9 +228,12 @@ def main():
             if args.n_heyoka:
                 others = {"heyoka_scalar": _heyoka(args.n_heyoka, False),
                           "heyoka_batch": _heyoka(args.n_heyoka, True)}
+                if parallel:
+                    others["heyoka_batch_ensemble"] = _heyoka(args.n_heyoka, True, "ensemble")
+                    others["heyoka_batch_threads"] = _heyoka(args.n_heyoka, True, "threads")
         else:
             call, n = _ensemble(name, args.n_ensemble), args.n_ensemble
-        row = run(name, call, n, widths, args.rounds, others)
+        row = run(name, call, n, widths, args.rounds, others, clock)
         result["workloads"][name] = row
         for w, r in row["widths"].items():
             failed = failed or not r.get("bit_identical_to_off", True)
