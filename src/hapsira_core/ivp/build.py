@@ -161,7 +161,9 @@ def _built(spec):
 def lanes(method, fun, event_functions=(), records=False, jac=None):
     """The lane width for this kernel on the active target (`.lanes`): 0 where the
     per-object loop runs it (``HAPSIRA_LANES=off``, a target or a solve the lane
-    loop does not cover). A width asked of a target without lanes is refused."""
+    loop does not cover). A width (or ``on``) asked of a target without lanes is
+    refused; under ``auto`` the kernel still runs per object where lanes do not pay
+    (`hapsira_core.targets._host.LaneKernel.runs_lanes`)."""
     if settings.LANES == 0:
         return 0
     if not hasattr(target, "lane_width"):
