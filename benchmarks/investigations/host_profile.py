@@ -1,9 +1,11 @@
 """Where one ``cowell()`` call spends its time on the host: cProfile of warm calls.
 
     HAPSIRA_TARGET=cuda python benchmarks/investigations/host_profile.py [--n 1000000]
-        [--repeat 5] [--top 30] [--out PATH]
+        [--repeat 5] [--top 30] [--workload j2|textbook|drag] [--stm] [--out PATH]
 
-The reference workload (two-body + J2, one day, the library's tuned f) on N objects:
+The reference workload (two-body + J2, one day, the library's tuned f; ``--workload``:
+the textbook f, or the drag variant on its cloud; ``--stm``: with the state transition
+matrix) on N objects:
 one warm-up call (compile), the median wall time of ``--repeat`` calls, then one
 call under cProfile, its functions sorted by own time and by cumulative time. On
 the GPU the kernel's time shows up where the host waits for it (the copies back);
@@ -52,17 +54,25 @@ def main():
     parser.add_argument("--n", type=lambda s: int(float(s)), default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--workload", choices=("j2", "textbook", "drag"), default="j2")
+    parser.add_argument("--stm", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
     from hapsira_core import settings
     from hapsira_cowell import cowell
 
-    rr, vv = workloads.leo_cloud(args.n, 0)
     tofs = np.array([DAY])
+    options = {"stm": True} if args.stm else {}
+    if args.workload == "drag":
+        rr, vv, options["params"] = workloads.drag_cloud(args.n, 0)
+        f = workloads.two_body_j2_drag
+    else:
+        rr, vv = workloads.leo_cloud(args.n, 0)
+        f = workloads.two_body_j2 if args.workload == "j2" else workloads.textbook_cowell
 
     def call():
-        return cowell(K, rr, vv, tofs, RTOL, ATOL, f=workloads.two_body_j2)
+        return cowell(K, rr, vv, tofs, RTOL, ATOL, f=f, **options)
 
     call()
     samples = []
@@ -77,7 +87,9 @@ def main():
     profile.disable()
     profiled = time.perf_counter() - start
     stats = pstats.Stats(profile)
-    out = {"target": settings.TARGET, "n": args.n, "median_s": statistics.median(samples),
+    out = {"target": settings.TARGET, "n": args.n, "workload": args.workload, "stm": args.stm,
+           "block": settings.CUDA_BLOCK, "max_registers": settings.CUDA_MAX_REGISTERS,
+           "median_s": statistics.median(samples),
            "samples_s": samples, "profiled_call_s": profiled,
            "steps": int(res.nsteps.sum()),
            "warp_step_efficiency": warp_efficiency(res.nsteps),
