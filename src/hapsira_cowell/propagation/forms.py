@@ -246,15 +246,17 @@ def _all_plausible(k, r0, v0, tofs):
     if r0.dtype != np.float64 or v0.dtype != np.float64 or r0.shape != v0.shape \
             or r0.ndim != 2 or r0.shape[1] != 3 or r0.shape[0] < EXTREMES_MIN_OBJECTS:
         return False
-    if tofs is not None:
-        longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
-        if np.isfinite(longest) and 0.0 < longest <= TOF_DAYS_MAX:
-            return False  # `_tofs_too_short` needs every object's period
+    if tofs is not None and _short_tofs(tofs) is not None:
+        return False  # `_tofs_too_short` needs every object's period
     r2_max, r2_min, v2_max = _extremes(np.ascontiguousarray(r0), np.ascontiguousarray(v0))
     low, high = plausible_radii(k)
-    earth = abs(k / K_EARTH - 1.0) < 0.01
     return (r2_max <= high * high and r2_min >= low * low and v2_max <= SPEED_MAX * SPEED_MAX
-            and not (earth and r2_max > EARTH_METRES_R * EARTH_METRES_R))
+            and not (_is_earth(k) and r2_max > EARTH_METRES_R * EARTH_METRES_R))
+
+
+def _is_earth(k):
+    """Whether GM ``k`` (km^3/s^2) is the Earth's, within 1% (`_earth_state_in_metres`)."""
+    return abs(k / K_EARTH - 1.0) < 0.01
 
 
 def _objects(name, where, count, what):
@@ -306,8 +308,7 @@ def check_units(k, r0=None, v0=None, stacklevel=4, tofs=None):
                           f"{float(k):.6g} km^3/s^2: it looks like a larger unit (AU, the "
                           f"body's radius?); hapsira_cowell expects km (or pass an astropy "
                           f"Quantity)", UnitsWarning, stacklevel=stacklevel)
-    if r2 is not None and v2 is not None and k is not None \
-            and abs(float(k) / K_EARTH - 1.0) < 0.01:
+    if r2 is not None and v2 is not None and k is not None and _is_earth(float(k)):
         _earth_state_in_metres(float(k), r2, v2, stacklevel + 1)
     if v2 is not None:
         with np.errstate(invalid="ignore"):
@@ -333,11 +334,20 @@ TOF_PERIOD_SHARE = 0.01
 TOF_DAYS_MAX = 366.0
 
 
+def _short_tofs(tofs):
+    """The longest ``|tof|`` where it could be days taken as s (finite, non-zero, at most
+    `TOF_DAYS_MAX`), else None."""
+    longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
+    if not np.isfinite(longest) or longest == 0.0 or longest > TOF_DAYS_MAX:
+        return None
+    return float(longest)
+
+
 def _tofs_too_short(k, r2, v2, tofs, stacklevel):
     """Times of flight in days, hours or minutes given as plain numbers (taken as s);
     ``r2``, ``v2``: the objects' squared ``|r0|``, ``|v0|``."""
-    longest = np.nanmax(np.abs(np.asarray(tofs, dtype=np.float64)))
-    if not np.isfinite(longest) or longest == 0.0 or longest > TOF_DAYS_MAX:
+    longest = _short_tofs(tofs)
+    if longest is None:
         return  # (no object's period is needed: the common case, tofs of a day or more)
     with np.errstate(invalid="ignore", divide="ignore"):
         energy = 0.5 * v2 - k / np.sqrt(r2)
