@@ -315,12 +315,13 @@ class Problem:
         else:
             build.run(self.kernel, (y0, t_eval, params, *rows, *outputs.values()),
                       self.user_functions, diagnose, sample)
-        aborted = outputs["info"][:, INFO.status] == ABORTED if drops_exceptions else None
-        if drops_exceptions and aborted.any():
-            build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} "
-                                     "objects stopped by a bounds check)"), self.user_functions,
-                          sample=sample)
-            raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
+        if drops_exceptions:
+            aborted = outputs["info"][:, INFO.status] == ABORTED
+            if aborted.any():
+                build.explain(IndexError(f"index is out of bounds ({int(aborted.sum())} objects "
+                                         "stopped by a bounds check)"), self.user_functions,
+                              sample=sample)
+                raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return outputs
 
 
