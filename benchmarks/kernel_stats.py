@@ -28,19 +28,23 @@ import harness  # noqa: E402
 nvidia_tool = harness.nvidia_tool
 
 
-def kernel_ptx(f, cc):
+def kernel_ptx(f, cc, types=None, from_dtype=None):
+    """PTX of ``cowell(f=f)``'s kernel for compute capability ``cc``; ``types`` and
+    ``from_dtype``: the code generator's own (numba's by default; numba-cuda-mlir has
+    its own type system, `investigations/mlir_trial.py`)."""
     import numba
     from numba import cuda
 
     from hapsira_core.ivp import build
     from hapsira_cowell.propagation.forms import orbit_rhs
+    types = types or numba.types
+    from_dtype = from_dtype or numba.from_dtype
     kernel = build.kernel("DOP853", 6, orbit_rhs(f), ())  # what cowell(f=f) runs
     pyfunc = kernel._kernel_function()[0]
-    types = []
-    for arg in kernel.args:
-        ndim = len(arg.core) + (1 if arg.per_object else 0)
-        types.append(numba.types.Array(numba.from_dtype(arg.dtype), ndim, "C"))
-    ptx, _ = cuda.compile_ptx(pyfunc, tuple(types), cc=cc)
+    signature = tuple(types.Array(from_dtype(arg.dtype),
+                                  len(arg.core) + (1 if arg.per_object else 0), "C")
+                      for arg in kernel.args)
+    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=cc)
     return ptx
 
 

@@ -180,20 +180,12 @@ def small_kernel(cuda, gpu):
 def reference_ptx(cuda, cc):
     """`kernel_stats.kernel_ptx` with numba-cuda-mlir's own types (it does not take
     numba's)."""
-    types = importlib.import_module("numba_cuda_mlir.numba_cuda.types")
-    from_dtype = importlib.import_module(
-        "numba_cuda_mlir.numba_cuda.np.numpy_support").from_dtype
-
+    import kernel_stats
     import workloads
-    from hapsira_core.ivp import build
-    from hapsira_cowell.propagation.forms import orbit_rhs
-    kernel = build.kernel("DOP853", 6, orbit_rhs(workloads.two_body_j2), ())
-    pyfunc = kernel._kernel_function()[0]
-    signature = tuple(types.Array(from_dtype(arg.dtype),
-                                  len(arg.core) + (1 if arg.per_object else 0), "C")
-                      for arg in kernel.args)
-    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=tuple(int(x) for x in cc.split(".")))
-    return ptx
+    return kernel_stats.kernel_ptx(
+        workloads.two_body_j2, tuple(int(x) for x in cc.split(".")),
+        importlib.import_module("numba_cuda_mlir.numba_cuda.types"),
+        importlib.import_module("numba_cuda_mlir.numba_cuda.np.numpy_support").from_dtype)
 
 
 def time_cowell(n):
