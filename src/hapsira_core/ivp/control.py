@@ -84,7 +84,9 @@ def make_initial_step(ops, rows, error_estimator_order, f):
             h1 = max(1e-6, h0 * 1e-3)
         else:
             h1 = (0.01 / max(d1, d2)) ** exponent
-        h = min(100.0 * h0, h1, interval, max_step)
+        # (nested two-argument mins: the same comparisons in the same order as
+        # min(a, b, c, d), which numba-cuda-mlir 0.6 does not lower)
+        h = min(min(min(100.0 * h0, h1), interval), max_step)
         # A component with a zero error scale (atol = 0 where y is 0) gives d1 = inf,
         # then 0/0: scipy's rules end at 0 there, and `step` raises 0 to its minimum.
         return h if h >= 0.0 else 0.0
