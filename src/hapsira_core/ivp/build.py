@@ -207,7 +207,7 @@ _LANES_BODY = """
 from hapsira_core.ivp.lanes import make_solve_lanes
 from hapsira_core.jit import hjit
 
-solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes})
+solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes}, {events}, {event_states!r})
 
 
 @hjit
