@@ -17,9 +17,17 @@ order (the stage sums in increasing stage order, zero weights skipped, as
 `.stages.generate` writes them; the norms as `.state`'s tuple code), so the
 results are bit-identical to the per-object kernel's; the interpolant, the
 first step and the rare overflowing DOP853 norm are the per-object code itself,
-run for the one lane that needs them. Events, step records, array-form ``f``
-(and so ``stm=True``), ``jac=`` and the implicit methods take the per-object
-loop (`supports`).
+run for the one lane that needs them.
+
+Events run in the lanes too: the attempt evaluates each event function at an accepted
+step's end for every lane (inlined, like ``f``) and compares it with the lane's last
+value as `.events.is_triggered` does, as selects; a lane where an event triggers is
+left to the lane-by-lane code, which steps it again with the per-object code and
+then locates, records and, for a terminal event, stops as the per-object loop does
+(`.events.make_roots`, the same source); the other lanes go on in the vectors.
+Step records (``dense_output=True``, ``t_eval="steps"``), array-form ``f`` (and so
+``stm=True``), ``jac=`` and the implicit methods take the per-object loop
+(`supports`).
 """
 
 import math
@@ -147,7 +155,12 @@ def generate_attempt(tableau, n, width, n_events=0):
 
     events = range(n_events)
     for e in events:  # (shared by all objects: read once)
-        emit(f"ed{e} = ED[{e}]")
+        # `.events.is_triggered`'s direction filter as two flags (a NaN direction, as
+        # 0, lets both through): upward crossings count unless the direction is
+        # negative, downward ones unless positive; selects on them stay in the vectors,
+        # where its branches on the direction were taken per lane
+        emit(f"eup{e} = not (ED[{e}] < 0.0)")
+        emit(f"edown{e} = not (ED[{e}] > 0.0)")
         emit(f"ec{e} = EC[{e}]")
     for l in lanes:
         for e in events:
@@ -241,10 +254,8 @@ def generate_attempt(tableau, n, width, n_events=0):
         # `.events.is_triggered`: touching zero counts; the direction filters
         trig = ["False"]
         for e in events:
-            up = f"((go{e}_{l} <= 0.0) & (gn{e}_{l} >= 0.0))"
-            down = f"((go{e}_{l} >= 0.0) & (gn{e}_{l} <= 0.0))"
-            emit(f"tr{e}_{l} = {up} if ed{e} > 0.0 else ({down} if ed{e} < 0.0 else "
-                 f"{up} | {down})")
+            emit(f"tr{e}_{l} = ((go{e}_{l} <= 0.0) & (gn{e}_{l} >= 0.0) & eup{e}) | "
+                 f"((go{e}_{l} >= 0.0) & (gn{e}_{l} <= 0.0) & edown{e})")
             trig.append(f"tr{e}_{l}")
         emit(f"trig_{l} = {' | '.join(trig)}")
         emit(f"moved_{l} = live_{l} & acc_{l} & (not near_{l}) & (not trig_{l})")
