@@ -1,7 +1,8 @@
 """The lane loop (``HAPSIRA_LANES``) against the per-object kernel, alternated in one process.
 
     [HAPSIRA_TARGET=parallel] python benchmarks/lanes.py [--widths 0,4,8]
-        [--workloads leo,van_der_pol,lotka_volterra,leo_event,van_der_pol_event]
+        [--workloads leo,van_der_pol,lotka_volterra,leo_event,van_der_pol_event,
+                     van_der_pol_dense]
         [--n-leo 256] [--n-ensemble 4000]
         [--rounds 5] [--n-heyoka 0] [--out lanes_NAME]
 
@@ -17,7 +18,9 @@ us/object (Van der Pol, Lotka-Volterra: DOP853, rtol 1e-9, atol 1e-12, final sta
 only). With an event (not run by default): ``leo_event``, the same LEO objects with
 cowell's ascending node (`NodeCrossEvent`, counted, never terminal), and
 ``van_der_pol_event``, Van der Pol with x's zero crossings in both directions counted;
-their event times and counts are compared too. Width 0 is the per-object kernel
+their event times and counts are compared too. ``van_der_pol_dense``: Van der Pol with
+``dense_output=True`` (the step records: two runs of the kernel, the first counting the
+steps), its breakpoints and interpolants compared too. Width 0 is the per-object kernel
 (``HAPSIRA_LANES=off``); every other width's results (states, status, nfev, nsteps)
 must equal its bytes, or the script says so and exits 1. The load average is read
 before and after.
@@ -69,7 +72,7 @@ def _crossing():
     return crossing
 
 
-def _ensemble(name, n, event=False):
+def _ensemble(name, n, event=False, dense=False):
     from hapsira_core.ivp import Event, solve_ivp
 
     y0, params = workloads.problem(name, n)
@@ -79,8 +82,11 @@ def _ensemble(name, n, event=False):
     def call():
         res = solve_ivp(fun, workloads.SPANS[name], y0, method="DOP853",
                         rtol=workloads.ENSEMBLE_RTOL, atol=workloads.ENSEMBLE_ATOL,
-                        params=params, events=events)
+                        params=params, events=events, dense_output=dense)
         out = {f: np.asarray(getattr(res, f)) for f in ("y", "status", "nfev", "nsteps")}
+        if dense:  # the step records: breakpoints and interpolants
+            out.update(steps=np.asarray(res.sol._records[3]),
+                       dense=np.asarray(res.sol._records[4]))
         if event:
             out.update(t_events=np.asarray(res.t_events), y_events=np.asarray(res.y_events),
                        n_events=np.asarray(res.n_events))
@@ -89,7 +95,8 @@ def _ensemble(name, n, event=False):
 
 
 UNITS = {"leo": "us/object-day", "van_der_pol": "us/object", "lotka_volterra": "us/object",
-         "leo_event": "us/object-day", "van_der_pol_event": "us/object"}
+         "leo_event": "us/object-day", "van_der_pol_event": "us/object",
+         "van_der_pol_dense": "us/object"}
 
 
 def _heyoka(n, batch, threads=None):
@@ -260,9 +267,9 @@ def main():
                     others["heyoka_batch_ensemble"] = _heyoka(args.n_heyoka, True, "ensemble")
                     others["heyoka_batch_threads"] = _heyoka(args.n_heyoka, True, "threads")
         else:
-            event = name.endswith("_event")
-            call, n = _ensemble(name.removesuffix("_event"), args.n_ensemble,
-                                event), args.n_ensemble
+            event, dense = name.endswith("_event"), name.endswith("_dense")
+            call, n = _ensemble(name.removesuffix("_event").removesuffix("_dense"),
+                                args.n_ensemble, event, dense), args.n_ensemble
         row = run(name, call, n, widths, args.rounds, others, clock)
         result["workloads"][name] = row
         for w, r in row["widths"].items():

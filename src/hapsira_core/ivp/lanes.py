@@ -45,6 +45,8 @@ from .control import (MAX_FACTOR, MIN_FACTOR, SAFETY, _step_factor, make_initial
                       ulp_toward)
 from .layout import (
     BAD_INITIAL_STATE,
+    RECORD_DENSE,
+    RECORD_STATES,
     ICONF,
     INFO,
     MAX_STEPS,
@@ -54,6 +56,7 @@ from .layout import (
     TERMINATED,
     config_row,
 )
+from .loop import make_records
 from .state import fun_form, rhs
 from .state import ops as state_ops
 
@@ -85,7 +88,7 @@ def supports(method_name, fun, event_functions=(), records=False, jac=None):
     """Whether the lane loop runs this kernel (else the per-object loop does)."""
     method = methods.get(method_name)
     return (method.state_shape is None and fun_form(fun) == "tuple"
-            and not records and jac is None and hasattr(method, "tableau")
+            and jac is None and hasattr(method, "tableau")
             and len(method.tableau.error) in (1, 2))
 
 
@@ -95,7 +98,7 @@ def _weighted(row, column):
     return " + ".join(f"{w!r} * {column(c)}" for c, w in sorted(row.items())) or "0.0"
 
 
-def generate_attempt(tableau, n, width, n_events=0):
+def generate_attempt(tableau, n, width, n_events=0, records=False):
     """Source of ``attempt(V, FL, PV, LI, TL, max_steps, GL, ED, EC) -> special``:
     one attempted step in every lane and, for most lanes, the step control after it,
     written out lane by lane as straight-line code.
@@ -140,6 +143,13 @@ def generate_attempt(tableau, n, width, n_events=0):
     interpolant, the roots and a terminal stop, `.events.make_roots`); a lane that
     moves on keeps the new values. So every accepted step is checked exactly once: here
     where the lane moves on, else in the lane-by-lane code.
+
+    With ``records`` (step records: ``dense_output=True``, ``t_eval="steps"``) every
+    lane's step start (``V[YO]``, ``V[FO]``, ``FL[TO]``, ``FL[HO]``) and stages 1 to s
+    (``V[KS + c - 1]``) are stored too, and ``LI[MOVED]`` says whether the lane moved
+    on, so that the lane-by-lane code records the step (its interpolant from these
+    stages, as the per-object loop's from its work rows); then it returns whether any
+    lane moved on or has something left.
     """
     s = tableau.n_stages
     pair = len(tableau.error) == 2
@@ -291,29 +301,50 @@ def generate_attempt(tableau, n, width, n_events=0):
                        ("SPECIAL", "1 if full_{l} else (2 if half_{l} else 0)")):
         for l in lanes:
             emit(f"LI[{row}, {l}] = " + value.format(l=l, nfev="STEP_NFEV"))
-    emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
+    if records:
+        stage_indices = [index for index, _, _ in tableau.stage_rows(range(1, s))] + [s]
+        for i in idx:
+            for l in lanes:
+                emit(f"V[YO, {i}, {l}] = y{i}_{l}")
+        for i in idx:
+            for l in lanes:
+                emit(f"V[FO, {i}, {l}] = k0_{i}_{l}")
+        for c in stage_indices:
+            for i in idx:
+                for l in lanes:
+                    emit(f"V[KS + {c - 1}, {i}, {l}] = k{c}_{i}_{l}")
+        for row, value in (("TO", "t_{l}"), ("HO", "h_{l}")):
+            for l in lanes:
+                emit(f"FL[{row}, {l}] = " + value.format(l=l))
+        for l in lanes:
+            emit(f"LI[MOVED, {l}] = 1 if moved_{l} else 0")
+        emit("return " + " | ".join(f"full_{l} | half_{l} | moved_{l}" for l in lanes))
+    else:
+        emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
     return "\n".join(lines) + "\n"
 
 
 #: rows of the lanes' states ``V``: the state, its derivative, the step's end and its
-#: derivative
-Y, F, YN, FN = 0, 1, 2, 3
+#: derivative; with step records also the step's start state and derivative, then its
+#: stages 1, 2, ... from row ``KS`` (`generate_attempt`'s ``records``)
+Y, F, YN, FN, YO, FO, KS = 0, 1, 2, 3, 4, 5, 6
 #: rows of the lanes' floats ``FL``: time, the attempt's end, its signed step, the span's
 #: end, the direction, max_step, |h|, the next output time (``direction * inf``: none
-#: left)
-T, TN, H, TEND, DIRS, MAXS, HABS, NEXT = range(8)
-N_FLOATS = NEXT + 1
+#: left); with step records the attempt's start and signed step
+T, TN, H, TEND, DIRS, MAXS, HABS, NEXT, TO, HO = range(10)
+N_FLOATS = HO + 1
 #: rows of the lanes' integers ``LI``: object, its params, conf and t_eval rows, next
 #: output time, nfev, nsteps; flags: has an object, at a step's start, rejected in this
 #: step, owes the interpolant of outputs at t0 (scipy builds the first step's; its
 #: nfev counts it), what the lane-by-lane code owes the lane after an attempt (0, 1, 2:
-#: `generate_attempt`)
-OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL = range(12)
-N_INTS = SPECIAL + 1
+#: `generate_attempt`), whether the attempt moved the lane on (step records)
+OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL, MOVED = range(13)
+N_INTS = MOVED + 1
 _CONSTANTS = {name: value for name, value in globals().items()
-              if name in ("Y", "F", "YN", "FN", "T", "TN", "H", "TEND", "DIRS", "MAXS", "HABS",
-                          "NEXT", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
-                          "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL")}
+              if name in ("Y", "F", "YN", "FN", "YO", "FO", "KS", "T", "TN", "H", "TEND",
+                          "DIRS", "MAXS", "HABS", "NEXT", "TO", "HO", "OBJ", "PI", "CI", "TI",
+                          "J", "NFEV_", "NSTEPS_", "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL",
+                          "MOVED")}
 
 
 def _lane_views(width):
@@ -331,7 +362,7 @@ def _lane_access(n):
 
 
 @factory
-def make_attempt(method_name, n, f, width, events=()):
+def make_attempt(method_name, n, f, width, events=(), records=False):
     """`generate_attempt` compiled, with ``f``, the width and the event functions
     ``events`` (each ``g(t, y, p, c)``) as constants."""
     method = methods.get(method_name)
@@ -342,9 +373,9 @@ def make_attempt(method_name, n, f, width, events=()):
                  "step_factor": _lane_step_factor(parts.error_exponent), "sqrt": _sqrt,
                  "__name__": __name__, **_CONSTANTS}
     namespace.update({f"ev{e}": g for e, g in enumerate(events)})
-    exec(compile(generate_attempt(tableau, n, width, len(events)),
-                 f"<hapsira lanes {method_name} n={n} W={width} events={len(events)}>", "exec"),
-         namespace)
+    exec(compile(generate_attempt(tableau, n, width, len(events), records),
+                 f"<hapsira lanes {method_name} n={n} W={width} events={len(events)} "
+                 f"records={records}>", "exec"), namespace)
     from ..targets import _host  # (lanes run on the host targets only)
 
     return hjit(namespace["attempt"], cache=False, pipeline_class=_host.lane_compiler())
@@ -365,14 +396,18 @@ def make_access(n):
 
 
 @factory
-def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
+def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
+                     records=False):
     """``solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts, out_y,
     info, t_events, y_events, n_events, scratch, work, first, last)``: objects
     ``first`` to ``last - 1`` of the whole arrays (rows of one with a first axis of 1
     are shared), in ``width`` lanes; the outputs are those of `.loop.make_solve`'s
     ``solve`` for the same objects, bit for bit. ``events``: the event functions
     ``g(t, y, p, c)`` (checked in the attempt, `generate_attempt`; located lane by lane),
-    ``event_states``: `.loop.make_solve`'s."""
+    ``event_states``: `.loop.make_solve`'s. With ``records`` it writes the step records
+    ``steps`` and ``dense`` as `.loop.make_solve` does (each moved lane's step recorded
+    lane by lane after the attempt, from the stages it stored); without, ``steps`` and
+    ``dense`` are stand-ins, never written."""
     method = methods.get(method_name)
     ops = state_ops(n, "tuple")
     parts = method.build(ops, True, f)
@@ -381,7 +416,9 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
     coefficients, evaluate, own_placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     step_factor = _step_factor(parts.error_exponent)
     step_attempt = parts.attempt
-    attempt = make_attempt(method_name, n, f, width, events)
+    attempt = make_attempt(method_name, n, f, width, events, records)
+    record_reset, record_step = make_records(ops, method.coefficient_states(n))
+    stage_rows = 1 + (method.tableau.n_stages if records else 0)  # stages 1..s from KS
     g = switch(events, 4)  # the per-object loop's g(e, t, y, p, c)
     roots = make_roots(parts.evaluate, g, ops.store_row, event_states)
     has_events = len(events) > 0
@@ -396,12 +433,13 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
     MAX, END_STATES = ICONF.max_steps, ICONF.end_states
     N_EV, Y_RECORDS, G = ICONF.n_events, ICONF.y_event_records, SCRATCH.g
+    RECORDS = ICONF.records
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
     inline = {"inline": "always"}  # the per-lane code of every attempt: no calls
 
     @hjit
     def begin(i, l, y0, t_eval, params, conf, iconf, ev_consts, out_y, info, t_events,
-              y_events, n_events, work, V, FL, LI, TL, PL, GL):
+              y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
         """Object i from its start to its first step (the per-object loop's opening),
         into lane l; False where it ends before any step."""
         out = out_y[i]
@@ -429,6 +467,14 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
         info[i, NSTEPS] = 0
         info[i, NJEV] = 0
         info[i, NLU] = 0
+        if records:
+            mode = iconf[RECORDS]
+            record_reset(steps[i], dense[i], mode)
+            steps[i, 0, 0] = t
+            if mode & RECORD_STATES:
+                store_row(out, 0, y)
+            if mode & RECORD_DENSE:  # scipy's constant interpolant where t0 == tf
+                store_row(dense[i, 0], 0, y)
         if not is_finite(y):
             info[i, STATUS] = BAD_INITIAL_STATE
             return False
@@ -480,13 +526,13 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
 
     @hjit
     def fill(l, next_object, last, y0, t_eval, params, conf, iconf, ev_consts, out_y, info,
-             t_events, y_events, n_events, work, V, FL, LI, TL, PL, GL):
+             t_events, y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
         """Lane l takes the next object that needs steps; returns the next untaken one."""
         while next_object < last:
             i = next_object
             next_object += 1
             if begin(i, l, y0, t_eval, params, conf, iconf, ev_consts, out_y, info, t_events,
-                     y_events, n_events, work, V, FL, LI, TL, PL, GL):
+                     y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
                 return next_object
         LI[ACTIVE, l] = 0
         return next_object
@@ -553,7 +599,7 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
 
     @hjit
     def accept_events(l, t_eval, params, iconf, ev_direction, ev_max, ev_consts, out_y,
-                      t_events, y_events, n_events, scratch, work, V, FL, LI, GL):
+                      t_events, y_events, n_events, scratch, work, steps, dense, V, FL, LI, GL):
         """`accept` with events: the per-object loop's accepted step (`.loop.make_solve`),
         its events' roots (`.events.make_roots`, on the object's scratch rows, the lane's
         last values in and out), its output times up to a terminal root. Returns whether
@@ -578,6 +624,8 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
             j < n_out and (direction * (te[j] - t_new) < 0.0
                            or (te[j] == t_new and not end_states)))
         LI[DF, l] = 0
+        mode = iconf[RECORDS] if records else 0
+        need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
         for e in range(n_ev):
             sc[e, G] = GL[e, l]
             if is_triggered(sc[e, G], g(e, t_new, y_new, p, ev_consts[e]), ev_direction[e]):
@@ -600,6 +648,12 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
             else:
                 store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
             j += 1
+        if records:
+            state = y_new
+            if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state
+                state = evaluate(coeffs, t, h, y, t_stop, None)
+            record_step(steps[i], dense[i], mode, LI[NSTEPS_, l] - 1, t_stop, h, y, coeffs,
+                        out, state)
         LI[J, l] = j
         FL[NEXT, l] = te[j] if j < n_out else direction * math.inf
         FL[T, l] = t_new
@@ -608,9 +662,35 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
             V[F, r, l] = V[FN, r, l]
         return e_stop < n_ev
 
+    @hjit
+    def record_moved(l, params, iconf, out_y, work, steps, dense, V, FL, LI):
+        """The step records of a step that the attempt took and moved on (no event, no
+        output time in it): its interpolant, where asked, from the stages the attempt
+        stored, put in the object's work rows where the per-object attempt leaves them."""
+        i = LI[OBJ, l]
+        mode = iconf[RECORDS]
+        y = get(V[YO], l)
+        y_new = get(V[Y], l)
+        t = FL[TO, l]
+        h = FL[HO, l]
+        coeffs = own_placeholder(y)
+        if mode & RECORD_DENSE:
+            w = work[i]
+            for r in range(n):
+                w[0, r] = V[FO, r, l]
+            for c in range(1, stage_rows):
+                for r in range(n):
+                    w[c, r] = V[KS + c - 1, r, l]
+            coeffs = coefficients(t, y, get(V[FO], l), y_new, get(V[F], l), h,
+                                  params[LI[PI, l]], w)
+            LI[NFEV_, l] += dense_nfev
+        record_step(steps[i], dense[i], mode, LI[NSTEPS_, l] - 1, FL[T, l], h, y, coeffs,
+                    out_y[i], y_new)
+
     @hjit(**inline)
     def opening(l, next_object, last, max_steps, y0, t_eval, params, conf, iconf, ev_consts,
-                out_y, info, t_events, y_events, n_events, work, V, FL, LI, TL, PL, GL):
+                out_y, info, t_events, y_events, n_events, work, steps, dense, V, FL, LI, TL,
+                PL, GL):
         """Lane l at a step's start: scipy's _step_impl opening (`.control.make_step`),
         then the times of its next attempt; a lane that fails there takes the next
         object. Returns the next untaken object."""
@@ -635,7 +715,7 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
                 finish(l, status, info, LI)
                 next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
                                    ev_consts, out_y, info, t_events, y_events, n_events, work,
-                                   V, FL, LI, TL, PL, GL)
+                                   steps, dense, V, FL, LI, TL, PL, GL)
         if LI[ACTIVE, l] != 0:
             direction = FL[DIRS, l]
             t_new = FL[T, l] + FL[HABS, l] * direction
@@ -648,9 +728,10 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
 
     @hjit
     def solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
-              out_y, info, t_events, y_events, n_events, scratch, work, first, last):
+              out_y, info, t_events, y_events, n_events, scratch, work, steps, dense, first,
+              last):
         # lane arrays (zeros: a lane without an object computes on harmless numbers)
-        V = np.zeros((FN + 1, n, W))
+        V = np.zeros((KS + stage_rows - 1 if records else FN + 1, n, W))
         FL = np.zeros((N_FLOATS, W))
         LI = np.zeros((N_INTS, W), np.int64)
         TL = np.ones((2 * n, W))
@@ -667,12 +748,13 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
         next_object = first
         for l in range(W):
             next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
-                               ev_consts, out_y, info, t_events, y_events, n_events, work, V,
-                               FL, LI, TL, PL, GL)
+                               ev_consts, out_y, info, t_events, y_events, n_events, work,
+                               steps, dense, V, FL, LI, TL, PL, GL)
         for l in range(W):
             next_object = opening(l, next_object, last, max_steps, y0, t_eval, params, conf,
                                   iconf, ev_consts, out_y, info, t_events, y_events, n_events,
-                                  work, V, FL, LI, TL, PL, GL)
+                                  work, steps, dense, V, FL, LI, TL, PL, GL)
+        mode = iconf[RECORDS] if records else 0
         busy = False
         for l in range(W):
             busy = busy or LI[ACTIVE, l] != 0
@@ -680,6 +762,8 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
             if not attempt(V, FL, PV, LI, TL, max_steps, GL, ev_direction, ev_consts):
                 continue
             for l in range(W):
+                if mode != 0 and LI[MOVED, l] != 0:
+                    record_moved(l, params, iconf, out_y, work, steps, dense, V, FL, LI)
                 if LI[SPECIAL, l] == 1:
                     # the per-object loop's step control, lane by lane, on the per-object
                     # attempt's numbers (the same as the lanes', and its stages in the
@@ -699,19 +783,19 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
                             factor = min(1.0, factor)
                         FL[HABS, l] = FL[HABS, l] * factor
                         stopped = False
-                        if has_events:
+                        if has_events or records:
                             stopped = accept_events(l, t_eval, params, iconf, ev_direction,
                                                     ev_max, ev_consts, out_y, t_events,
-                                                    y_events, n_events, scratch, work, V, FL,
-                                                    LI, GL)
+                                                    y_events, n_events, scratch, work, steps,
+                                                    dense, V, FL, LI, GL)
                         else:
                             accept(l, t_eval, params, iconf, out_y, work, V, FL, LI)
                         if stopped or FL[DIRS, l] * (FL[T, l] - FL[TEND, l]) >= 0.0:
                             finish(l, TERMINATED if stopped else SUCCESS, info, LI)
                             next_object = fill(l, next_object, last, y0, t_eval, params,
                                                conf, iconf, ev_consts, out_y, info, t_events,
-                                               y_events, n_events, work, V, FL, LI, TL, PL,
-                                               GL)
+                                               y_events, n_events, work, steps, dense, V, FL,
+                                               LI, TL, PL, GL)
                         else:
                             LI[FRESH, l] = 1
                     else:
@@ -723,14 +807,14 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False):
                             finish(l, STEP_TOO_SMALL, info, LI)
                             next_object = fill(l, next_object, last, y0, t_eval, params,
                                                conf, iconf, ev_consts, out_y, info, t_events,
-                                               y_events, n_events, work, V, FL, LI, TL, PL,
-                                               GL)
+                                               y_events, n_events, work, steps, dense, V, FL,
+                                               LI, TL, PL, GL)
                 if LI[SPECIAL, l] != 0:
                     LI[SPECIAL, l] = 0
                     next_object = opening(l, next_object, last, max_steps, y0, t_eval,
                                           params, conf, iconf, ev_consts, out_y, info,
-                                          t_events, y_events, n_events, work, V, FL, LI, TL,
-                                          PL, GL)
+                                          t_events, y_events, n_events, work, steps, dense,
+                                          V, FL, LI, TL, PL, GL)
             busy = False
             for l in range(W):
                 busy = busy or LI[ACTIVE, l] != 0

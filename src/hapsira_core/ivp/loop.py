@@ -43,6 +43,38 @@ def _placeholder_with_work(parts):
     return placeholder
 
 
+def make_records(ops, n_coeffs):
+    """``(record_reset, record_step)``: the step records of `make_solve` (``records``),
+    one source for the per-object loop and the lanes (`.lanes`); ``n_coeffs``: the
+    coefficient states an interpolant keeps after ``y_old``."""
+    store_row, fill_row = ops.store_row, ops.fill_row
+
+    @hjit
+    def record_reset(steps, dense, mode):
+        for s in range(steps.shape[0]):
+            steps[s, 0] = math.nan
+            steps[s, 1] = math.nan
+        if mode & RECORD_DENSE:
+            for s in range(dense.shape[0]):
+                for r in range(dense.shape[1]):
+                    fill_row(dense[s], r, math.nan)
+
+    @hjit
+    def record_step(steps, dense, mode, s, t_stop, h, y, coeffs, out_y, state):
+        """Step s (0-based) ended at ``t_stop`` with ``state``: write what ``mode`` asks."""
+        if s + 1 < steps.shape[0]:
+            steps[s + 1, 0] = t_stop
+            steps[s, 1] = h
+            if mode & RECORD_STATES:
+                store_row(out_y, s + 1, state)
+        if mode & RECORD_DENSE and s < dense.shape[0]:
+            store_row(dense[s], 0, y)
+            for r in range(n_coeffs):
+                store_row(dense[s], r + 1, coeffs[r])
+
+    return record_reset, record_step
+
+
 @factory
 def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=False):
     """The loop for ``method_name`` on n-component states (built once).
@@ -109,28 +141,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     RECORDS = ICONF.records
     n_coeffs = method.coefficient_states(n)  # what a step's record keeps after y_old
 
-    @hjit
-    def record_reset(steps, dense, mode):
-        for s in range(steps.shape[0]):
-            steps[s, 0] = math.nan
-            steps[s, 1] = math.nan
-        if mode & RECORD_DENSE:
-            for s in range(dense.shape[0]):
-                for r in range(dense.shape[1]):
-                    fill_row(dense[s], r, math.nan)
-
-    @hjit
-    def record_step(steps, dense, mode, s, t_stop, h, y, coeffs, out_y, state):
-        """Step s (0-based) ended at ``t_stop`` with ``state``: write what ``mode`` asks."""
-        if s + 1 < steps.shape[0]:
-            steps[s + 1, 0] = t_stop
-            steps[s, 1] = h
-            if mode & RECORD_STATES:
-                store_row(out_y, s + 1, state)
-        if mode & RECORD_DENSE and s < dense.shape[0]:
-            store_row(dense[s], 0, y)
-            for r in range(n_coeffs):
-                store_row(dense[s], r + 1, coeffs[r])
+    record_reset, record_step = make_records(ops, n_coeffs)
 
     @hjit
     def reset(out_y, t_events, n_events):

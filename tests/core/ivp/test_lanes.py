@@ -195,14 +195,14 @@ def _two_body_j2(t, rr, vv, k, p):
 @host_only
 def test_fallbacks_are_automatic(monkeypatch):
     """What the lane loop does not cover runs per object, with no error, under any width
-    (events it covers)."""
+    (events and step records it covers)."""
     monkeypatch.setattr(settings, "LANES", 4)
     event = Event(crossing)
     assert build.lanes("DOP853", van_der_pol) == 4
     assert build.lanes("DOP853", van_der_pol, (event.device_function,)) == 4  # events run
     assert build.lanes("DOP853", van_der_pol_rows) == 0  # array form (and so stm=True)
     assert build.lanes("Radau", van_der_pol) == 0  # implicit methods
-    assert build.lanes("DOP853", van_der_pol, records=True) == 0  # dense_output, "steps"
+    assert build.lanes("DOP853", van_der_pol, records=True) == 4  # dense_output, "steps"
     assert build.lanes("RK45", van_der_pol, jac=van_der_pol) == 0
     fun, y0, params, t0, _tf = _ensemble("van_der_pol", 5, seed=1)
     result = solve_ivp(fun, (t0, 5.0), y0, params=params, events=[event], dense_output=True)
@@ -272,10 +272,11 @@ def test_cache_key_has_width_and_cpu(monkeypatch):
     assert len(set(found.values())) == 4, found
 
 
-def _attempt_asm(method, n, fun, width, events=()):
+def _attempt_asm(method, n, fun, width, events=(), records=False):
     """The assembly of the lanes' attempt (`lanes.make_attempt`) for the lane loop's
     argument types: the function that the lane kernel calls, compiled as it compiles it
-    (with `_host.lane_compiler`'s vectoriser); ``events``: its event functions."""
+    (with `_host.lane_compiler`'s vectoriser); ``events``: its event functions;
+    ``records``: the attempt of a kernel with step records."""
     from numba import types
 
     f64 = types.float64
@@ -283,7 +284,7 @@ def _attempt_asm(method, n, fun, width, events=()):
                  types.UniTuple(types.Array(f64, 1, "A"), width),
                  types.Array(types.int64, 2, "C"), types.Array(f64, 2, "C"), types.int64,
                  types.Array(f64, 2, "C"), types.Array(f64, 1, "C"), types.Array(f64, 2, "C"))
-    attempt = lanes.make_attempt(method, n, fun, width, tuple(events))
+    attempt = lanes.make_attempt(method, n, fun, width, tuple(events), records)
     attempt.compile(signature)
     return attempt.inspect_asm(signature)
 
@@ -297,12 +298,14 @@ def _packed(asm, register):
 
 
 @host_only
-@pytest.mark.parametrize("with_events", [False, True])
-def test_attempt_is_packed_vector_code(with_events):
+@pytest.mark.parametrize("with_events, records", [(False, False), (True, False),
+                                                   (True, True)])
+def test_attempt_is_packed_vector_code(with_events, records):
     """The lanes' attempt on Van der Pol at the host's width compiles to packed
     instructions (4 float64 per ymm with AVX2, 8 per zmm with AVX-512), the step control
     after it included, and so do the event checks at each step's end (two events, one
-    with a direction): no scalar multiplication, division or square root."""
+    with a direction) and the stores of step records: no scalar multiplication,
+    division or square root."""
     import re
 
     from hapsira_core.targets import _host
@@ -312,7 +315,7 @@ def test_attempt_is_packed_vector_code(with_events):
         pytest.skip("no AVX on this host")
     events = (Event(crossing).device_function,
               Event(rising_velocity, direction=1).device_function) if with_events else ()
-    asm = _attempt_asm("DOP853", 2, van_der_pol, _host.vector_doubles(), events)
+    asm = _attempt_asm("DOP853", 2, van_der_pol, _host.vector_doubles(), events, records)
     packed, scalar = _packed(asm, register)
     assert packed > 150, packed
     assert not re.search(r"\bv(mul|div|sqrt)sd\b", asm)
@@ -510,3 +513,49 @@ def test_orbit_workload_with_events_bit_identical(monkeypatch):
     assert status[3] == -3 and (np.delete(status, 3) >= 0).all() and (status == 1).any()
     counts = np.asarray(scalar.n_events)
     assert counts[:, 0].sum() >= 6 and counts[:, 1].max() == 2
+
+
+RECORD_CASES = [  # problem, method, width, solve_ivp's options, events
+    ("van_der_pol", "DOP853", 3, {"dense_output": True, "t_eval": "steps"},
+     lambda: [Event(crossing), Event(crossing, terminal=2, direction=-1)]),
+    ("lotka_volterra", "RK45", 2, {"dense_output": True}, lambda: []),
+    ("lorenz", "RK23", 2, {"t_eval": "steps"}, lambda: [Event(z_level, terminal=3)]),
+]
+
+
+@host_only
+@pytest.mark.parametrize("name, method, width, options, events", RECORD_CASES)
+def test_step_records_in_lanes_bit_identical(monkeypatch, name, method, width, options,
+                                             events):
+    """Step records (``dense_output=True``, ``t_eval="steps"``) run in the lane kernel:
+    each moved lane's step recorded after the attempt from the stages it stored, the
+    others' by the per-object code, with the per-object loop's numbers: the steps, their
+    interpolants, ``sol(t)``, the states per step, nfev (the interpolants' evaluations
+    counted), and with events a terminal root as the last breakpoint."""
+    n = 11
+    fun, y0, params, t0, tf = _ensemble(name, n, seed=len(name) + 2)
+    if name != "lorenz":
+        tf[4] = -tf[4]
+    y0[2, 0] = math.nan
+    params[7, 0] = 1e300
+    kwargs = dict(options, method=method, rtol=1e-9, atol=1e-12, params=params,
+                  events=events())
+    lane = _solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs)
+    (kernel,) = [k for s, k in build.KERNELS.items() if s.lanes == width and s.records
+                 and s.method == method]
+    assert kernel._compiled is not None  # the lane kernel ran
+    scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+    _assert_same(lane, scalar)
+    if kwargs["events"]:
+        _event_fields_same(lane, scalar)
+    status = np.asarray(scalar.status)
+    assert status[2] == -3 and status[7] < 0 and (np.asarray(scalar.nsteps)[[0, 1]] > 20).all()
+    if options.get("dense_output"):
+        a, b = lane.sol._records, scalar.sol._records
+        for k, field in ((3, "steps"), (4, "dense"), (5, "info")):
+            assert np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes(), field
+        assert np.isfinite(np.asarray(a[4])[0, :10]).all()  # (recorded, not NaN)
+        times = np.linspace(0.0, 3.0, 13)
+        assert np.asarray(lane.sol(times)).tobytes() == np.asarray(scalar.sol(times)).tobytes()
+    if options.get("t_eval") == "steps":
+        assert np.isfinite(np.asarray(scalar.t)[0, :20]).all()
