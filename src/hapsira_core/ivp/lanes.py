@@ -25,7 +25,10 @@ value as `.events.is_triggered` does, as selects; a lane where an event triggers
 left to the lane-by-lane code, which steps it again with the per-object code and
 then locates, records and, for a terminal event, stops as the per-object loop does
 (`.events.make_roots`, the same source); the other lanes go on in the vectors.
-Step records (``dense_output=True``, ``t_eval="steps"``), array-form ``f`` (and so
+So do step records (``dense_output=True``, ``t_eval="steps"``): the attempt then also
+stores each lane's step start and stages, and the lane-by-lane code records each step
+that moved on from them (the interpolant by the per-object ``coefficients``, on the
+object's work rows), as `.loop.make_records` writes them. Array-form ``f`` (and so
 ``stm=True``), ``jac=`` and the implicit methods take the per-object loop
 (`supports`).
 """
