@@ -367,7 +367,8 @@ def _lane_access(n):
 @factory
 def make_attempt(method_name, n, f, width, events=(), records=False):
     """`generate_attempt` compiled, with ``f``, the width and the event functions
-    ``events`` (each ``g(t, y, p, c)``) as constants."""
+    ``events`` (each ``g(t, y, p, c)``) as constants; ``records``: the attempt of a
+    kernel with step records (it stores each lane's step start and stages)."""
     method = methods.get(method_name)
     parts = method.build(state_ops(n, "tuple"), True, f)
     tableau = method.tableau
