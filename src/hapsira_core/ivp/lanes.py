@@ -88,7 +88,9 @@ def _lane_step_factor(exponent):
 
 
 def supports(method_name, fun, event_functions=(), records=False, jac=None):
-    """Whether the lane loop runs this kernel (else the per-object loop does)."""
+    """Whether the lane loop runs this kernel (else the per-object loop does): the
+    explicit pairs with a tuple-form ``f`` and no ``jac=``, whatever their events and
+    step records (``event_functions``, ``records``: both run in lanes)."""
     method = methods.get(method_name)
     return (method.state_shape is None and fun_form(fun) == "tuple"
             and jac is None and hasattr(method, "tableau")
