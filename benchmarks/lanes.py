@@ -1,7 +1,9 @@
 """The lane loop (``HAPSIRA_LANES``) against the per-object kernel, alternated in one process.
 
     [HAPSIRA_TARGET=parallel] python benchmarks/lanes.py [--widths 0,4,8]
-        [--workloads leo,van_der_pol,lotka_volterra] [--n-leo 256] [--n-ensemble 4000]
+        [--workloads leo,van_der_pol,lotka_volterra,leo_event,van_der_pol_event,
+                     van_der_pol_dense]
+        [--n-leo 256] [--n-ensemble 4000]
         [--rounds 5] [--n-heyoka 0] [--out lanes_NAME]
 
 One core (the cpu target, the default): process CPU time (``time.process_time``) of each
@@ -13,9 +15,15 @@ rounds start). Each round calls every width of a workload once, in turn, so that
 box's load falls on all of them alike; reported per width: best and median over the
 rounds, in us/object-day (LEO: two-body + J2, one day, rtol 1e-11, ``cowell``) or
 us/object (Van der Pol, Lotka-Volterra: DOP853, rtol 1e-9, atol 1e-12, final state
-only). Width 0 is the per-object kernel (``HAPSIRA_LANES=off``); every other width's
-results (states, status, nfev, nsteps) must equal its bytes, or the script says so
-and exits 1. The load average is read before and after.
+only). With an event (not run by default): ``leo_event``, the same LEO objects with
+cowell's ascending node (`NodeCrossEvent`, counted, never terminal), and
+``van_der_pol_event``, Van der Pol with x's zero crossings in both directions counted;
+their event times and counts are compared too. ``van_der_pol_dense``: Van der Pol with
+``dense_output=True`` (the step records: two runs of the kernel, the first counting the
+steps), its breakpoints and interpolants compared too. Width 0 is the per-object kernel
+(``HAPSIRA_LANES=off``); every other width's results (states, status, nfev, nsteps)
+must equal its bytes, or the script says so and exits 1. The load average is read
+before and after.
 """
 
 import argparse
@@ -36,35 +44,59 @@ import workloads  # noqa: E402
 from hapsira_core import settings  # noqa: E402
 
 
-def _leo(n):
+def _leo(n, event=False):
     from hapsira_cowell import cowell
+    from hapsira_cowell.models.events import NodeCrossEvent
 
     r0, v0 = workloads.leo_cloud(n, seed=0)
     tofs = np.array([workloads.DAY])
+    events = [NodeCrossEvent(direction=1)] if event else []
 
     def call():
         res = cowell(workloads.K, r0, v0, tofs, f=workloads.two_body_j2,
-                     rtol=workloads.RTOL, atol=workloads.ATOL)
-        return {f: np.asarray(getattr(res, f)) for f in ("rr", "vv", "status", "nfev",
-                                                        "nsteps")}
+                     rtol=workloads.RTOL, atol=workloads.ATOL, events=events)
+        out = {f: np.asarray(getattr(res, f)) for f in ("rr", "vv", "status", "nfev",
+                                                       "nsteps")}
+        if event:
+            out.update(t_events=np.asarray(res.t_events[0]), n_events=np.asarray(res.n_events))
+        return out
     return call
 
 
-def _ensemble(name, n):
-    from hapsira_core.ivp import solve_ivp
+def _crossing():
+    from hapsira_core.jit import hjit
+
+    @hjit
+    def crossing(t, y, p):
+        return y[0]
+    return crossing
+
+
+def _ensemble(name, n, event=False, dense=False):
+    from hapsira_core.ivp import Event, solve_ivp
 
     y0, params = workloads.problem(name, n)
     fun = workloads.ENSEMBLES[name]
+    events = [Event(_crossing())] if event else []
 
     def call():
         res = solve_ivp(fun, workloads.SPANS[name], y0, method="DOP853",
                         rtol=workloads.ENSEMBLE_RTOL, atol=workloads.ENSEMBLE_ATOL,
-                        params=params)
-        return {f: np.asarray(getattr(res, f)) for f in ("y", "status", "nfev", "nsteps")}
+                        params=params, events=events, dense_output=dense)
+        out = {f: np.asarray(getattr(res, f)) for f in ("y", "status", "nfev", "nsteps")}
+        if dense:  # the step records: breakpoints and interpolants
+            out.update(steps=np.asarray(res.sol._records[3]),
+                       dense=np.asarray(res.sol._records[4]))
+        if event:
+            out.update(t_events=np.asarray(res.t_events), y_events=np.asarray(res.y_events),
+                       n_events=np.asarray(res.n_events))
+        return out
     return call
 
 
-UNITS = {"leo": "us/object-day", "van_der_pol": "us/object", "lotka_volterra": "us/object"}
+UNITS = {"leo": "us/object-day", "van_der_pol": "us/object", "lotka_volterra": "us/object",
+         "leo_event": "us/object-day", "van_der_pol_event": "us/object",
+         "van_der_pol_dense": "us/object"}
 
 
 def _heyoka(n, batch, threads=None):
@@ -185,8 +217,11 @@ def run(name, call, n, widths, rounds, others=None, clock=time.process_time):
         rows[w]["speedup_best"] = round(base["best"] / rows[w]["best"], 2)
         rows[w]["speedup_median"] = round(base["median"] / rows[w]["median"], 2)
     mean_steps = float(reference["nsteps"].mean())
-    return {"n_objects": n, "unit": UNITS[name], "mean_steps": mean_steps,
-            "mean_nfev": float(reference["nfev"].mean()), "widths": rows}
+    row = {"n_objects": n, "unit": UNITS[name], "mean_steps": mean_steps,
+           "mean_nfev": float(reference["nfev"].mean()), "widths": rows}
+    if "n_events" in reference:
+        row["mean_events"] = float(reference["n_events"].sum() / n)
+    return row
 
 
 def main():
@@ -223,16 +258,18 @@ def main():
     failed = False
     for name in args.workloads.split(","):
         others = None
-        if name == "leo":
-            call, n = _leo(args.n_leo), args.n_leo
-            if args.n_heyoka:
+        if name in ("leo", "leo_event"):
+            call, n = _leo(args.n_leo, name == "leo_event"), args.n_leo
+            if args.n_heyoka and name == "leo":
                 others = {"heyoka_scalar": _heyoka(args.n_heyoka, False),
                           "heyoka_batch": _heyoka(args.n_heyoka, True)}
                 if parallel:
                     others["heyoka_batch_ensemble"] = _heyoka(args.n_heyoka, True, "ensemble")
                     others["heyoka_batch_threads"] = _heyoka(args.n_heyoka, True, "threads")
         else:
-            call, n = _ensemble(name, args.n_ensemble), args.n_ensemble
+            event, dense = name.endswith("_event"), name.endswith("_dense")
+            call, n = _ensemble(name.removesuffix("_event").removesuffix("_dense"),
+                                args.n_ensemble, event, dense), args.n_ensemble
         row = run(name, call, n, widths, args.rounds, others, clock)
         result["workloads"][name] = row
         for w, r in row["widths"].items():

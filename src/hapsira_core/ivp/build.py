@@ -91,7 +91,8 @@ class KernelSpec:
     def source(self, fun, events, jac="None"):
         """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
         ``jac`` the source of the expressions that give the functions."""
-        template = _LANES_BODY if self.lanes else _RECORDS_BODY if self.records else _BODY
+        template = ((_LANES_RECORDS_BODY if self.records else _LANES_BODY) if self.lanes
+                    else _RECORDS_BODY if self.records else _BODY)
         return template.format(
             method=self.method, n=self.n, keep=self.keep_stages, fun=fun, events=events,
             event_states=self.event_states, jac=jac, lanes=self.lanes)
@@ -207,14 +208,29 @@ _LANES_BODY = """
 from hapsira_core.ivp.lanes import make_solve_lanes
 from hapsira_core.jit import hjit
 
-solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes})
+solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes}, {events}, {event_states!r})
 
 
 @hjit
 def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
          y, info, t_events, y_events, n_events, scratch, work, first, last):
+    # no step records: typed stand-ins, never written (records=False)
     solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work, first, last)
+          y, info, t_events, y_events, n_events, scratch, work, scratch, y_events, first, last)
+"""
+
+_LANES_RECORDS_BODY = """
+from hapsira_core.ivp.lanes import make_solve_lanes
+from hapsira_core.jit import hjit
+
+solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes}, {events}, {event_states!r}, True)
+
+
+@hjit
+def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+         y, info, t_events, y_events, n_events, steps, dense, scratch, work, first, last):
+    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
+          y, info, t_events, y_events, n_events, scratch, work, steps, dense, first, last)
 """
 
 _RECORDS_BODY = """

@@ -9,6 +9,7 @@ filter), then locates the zero on the step's dense output with Brent's method
 import math
 
 from ..jit import hjit
+from .layout import SCRATCH
 
 EPS = 2.220446049250313e-16
 ROOT_XTOL = 4.0 * EPS
@@ -113,3 +114,62 @@ array-shaped state, `.state`).
         return b
 
     return locate
+
+
+def make_roots(evaluate, g, store_row, event_states):
+    """``roots(t, t_new, y, y_new, h, coeffs, p, ev_direction, ev_max, ev_consts, n_ev,
+    y_records, direction, t_events, y_events, n_events, scratch, dst) -> (t_stop,
+    e_stop)``: what the solve loops do with the events after an accepted step from
+    ``t`` to ``t_new`` (one source for the per-object loop, `.loop`, and the lanes'
+    lane-by-lane code, `.lanes`).
+
+    Each event's new value becomes its ``scratch[e, SCRATCH.g]``; a triggered one is
+    located on the step's interpolant ``coeffs`` (built by the caller where any event
+    triggers), and, as in scipy, the events are recorded in time order (ties by index)
+    up to and including the first terminal one (``ev_max``: the occurrence that
+    terminates), at ``t_events``, ``y_events`` (with ``event_states``) and
+    ``n_events``. ``t_stop``: the terminal root, else ``t_new``; ``e_stop``: the
+    terminal event, else ``n_ev``. Inlined where called: the loops' code as it was.
+    """
+    locate = make_locate(evaluate, g)
+    G, ROOT = SCRATCH.g, SCRATCH.root
+
+    @hjit(inline="always")
+    def roots(t, t_new, y, y_new, h, coeffs, p, ev_direction, ev_max, ev_consts, n_ev,
+              y_records, direction, t_events, y_events, n_events, scratch, dst):
+        for e in range(n_ev):
+            g_old = scratch[e, G]
+            g_new = g(e, t_new, y_new, p, ev_consts[e])
+            scratch[e, G] = g_new
+            if is_triggered(g_old, g_new, ev_direction[e]):
+                scratch[e, ROOT] = t_new  # located below
+            else:
+                scratch[e, ROOT] = math.nan
+
+        # Locate the roots. As in scipy, events are taken in time order (ties
+        # by index) up to and including the first terminal one.
+        t_stop = t_new
+        e_stop = n_ev
+        for e in range(n_ev):
+            if scratch[e, ROOT] == scratch[e, ROOT]:
+                root = locate(e, t, t_new, coeffs, t, h, y, p, ev_consts[e], dst)
+                scratch[e, ROOT] = root
+                if ev_max[e] > 0 and n_events[e] + 1 >= ev_max[e]:
+                    earlier = direction * (root - t_stop)
+                    if e_stop == n_ev or earlier < 0.0:
+                        t_stop = root
+                        e_stop = e
+        for e in range(n_ev):
+            root = scratch[e, ROOT]
+            if root == root:
+                before = direction * (root - t_stop)
+                if before < 0.0 or (before == 0.0 and e <= e_stop):
+                    count = n_events[e]
+                    if count < t_events.shape[1]:
+                        t_events[e, count] = root
+                    if event_states and count < y_records:
+                        store_row(y_events[e], count, evaluate(coeffs, t, h, y, root, dst))
+                    n_events[e] = count + 1
+        return t_stop, e_stop
+
+    return roots

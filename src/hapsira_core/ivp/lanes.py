@@ -17,9 +17,20 @@ order (the stage sums in increasing stage order, zero weights skipped, as
 `.stages.generate` writes them; the norms as `.state`'s tuple code), so the
 results are bit-identical to the per-object kernel's; the interpolant, the
 first step and the rare overflowing DOP853 norm are the per-object code itself,
-run for the one lane that needs them. Events, step records, array-form ``f``
-(and so ``stm=True``), ``jac=`` and the implicit methods take the per-object
-loop (`supports`).
+run for the one lane that needs them.
+
+Events run in the lanes too: the attempt evaluates each event function at an accepted
+step's end for every lane (inlined, like ``f``) and compares it with the lane's last
+value as `.events.is_triggered` does, as selects; a lane where an event triggers is
+left to the lane-by-lane code, which steps it again with the per-object code and
+then locates, records and, for a terminal event, stops as the per-object loop does
+(`.events.make_roots`, the same source); the other lanes go on in the vectors.
+So do step records (``dense_output=True``, ``t_eval="steps"``): the attempt then also
+stores each lane's step start and stages, and the lane-by-lane code records each step
+that moved on from them (the interpolant by the per-object ``coefficients``, on the
+object's work rows), as `.loop.make_records` writes them. Array-form ``f`` (and so
+``stm=True``), ``jac=`` and the implicit methods take the per-object loop
+(`supports`).
 """
 
 import math
@@ -29,20 +40,26 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ..jit import hjit
+from ..jit import hjit, switch
 from ..kernels.cache import factory
 from . import methods
+from .events import is_triggered, make_roots
 from .control import (MAX_FACTOR, MIN_FACTOR, SAFETY, _step_factor, make_initial_step,
                       ulp_toward)
 from .layout import (
     BAD_INITIAL_STATE,
+    RECORD_DENSE,
+    RECORD_STATES,
     ICONF,
     INFO,
     MAX_STEPS,
     STEP_TOO_SMALL,
+    SCRATCH,
     SUCCESS,
+    TERMINATED,
     config_row,
 )
+from .loop import make_records
 from .state import fun_form, rhs
 from .state import ops as state_ops
 
@@ -71,10 +88,12 @@ def _lane_step_factor(exponent):
 
 
 def supports(method_name, fun, event_functions=(), records=False, jac=None):
-    """Whether the lane loop runs this kernel (else the per-object loop does)."""
+    """Whether the lane loop runs this kernel (else the per-object loop does): the
+    explicit pairs with a tuple-form ``f`` and no ``jac=``, whatever their events and
+    step records (``event_functions``, ``records``: both run in lanes)."""
     method = methods.get(method_name)
-    return (method.state_shape is None and fun_form(fun) == "tuple" and not event_functions
-            and not records and jac is None and hasattr(method, "tableau")
+    return (method.state_shape is None and fun_form(fun) == "tuple"
+            and jac is None and hasattr(method, "tableau")
             and len(method.tableau.error) in (1, 2))
 
 
@@ -84,8 +103,8 @@ def _weighted(row, column):
     return " + ".join(f"{w!r} * {column(c)}" for c, w in sorted(row.items())) or "0.0"
 
 
-def generate_attempt(tableau, n, width):
-    """Source of ``attempt(V, FL, PV, LI, TL, max_steps) -> special``:
+def generate_attempt(tableau, n, width, n_events=0, records=False):
+    """Source of ``attempt(V, FL, PV, LI, TL, max_steps, GL, ED, EC) -> special``:
     one attempted step in every lane and, for most lanes, the step control after it,
     written out lane by lane as straight-line code.
 
@@ -119,6 +138,23 @@ def generate_attempt(tableau, n, width):
     above by ``10 |t| 2^-52 + 1e-300``: a step at or above that bound is above it and
     needs no exact ulp (`.control.ulp_toward`'s ``frexp``); a step below it goes to the
     lane-by-lane code. Returns whether any lane has something left there.
+
+    With ``n_events`` events (``ev0``, ``ev1``, ... in the namespace: the user's
+    ``g(t, y, p, c)``, inlined like ``f``), an accepted step's end is checked as the
+    per-object loop checks it: each event's value there against its last one
+    (``GL[e, lane]``) under its direction (``ED[e]``, `.events.is_triggered` as
+    selects), with its constants ``EC[e]``. A lane where one triggers is left whole to
+    the lane-by-lane code (its state untouched: the per-object step again, then the
+    interpolant, the roots and a terminal stop, `.events.make_roots`); a lane that
+    moves on keeps the new values. So every accepted step is checked exactly once: here
+    where the lane moves on, else in the lane-by-lane code.
+
+    With ``records`` (step records: ``dense_output=True``, ``t_eval="steps"``) every
+    lane's step start (``V[YO]``, ``V[FO]``, ``FL[TO]``, ``FL[HO]``) and stages 1 to s
+    (``V[KS + c - 1]``) are stored too, and ``LI[MOVED]`` says whether the lane moved
+    on, so that the lane-by-lane code records the step (its interpolant from these
+    stages, as the per-object loop's from its work rows); then it returns whether any
+    lane moved on or has something left.
     """
     s = tableau.n_stages
     pair = len(tableau.error) == 2
@@ -127,12 +163,23 @@ def generate_attempt(tableau, n, width):
                  for name, row in tableau.error.items()})
     idx, lanes = range(n), range(width)
     comma = "," if n == 1 else ""
-    lines = ["def attempt(V, FL, PV, LI, TL, max_steps):"]
+    lines = ["def attempt(V, FL, PV, LI, TL, max_steps, GL, ED, EC):"]
 
     def emit(line, indent=1):
         lines.append("    " * indent + line)
 
+    events = range(n_events)
+    for e in events:  # (shared by all objects: read once)
+        # `.events.is_triggered`'s direction filter as two flags (a NaN direction, as
+        # 0, lets both through): upward crossings count unless the direction is
+        # negative, downward ones unless positive; selects on them stay in the vectors,
+        # where its branches on the direction were taken per lane
+        emit(f"eup{e} = not (ED[{e}] < 0.0)")
+        emit(f"edown{e} = not (ED[{e}] > 0.0)")
+        emit(f"ec{e} = EC[{e}]")
     for l in lanes:
+        for e in events:
+            emit(f"go{e}_{l} = GL[{e}, {l}]")
         emit(f"t_{l} = FL[T, {l}]")
         emit(f"h_{l} = FL[H, {l}]")
         emit(f"p_{l} = PV[{l}]")
@@ -167,6 +214,11 @@ def generate_attempt(tableau, n, width):
             emit(f"yn{i}_{l} = y{i}_{l} + h_{l} * b{i}_{l}")
     for l in lanes:
         call(l, f"t_{l} + h_{l}", [f"yn{i}_{l}" for i in idx], s)
+    for l in lanes:
+        # the events at the step's end t_new, as the per-object loop calls them
+        for e in events:
+            emit(f"gn{e}_{l} = ev{e}(tn_{l}, ({', '.join(f'yn{i}_{l}' for i in idx)}{comma}),"
+                 f" p_{l}, ec{e})")
     for l in lanes:
         # the error scale as `.state`'s error_scale: atol + max(|y|, |y_new|) * rtol, floored
         scale = [f"max(at{i}_{l} + max(abs(y{i}_{l}), abs(yn{i}_{l}))"
@@ -214,7 +266,14 @@ def generate_attempt(tableau, n, width):
              f" & (ns_{l} + 1 < max_steps)")
         emit(f"okrej_{l} = hrej_{l} >= 10.0 * (abs(t_{l}) * 2.220446049250313e-16) + 1e-300")
         emit(f"live_{l} = (act_{l} != 0) & (not ov_{l})")
-        emit(f"moved_{l} = live_{l} & acc_{l} & (not near_{l})")
+        # `.events.is_triggered`: touching zero counts; the direction filters
+        trig = ["False"]
+        for e in events:
+            emit(f"tr{e}_{l} = ((go{e}_{l} <= 0.0) & (gn{e}_{l} >= 0.0) & eup{e}) | "
+                 f"((go{e}_{l} >= 0.0) & (gn{e}_{l} <= 0.0) & edown{e})")
+            trig.append(f"tr{e}_{l}")
+        emit(f"trig_{l} = {' | '.join(trig)}")
+        emit(f"moved_{l} = live_{l} & acc_{l} & (not near_{l}) & (not trig_{l})")
         emit(f"cacc_{l} = moved_{l} & open_{l}")
         emit(f"crej_{l} = live_{l} & (not acc_{l}) & okrej_{l}")
         emit(f"clean_{l} = cacc_{l} | crej_{l}")
@@ -231,6 +290,9 @@ def generate_attempt(tableau, n, width):
     for i in idx:
         for l in lanes:
             emit(f"V[F, {i}, {l}] = k{s}_{i}_{l} if moved_{l} else k0_{i}_{l}")
+    for e in events:
+        for l in lanes:
+            emit(f"GL[{e}, {l}] = gn{e}_{l} if moved_{l} else go{e}_{l}")
     for row, value in (("T", "tc_{l}"), ("TN", "tx_{l} if clean_{l} else tn_{l}"),
                        ("H", "hn_{l} if clean_{l} else h_{l}"),
                        ("HABS", "abs(hn_{l}) if clean_{l} else "
@@ -244,29 +306,50 @@ def generate_attempt(tableau, n, width):
                        ("SPECIAL", "1 if full_{l} else (2 if half_{l} else 0)")):
         for l in lanes:
             emit(f"LI[{row}, {l}] = " + value.format(l=l, nfev="STEP_NFEV"))
-    emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
+    if records:
+        stage_indices = [index for index, _, _ in tableau.stage_rows(range(1, s))] + [s]
+        for i in idx:
+            for l in lanes:
+                emit(f"V[YO, {i}, {l}] = y{i}_{l}")
+        for i in idx:
+            for l in lanes:
+                emit(f"V[FO, {i}, {l}] = k0_{i}_{l}")
+        for c in stage_indices:
+            for i in idx:
+                for l in lanes:
+                    emit(f"V[KS + {c - 1}, {i}, {l}] = k{c}_{i}_{l}")
+        for row, value in (("TO", "t_{l}"), ("HO", "h_{l}")):
+            for l in lanes:
+                emit(f"FL[{row}, {l}] = " + value.format(l=l))
+        for l in lanes:
+            emit(f"LI[MOVED, {l}] = 1 if moved_{l} else 0")
+        emit("return " + " | ".join(f"full_{l} | half_{l} | moved_{l}" for l in lanes))
+    else:
+        emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
     return "\n".join(lines) + "\n"
 
 
 #: rows of the lanes' states ``V``: the state, its derivative, the step's end and its
-#: derivative
-Y, F, YN, FN = 0, 1, 2, 3
+#: derivative; with step records also the step's start state and derivative, then its
+#: stages 1, 2, ... from row ``KS`` (`generate_attempt`'s ``records``)
+Y, F, YN, FN, YO, FO, KS = 0, 1, 2, 3, 4, 5, 6
 #: rows of the lanes' floats ``FL``: time, the attempt's end, its signed step, the span's
 #: end, the direction, max_step, |h|, the next output time (``direction * inf``: none
-#: left)
-T, TN, H, TEND, DIRS, MAXS, HABS, NEXT = range(8)
-N_FLOATS = NEXT + 1
+#: left); with step records the attempt's start and signed step
+T, TN, H, TEND, DIRS, MAXS, HABS, NEXT, TO, HO = range(10)
+N_FLOATS = HO + 1
 #: rows of the lanes' integers ``LI``: object, its params, conf and t_eval rows, next
 #: output time, nfev, nsteps; flags: has an object, at a step's start, rejected in this
 #: step, owes the interpolant of outputs at t0 (scipy builds the first step's; its
 #: nfev counts it), what the lane-by-lane code owes the lane after an attempt (0, 1, 2:
-#: `generate_attempt`)
-OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL = range(12)
-N_INTS = SPECIAL + 1
+#: `generate_attempt`), whether the attempt moved the lane on (step records)
+OBJ, PI, CI, TI, J, NFEV_, NSTEPS_, ACTIVE, FRESH, REJ, DF, SPECIAL, MOVED = range(13)
+N_INTS = MOVED + 1
 _CONSTANTS = {name: value for name, value in globals().items()
-              if name in ("Y", "F", "YN", "FN", "T", "TN", "H", "TEND", "DIRS", "MAXS", "HABS",
-                          "NEXT", "OBJ", "PI", "CI", "TI", "J", "NFEV_", "NSTEPS_",
-                          "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL")}
+              if name in ("Y", "F", "YN", "FN", "YO", "FO", "KS", "T", "TN", "H", "TEND",
+                          "DIRS", "MAXS", "HABS", "NEXT", "TO", "HO", "OBJ", "PI", "CI", "TI",
+                          "J", "NFEV_", "NSTEPS_", "ACTIVE", "FRESH", "REJ", "DF", "SPECIAL",
+                          "MOVED")}
 
 
 def _lane_views(width):
@@ -284,8 +367,10 @@ def _lane_access(n):
 
 
 @factory
-def make_attempt(method_name, n, f, width):
-    """`generate_attempt` compiled, with ``f`` and the width as constants."""
+def make_attempt(method_name, n, f, width, events=(), records=False):
+    """`generate_attempt` compiled, with ``f``, the width and the event functions
+    ``events`` (each ``g(t, y, p, c)``) as constants; ``records``: the attempt of a
+    kernel with step records (it stores each lane's step start and stages)."""
     method = methods.get(method_name)
     parts = method.build(state_ops(n, "tuple"), True, f)
     tableau = method.tableau
@@ -293,8 +378,10 @@ def make_attempt(method_name, n, f, width):
                  "MIN_FACTOR": MIN_FACTOR, "STEP_NFEV": parts.step_nfev,
                  "step_factor": _lane_step_factor(parts.error_exponent), "sqrt": _sqrt,
                  "__name__": __name__, **_CONSTANTS}
-    exec(compile(generate_attempt(tableau, n, width), f"<hapsira lanes {method_name} n={n} "
-                 f"W={width}>", "exec"), namespace)
+    namespace.update({f"ev{e}": g for e, g in enumerate(events)})
+    exec(compile(generate_attempt(tableau, n, width, len(events), records),
+                 f"<hapsira lanes {method_name} n={n} W={width} events={len(events)} "
+                 f"records={records}>", "exec"), namespace)
     from ..targets import _host  # (lanes run on the host targets only)
 
     return hjit(namespace["attempt"], cache=False, pipeline_class=_host.lane_compiler())
@@ -315,12 +402,18 @@ def make_access(n):
 
 
 @factory
-def make_solve_lanes(method_name, n, f, width):
+def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
+                     records=False):
     """``solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts, out_y,
     info, t_events, y_events, n_events, scratch, work, first, last)``: objects
     ``first`` to ``last - 1`` of the whole arrays (rows of one with a first axis of 1
     are shared), in ``width`` lanes; the outputs are those of `.loop.make_solve`'s
-    ``solve`` for the same objects, bit for bit."""
+    ``solve`` for the same objects, bit for bit. ``events``: the event functions
+    ``g(t, y, p, c)`` (checked in the attempt, `generate_attempt`; located lane by lane),
+    ``event_states``: `.loop.make_solve`'s. With ``records`` it writes the step records
+    ``steps`` and ``dense`` as `.loop.make_solve` does (each moved lane's step recorded
+    lane by lane after the attempt, from the stages it stored); without, ``steps`` and
+    ``dense`` are stand-ins, never written."""
     method = methods.get(method_name)
     ops = state_ops(n, "tuple")
     parts = method.build(ops, True, f)
@@ -329,7 +422,13 @@ def make_solve_lanes(method_name, n, f, width):
     coefficients, evaluate, own_placeholder = parts.coefficients, parts.evaluate, parts.placeholder
     step_factor = _step_factor(parts.error_exponent)
     step_attempt = parts.attempt
-    attempt = make_attempt(method_name, n, f, width)
+    attempt = make_attempt(method_name, n, f, width, events, records)
+    record_reset, record_step = make_records(ops, method.coefficient_states(n))
+    stage_rows = 1 + (method.tableau.n_stages if records else 0)  # stages 1..s from KS
+    g = switch(events, 4)  # the per-object loop's g(e, t, y, p, c)
+    roots = make_roots(parts.evaluate, g, ops.store_row, event_states)
+    has_events = len(events) > 0
+    n_rows_g = max(len(events), 1)
     get, put = make_access(n)
     views = make_views(width)
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
@@ -339,12 +438,14 @@ def make_solve_lanes(method_name, n, f, width):
     T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
     MAX, END_STATES = ICONF.max_steps, ICONF.end_states
+    N_EV, Y_RECORDS, G = ICONF.n_events, ICONF.y_event_records, SCRATCH.g
+    RECORDS = ICONF.records
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
     inline = {"inline": "always"}  # the per-lane code of every attempt: no calls
 
     @hjit
-    def begin(i, l, y0, t_eval, params, conf, iconf, out_y, info, t_events, n_events, work,
-              V, FL, LI, TL, PL):
+    def begin(i, l, y0, t_eval, params, conf, iconf, ev_consts, out_y, info, t_events,
+              y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
         """Object i from its start to its first step (the per-object loop's opening),
         into lane l; False where it ends before any step."""
         out = out_y[i]
@@ -354,6 +455,10 @@ def make_solve_lanes(method_name, n, f, width):
             n_events[i, e] = 0
             for c in range(t_events.shape[2]):
                 t_events[i, e, c] = math.nan
+        if event_states:
+            for e in range(iconf[N_EV]):
+                for c in range(iconf[Y_RECORDS]):
+                    fill_row(y_events[i, e], c, math.nan)
         pi = i if params.shape[0] != 1 else 0
         ci = i if conf.shape[0] != 1 else 0
         ti = i if t_eval.shape[0] != 1 else 0
@@ -368,6 +473,14 @@ def make_solve_lanes(method_name, n, f, width):
         info[i, NSTEPS] = 0
         info[i, NJEV] = 0
         info[i, NLU] = 0
+        if records:
+            mode = iconf[RECORDS]
+            record_reset(steps[i], dense[i], mode)
+            steps[i, 0, 0] = t
+            if mode & RECORD_STATES:
+                store_row(out, 0, y)
+            if mode & RECORD_DENSE:  # scipy's constant interpolant where t0 == tf
+                store_row(dense[i, 0], 0, y)
         if not is_finite(y):
             info[i, STATUS] = BAD_INITIAL_STATE
             return False
@@ -385,6 +498,8 @@ def make_solve_lanes(method_name, n, f, width):
             info[i, STATUS] = SUCCESS
             info[i, NFEV] = nfev
             return False
+        for e in range(iconf[N_EV]):  # the events' values at t0, the lane's "last" ones
+            GL[e, l] = g(e, t, y, p, ev_consts[e])
         max_step = cr[MAX_STEP]
         h_abs = cr[FIRST_STEP]
         if not h_abs > 0.0:
@@ -416,14 +531,14 @@ def make_solve_lanes(method_name, n, f, width):
         return True
 
     @hjit
-    def fill(l, next_object, last, y0, t_eval, params, conf, iconf, out_y, info, t_events,
-             n_events, work, V, FL, LI, TL, PL):
+    def fill(l, next_object, last, y0, t_eval, params, conf, iconf, ev_consts, out_y, info,
+             t_events, y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
         """Lane l takes the next object that needs steps; returns the next untaken one."""
         while next_object < last:
             i = next_object
             next_object += 1
-            if begin(i, l, y0, t_eval, params, conf, iconf, out_y, info, t_events, n_events,
-                     work, V, FL, LI, TL, PL):
+            if begin(i, l, y0, t_eval, params, conf, iconf, ev_consts, out_y, info, t_events,
+                     y_events, n_events, work, steps, dense, V, FL, LI, TL, PL, GL):
                 return next_object
         LI[ACTIVE, l] = 0
         return next_object
@@ -488,9 +603,100 @@ def make_solve_lanes(method_name, n, f, width):
             V[Y, r, l] = V[YN, r, l]
             V[F, r, l] = V[FN, r, l]
 
+    @hjit
+    def accept_events(l, t_eval, params, iconf, ev_direction, ev_max, ev_consts, out_y,
+                      t_events, y_events, n_events, scratch, work, steps, dense, V, FL, LI, GL):
+        """`accept` with events: the per-object loop's accepted step (`.loop.make_solve`),
+        its events' roots (`.events.make_roots`, on the object's scratch rows, the lane's
+        last values in and out), its output times up to a terminal root. Returns whether
+        a terminal event ends the object."""
+        i = LI[OBJ, l]
+        te = t_eval[LI[TI, l]]
+        n_out = te.shape[0]
+        end_states = iconf[END_STATES] != 0
+        direction = FL[DIRS, l]
+        t = FL[T, l]
+        t_new = FL[TN, l]
+        h = FL[H, l]
+        j = LI[J, l]
+        y = get(V[Y], l)
+        y_new = get(V[YN], l)
+        p = params[LI[PI, l]]
+        w = work[i]
+        sc = scratch[i]
+        n_ev = iconf[N_EV]
+        LI[NSTEPS_, l] += 1
+        need_dense = LI[DF, l] != 0 or (
+            j < n_out and (direction * (te[j] - t_new) < 0.0
+                           or (te[j] == t_new and not end_states)))
+        LI[DF, l] = 0
+        mode = iconf[RECORDS] if records else 0
+        need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
+        for e in range(n_ev):
+            sc[e, G] = GL[e, l]
+            if is_triggered(sc[e, G], g(e, t_new, y_new, p, ev_consts[e]), ev_direction[e]):
+                need_dense = True
+        coeffs = own_placeholder(y)
+        if need_dense:
+            for r in range(n):
+                w[0, r] = V[F, r, l]
+            coeffs = coefficients(t, y, get(V[F], l), y_new, get(V[FN], l), h, p, w)
+            LI[NFEV_, l] += dense_nfev
+        t_stop, e_stop = roots(t, t_new, y, y_new, h, coeffs, p, ev_direction, ev_max,
+                               ev_consts, n_ev, iconf[Y_RECORDS], direction, t_events[i],
+                               y_events[i], n_events[i], sc, None)
+        for e in range(n_ev):
+            GL[e, l] = sc[e, G]
+        out = out_y[i]
+        while j < n_out and direction * (te[j] - t_stop) <= 0.0:
+            if end_states and te[j] == t_new:
+                store_row(out, j, y_new)
+            else:
+                store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
+            j += 1
+        if records:
+            state = y_new
+            if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state
+                state = evaluate(coeffs, t, h, y, t_stop, None)
+            record_step(steps[i], dense[i], mode, LI[NSTEPS_, l] - 1, t_stop, h, y, coeffs,
+                        out, state)
+        LI[J, l] = j
+        FL[NEXT, l] = te[j] if j < n_out else direction * math.inf
+        FL[T, l] = t_new
+        for r in range(n):
+            V[Y, r, l] = V[YN, r, l]
+            V[F, r, l] = V[FN, r, l]
+        return e_stop < n_ev
+
+    @hjit
+    def record_moved(l, params, iconf, out_y, work, steps, dense, V, FL, LI):
+        """The step records of a step that the attempt took and moved on (no event, no
+        output time in it): its interpolant, where asked, from the stages the attempt
+        stored, put in the object's work rows where the per-object attempt leaves them."""
+        i = LI[OBJ, l]
+        mode = iconf[RECORDS]
+        y = get(V[YO], l)
+        y_new = get(V[Y], l)
+        t = FL[TO, l]
+        h = FL[HO, l]
+        coeffs = own_placeholder(y)
+        if mode & RECORD_DENSE:
+            w = work[i]
+            for r in range(n):
+                w[0, r] = V[FO, r, l]
+            for c in range(1, stage_rows):
+                for r in range(n):
+                    w[c, r] = V[KS + c - 1, r, l]
+            coeffs = coefficients(t, y, get(V[FO], l), y_new, get(V[F], l), h,
+                                  params[LI[PI, l]], w)
+            LI[NFEV_, l] += dense_nfev
+        record_step(steps[i], dense[i], mode, LI[NSTEPS_, l] - 1, FL[T, l], h, y, coeffs,
+                    out_y[i], y_new)
+
     @hjit(**inline)
-    def opening(l, next_object, last, max_steps, y0, t_eval, params, conf, iconf, out_y,
-                info, t_events, n_events, work, V, FL, LI, TL, PL):
+    def opening(l, next_object, last, max_steps, y0, t_eval, params, conf, iconf, ev_consts,
+                out_y, info, t_events, y_events, n_events, work, steps, dense, V, FL, LI, TL,
+                PL, GL):
         """Lane l at a step's start: scipy's _step_impl opening (`.control.make_step`),
         then the times of its next attempt; a lane that fails there takes the next
         object. Returns the next untaken object."""
@@ -514,7 +720,8 @@ def make_solve_lanes(method_name, n, f, width):
             if status != SUCCESS:
                 finish(l, status, info, LI)
                 next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
-                                   out_y, info, t_events, n_events, work, V, FL, LI, TL, PL)
+                                   ev_consts, out_y, info, t_events, y_events, n_events, work,
+                                   steps, dense, V, FL, LI, TL, PL, GL)
         if LI[ACTIVE, l] != 0:
             direction = FL[DIRS, l]
             t_new = FL[T, l] + FL[HABS, l] * direction
@@ -527,13 +734,15 @@ def make_solve_lanes(method_name, n, f, width):
 
     @hjit
     def solve(y0, t_eval, params, conf, iconf, ev_direction, ev_max, ev_consts,
-              out_y, info, t_events, y_events, n_events, scratch, work, first, last):
+              out_y, info, t_events, y_events, n_events, scratch, work, steps, dense, first,
+              last):
         # lane arrays (zeros: a lane without an object computes on harmless numbers)
-        V = np.zeros((FN + 1, n, W))
+        V = np.zeros((KS + stage_rows - 1 if records else FN + 1, n, W))
         FL = np.zeros((N_FLOATS, W))
         LI = np.zeros((N_INTS, W), np.int64)
         TL = np.ones((2 * n, W))
         PL = np.zeros((params.shape[1], W))
+        GL = np.zeros((n_rows_g, W))  # each event's last value (`generate_attempt`)
         FL[DIRS] = 1.0
         if last > first:  # a lane without an object computes with the first one's params
             p = params[first if params.shape[0] != 1 else 0]
@@ -544,19 +753,23 @@ def make_solve_lanes(method_name, n, f, width):
         max_steps = iconf[MAX]
         next_object = first
         for l in range(W):
-            next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf, out_y,
-                               info, t_events, n_events, work, V, FL, LI, TL, PL)
+            next_object = fill(l, next_object, last, y0, t_eval, params, conf, iconf,
+                               ev_consts, out_y, info, t_events, y_events, n_events, work,
+                               steps, dense, V, FL, LI, TL, PL, GL)
         for l in range(W):
             next_object = opening(l, next_object, last, max_steps, y0, t_eval, params, conf,
-                                  iconf, out_y, info, t_events, n_events, work, V, FL, LI,
-                                  TL, PL)
+                                  iconf, ev_consts, out_y, info, t_events, y_events, n_events,
+                                  work, steps, dense, V, FL, LI, TL, PL, GL)
+        mode = iconf[RECORDS] if records else 0
         busy = False
         for l in range(W):
             busy = busy or LI[ACTIVE, l] != 0
         while busy:
-            if not attempt(V, FL, PV, LI, TL, max_steps):
+            if not attempt(V, FL, PV, LI, TL, max_steps, GL, ev_direction, ev_consts):
                 continue
             for l in range(W):
+                if mode != 0 and LI[MOVED, l] != 0:
+                    record_moved(l, params, iconf, out_y, work, steps, dense, V, FL, LI)
                 if LI[SPECIAL, l] == 1:
                     # the per-object loop's step control, lane by lane, on the per-object
                     # attempt's numbers (the same as the lanes', and its stages in the
@@ -575,12 +788,20 @@ def make_solve_lanes(method_name, n, f, width):
                         if LI[REJ, l] != 0:
                             factor = min(1.0, factor)
                         FL[HABS, l] = FL[HABS, l] * factor
-                        accept(l, t_eval, params, iconf, out_y, work, V, FL, LI)
-                        if FL[DIRS, l] * (FL[T, l] - FL[TEND, l]) >= 0.0:
-                            finish(l, SUCCESS, info, LI)
+                        stopped = False
+                        if has_events or records:
+                            stopped = accept_events(l, t_eval, params, iconf, ev_direction,
+                                                    ev_max, ev_consts, out_y, t_events,
+                                                    y_events, n_events, scratch, work, steps,
+                                                    dense, V, FL, LI, GL)
+                        else:
+                            accept(l, t_eval, params, iconf, out_y, work, V, FL, LI)
+                        if stopped or FL[DIRS, l] * (FL[T, l] - FL[TEND, l]) >= 0.0:
+                            finish(l, TERMINATED if stopped else SUCCESS, info, LI)
                             next_object = fill(l, next_object, last, y0, t_eval, params,
-                                               conf, iconf, out_y, info, t_events, n_events,
-                                               work, V, FL, LI, TL, PL)
+                                               conf, iconf, ev_consts, out_y, info, t_events,
+                                               y_events, n_events, work, steps, dense, V, FL,
+                                               LI, TL, PL, GL)
                         else:
                             LI[FRESH, l] = 1
                     else:
@@ -591,13 +812,15 @@ def make_solve_lanes(method_name, n, f, width):
                         if not FL[HABS, l] >= 10.0 * ulp_toward(FL[T, l], FL[DIRS, l]):
                             finish(l, STEP_TOO_SMALL, info, LI)
                             next_object = fill(l, next_object, last, y0, t_eval, params,
-                                               conf, iconf, out_y, info, t_events, n_events,
-                                               work, V, FL, LI, TL, PL)
+                                               conf, iconf, ev_consts, out_y, info, t_events,
+                                               y_events, n_events, work, steps, dense, V, FL,
+                                               LI, TL, PL, GL)
                 if LI[SPECIAL, l] != 0:
                     LI[SPECIAL, l] = 0
                     next_object = opening(l, next_object, last, max_steps, y0, t_eval,
-                                          params, conf, iconf, out_y, info, t_events,
-                                          n_events, work, V, FL, LI, TL, PL)
+                                          params, conf, iconf, ev_consts, out_y, info,
+                                          t_events, y_events, n_events, work, steps, dense,
+                                          V, FL, LI, TL, PL, GL)
             busy = False
             for l in range(W):
                 busy = busy or LI[ACTIVE, l] != 0

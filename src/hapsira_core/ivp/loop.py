@@ -12,7 +12,7 @@ from ..kernels.cache import factory
 from ..jit import hjit
 from . import methods
 from .control import make_initial_step, make_step
-from .events import is_triggered, make_locate
+from .events import is_triggered, make_roots
 from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, RECORD_DENSE, RECORD_STATES,
                      SCRATCH, STEP_TOO_SMALL, SUCCESS, TERMINATED, config_row)
 from .state import fun_form, rhs
@@ -41,6 +41,38 @@ def _placeholder_with_work(parts):
     def placeholder(y, work):
         return own(y)
     return placeholder
+
+
+def make_records(ops, n_coeffs):
+    """``(record_reset, record_step)``: the step records of `make_solve` (``records``),
+    one source for the per-object loop and the lanes (`.lanes`); ``n_coeffs``: the
+    coefficient states an interpolant keeps after ``y_old``."""
+    store_row, fill_row = ops.store_row, ops.fill_row
+
+    @hjit
+    def record_reset(steps, dense, mode):
+        for s in range(steps.shape[0]):
+            steps[s, 0] = math.nan
+            steps[s, 1] = math.nan
+        if mode & RECORD_DENSE:
+            for s in range(dense.shape[0]):
+                for r in range(dense.shape[1]):
+                    fill_row(dense[s], r, math.nan)
+
+    @hjit
+    def record_step(steps, dense, mode, s, t_stop, h, y, coeffs, out_y, state):
+        """Step s (0-based) ended at ``t_stop`` with ``state``: write what ``mode`` asks."""
+        if s + 1 < steps.shape[0]:
+            steps[s + 1, 0] = t_stop
+            steps[s, 1] = h
+            if mode & RECORD_STATES:
+                store_row(out_y, s + 1, state)
+        if mode & RECORD_DENSE and s < dense.shape[0]:
+            store_row(dense[s], 0, y)
+            for r in range(n_coeffs):
+                store_row(dense[s], r + 1, coeffs[r])
+
+    return record_reset, record_step
 
 
 @factory
@@ -92,7 +124,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     begin = getattr(parts, "begin", None) or _no_begin
     counts = getattr(parts, "counts", None) or _no_counts
     initial_step = make_initial_step(ops, rows, method.error_estimator_order, fun)
-    locate = make_locate(parts.evaluate, g)
+    roots = make_roots(parts.evaluate, g, ops.store_row, event_states)
     coefficients, evaluate = parts.coefficients, parts.evaluate
     placeholder = _placeholder_with_work(parts)
     dense_nfev = parts.dense_nfev
@@ -105,32 +137,11 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     MAX, N_EV, Y_RECORDS = ICONF.max_steps, ICONF.n_events, ICONF.y_event_records
     END_STATES = ICONF.end_states
     STATUS, NFEV, NSTEPS, NJEV, NLU = INFO.status, INFO.nfev, INFO.nsteps, INFO.njev, INFO.nlu
-    G, ROOT = SCRATCH.g, SCRATCH.root
+    G = SCRATCH.g
     RECORDS = ICONF.records
     n_coeffs = method.coefficient_states(n)  # what a step's record keeps after y_old
 
-    @hjit
-    def record_reset(steps, dense, mode):
-        for s in range(steps.shape[0]):
-            steps[s, 0] = math.nan
-            steps[s, 1] = math.nan
-        if mode & RECORD_DENSE:
-            for s in range(dense.shape[0]):
-                for r in range(dense.shape[1]):
-                    fill_row(dense[s], r, math.nan)
-
-    @hjit
-    def record_step(steps, dense, mode, s, t_stop, h, y, coeffs, out_y, state):
-        """Step s (0-based) ended at ``t_stop`` with ``state``: write what ``mode`` asks."""
-        if s + 1 < steps.shape[0]:
-            steps[s + 1, 0] = t_stop
-            steps[s, 1] = h
-            if mode & RECORD_STATES:
-                store_row(out_y, s + 1, state)
-        if mode & RECORD_DENSE and s < dense.shape[0]:
-            store_row(dense[s], 0, y)
-            for r in range(n_coeffs):
-                store_row(dense[s], r + 1, coeffs[r])
+    record_reset, record_step = make_records(ops, n_coeffs)
 
     @hjit
     def reset(out_y, t_events, n_events):
@@ -238,41 +249,9 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
                 coeffs = coefficients(t, y, fy, y_new, f_new, h, p, work)
                 nfev += dense_nfev
 
-            for e in range(n_ev):
-                g_old = scratch[e, G]
-                g_new = g(e, t_new, y_new, p, ev_consts[e])
-                scratch[e, G] = g_new
-                if is_triggered(g_old, g_new, ev_direction[e]):
-                    scratch[e, ROOT] = t_new  # located below
-                else:
-                    scratch[e, ROOT] = math.nan
-
-            # Locate the roots. As in scipy, events are taken in time order (ties
-            # by index) up to and including the first terminal one.
-            t_stop = t_new
-            e_stop = n_ev
-            for e in range(n_ev):
-                if scratch[e, ROOT] == scratch[e, ROOT]:
-                    root = locate(e, t, t_new, coeffs, t, h, y, p, ev_consts[e],
-                                  row(work, EVAL))
-                    scratch[e, ROOT] = root
-                    if ev_max[e] > 0 and n_events[e] + 1 >= ev_max[e]:
-                        earlier = direction * (root - t_stop)
-                        if e_stop == n_ev or earlier < 0.0:
-                            t_stop = root
-                            e_stop = e
-            for e in range(n_ev):
-                root = scratch[e, ROOT]
-                if root == root:
-                    before = direction * (root - t_stop)
-                    if before < 0.0 or (before == 0.0 and e <= e_stop):
-                        count = n_events[e]
-                        if count < t_events.shape[1]:
-                            t_events[e, count] = root
-                        if event_states and count < y_records:
-                            store_row(y_events[e], count,
-                                      evaluate(coeffs, t, h, y, root, row(work, EVAL)))
-                        n_events[e] = count + 1
+            t_stop, e_stop = roots(t, t_new, y, y_new, h, coeffs, p, ev_direction, ev_max,
+                                   ev_consts, n_ev, y_records, direction, t_events,
+                                   y_events, n_events, scratch, row(work, EVAL))
 
             while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
                 if end_states and t_eval[j] == t_new:

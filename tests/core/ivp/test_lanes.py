@@ -194,14 +194,15 @@ def _two_body_j2(t, rr, vv, k, p):
 
 @host_only
 def test_fallbacks_are_automatic(monkeypatch):
-    """What the lane loop does not cover runs per object, with no error, under any width."""
+    """What the lane loop does not cover runs per object, with no error, under any width
+    (events and step records it covers)."""
     monkeypatch.setattr(settings, "LANES", 4)
     event = Event(crossing)
     assert build.lanes("DOP853", van_der_pol) == 4
-    assert build.lanes("DOP853", van_der_pol, (event.device_function,)) == 0  # events
+    assert build.lanes("DOP853", van_der_pol, (event.device_function,)) == 4  # events run
     assert build.lanes("DOP853", van_der_pol_rows) == 0  # array form (and so stm=True)
     assert build.lanes("Radau", van_der_pol) == 0  # implicit methods
-    assert build.lanes("DOP853", van_der_pol, records=True) == 0  # dense_output, "steps"
+    assert build.lanes("DOP853", van_der_pol, records=True) == 4  # dense_output, "steps"
     assert build.lanes("RK45", van_der_pol, jac=van_der_pol) == 0
     fun, y0, params, t0, _tf = _ensemble("van_der_pol", 5, seed=1)
     result = solve_ivp(fun, (t0, 5.0), y0, params=params, events=[event], dense_output=True)
@@ -271,17 +272,19 @@ def test_cache_key_has_width_and_cpu(monkeypatch):
     assert len(set(found.values())) == 4, found
 
 
-def _attempt_asm(method, n, fun, width):
+def _attempt_asm(method, n, fun, width, events=(), records=False):
     """The assembly of the lanes' attempt (`lanes.make_attempt`) for the lane loop's
     argument types: the function that the lane kernel calls, compiled as it compiles it
-    (with `_host.lane_compiler`'s vectoriser)."""
+    (with `_host.lane_compiler`'s vectoriser); ``events``: its event functions;
+    ``records``: the attempt of a kernel with step records."""
     from numba import types
 
     f64 = types.float64
     signature = (types.Array(f64, 3, "C"), types.Array(f64, 2, "C"),
                  types.UniTuple(types.Array(f64, 1, "A"), width),
-                 types.Array(types.int64, 2, "C"), types.Array(f64, 2, "C"), types.int64)
-    attempt = lanes.make_attempt(method, n, fun, width)
+                 types.Array(types.int64, 2, "C"), types.Array(f64, 2, "C"), types.int64,
+                 types.Array(f64, 2, "C"), types.Array(f64, 1, "C"), types.Array(f64, 2, "C"))
+    attempt = lanes.make_attempt(method, n, fun, width, tuple(events), records)
     attempt.compile(signature)
     return attempt.inspect_asm(signature)
 
@@ -295,10 +298,14 @@ def _packed(asm, register):
 
 
 @host_only
-def test_attempt_is_packed_vector_code():
+@pytest.mark.parametrize("with_events, records", [(False, False), (True, False),
+                                                   (True, True)])
+def test_attempt_is_packed_vector_code(with_events, records):
     """The lanes' attempt on Van der Pol at the host's width compiles to packed
     instructions (4 float64 per ymm with AVX2, 8 per zmm with AVX-512), the step control
-    after it included: no scalar multiplication, division or square root."""
+    after it included, and so do the event checks at each step's end (two events, one
+    with a direction) and the stores of step records: no scalar multiplication,
+    division or square root."""
     import re
 
     from hapsira_core.targets import _host
@@ -306,7 +313,9 @@ def test_attempt_is_packed_vector_code():
     register = {8: "zmm", 4: "ymm"}.get(_host.vector_doubles())
     if register is None:
         pytest.skip("no AVX on this host")
-    asm = _attempt_asm("DOP853", 2, van_der_pol, _host.vector_doubles())
+    events = (Event(crossing).device_function,
+              Event(rising_velocity, direction=1).device_function) if with_events else ()
+    asm = _attempt_asm("DOP853", 2, van_der_pol, _host.vector_doubles(), events, records)
     packed, scalar = _packed(asm, register)
     assert packed > 150, packed
     assert not re.search(r"\bv(mul|div|sqrt)sd\b", asm)
@@ -380,30 +389,173 @@ def test_auto_compiles_lanes_only_where_it_pays(monkeypatch, tmp_path):
     assert (np.asarray(per_object.status) == 0).all()
 
 
+@hjit
+def rising_velocity(t, y, p):
+    return y[1] - 0.5
+
+
+@hjit
+def prey_equals_predators(t, y, p):
+    return y[0] - y[1]
+
+
+@hjit
+def prey_level(t, y, p):
+    return y[0] - 3.0
+
+
+@hjit
+def z_level(t, y, p):
+    return y[2] - 25.0
+
+
+def _event_fields_same(lane, scalar, rows=slice(None)):
+    """t_events, y_events and n_events of ``lane`` equal, bit for bit, to ``scalar``'s
+    (NaN where not reached, at the same places)."""
+    for field in ("t_events", "y_events", "n_events"):
+        a, b = getattr(lane, field), getattr(scalar, field)
+        a, b = (a, b) if isinstance(b, list) else ([a], [b])
+        assert len(a) == len(b), field
+        for x, y in zip(a, b):
+            x, y = np.asarray(x), np.asarray(y)[rows]
+            assert x.shape == y.shape and x.tobytes() == y.tobytes(), field
+
+
+EVENT_CASES = [  # problem, method, width, explicit output times, events
+    ("van_der_pol", "DOP853", 3, True,
+     lambda: [Event(crossing, direction=-1), Event(rising_velocity, direction=1),
+              Event(crossing, terminal=2)]),
+    ("lotka_volterra", "RK45", 2, False,
+     lambda: [Event(prey_equals_predators), Event(prey_level, terminal=2, direction=1)]),
+    ("lorenz", "RK23", 2, True,
+     lambda: [Event(crossing, direction=-1), Event(z_level, terminal=4, direction=1)]),
+]
+
+
 @host_only
-@pytest.mark.parametrize("name", ["van_der_pol", "lorenz"])
-def test_events_run_per_object_under_any_setting(monkeypatch, name):
-    """A solve with an event takes the per-object kernel (no lane kernel built) whatever
-    HAPSIRA_LANES says, with the numbers of ``off``: times, states and counts."""
-    fun, y0, params, t0, tf = _ensemble(name, 13, seed=17)
-    event = Event(crossing)  # y[0] = 0: Van der Pol's and Lorenz's x changes sign
-    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12, "params": params,
-              "events": [event]}
-    results = {}
-    for setting in (0, "auto", "on", 4):
-        monkeypatch.setattr(build, "KERNELS", {})
-        monkeypatch.setattr(settings, "LANES", setting)
-        results[setting] = solve_ivp(fun, (t0, tf), y0, **kwargs)
-        assert [s.lanes for s in build.KERNELS] == [0], setting
+@pytest.mark.parametrize("name, method, width, outputs, events", EVENT_CASES)
+def test_events_in_lanes_bit_identical(monkeypatch, name, method, width, outputs, events):
+    """Events run in the lane kernel (checked in its attempt, located lane by lane), with
+    the per-object loop's numbers: states, statuses (TERMINATED at the terminal
+    occurrence), counts, event times, states and counts; failing objects (a NaN initial
+    state, an overflowing f) keep their own status beside them."""
+    n = 11
+    fun, y0, params, t0, tf = _ensemble(name, n, seed=len(name) + 1)
+    if name != "lorenz":
+        tf[4] = -tf[4]  # one object integrates backward: the directions turn
+    y0[2, 0] = math.nan
+    params[7, 0] = 1e300
+    kwargs = {"method": method, "rtol": 1e-9, "atol": 1e-12, "params": params,
+              "events": events()}
+    if outputs:
+        kwargs["t_eval"] = np.stack([np.linspace(0.0, t, 5) for t in tf])
+    lane = _solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs)
+    (kernel,) = [k for s, k in build.KERNELS.items() if s.lanes == width
+                 and s.method == method and len(s.event_functions) == len(kwargs["events"])]
+    assert kernel._compiled is not None  # the lane kernel ran, events and all
+    scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+    _assert_same(lane, scalar)
+    _event_fields_same(lane, scalar)
+    status = np.asarray(scalar.status)
+    assert status[2] == -3 and status[7] < 0
+    others = np.delete(status, [2, 7])
+    assert ((others == 0) | (others == 1)).all() and (others == 1).any()  # some terminated
+    counts = np.asarray(scalar.n_events)
+    assert (np.delete(counts, [2, 7], axis=0).sum(axis=0) > 0).all()  # every event occurs
+    assert (counts[2] == 0).all()  # no step: no event
+    keep = [i for i in range(n) if i not in (2, 7)]
+    alone = dict(kwargs, params=params[keep])
+    if outputs:
+        alone["t_eval"] = kwargs["t_eval"][keep]
+    others = _solve(monkeypatch, width, fun, (t0, tf[keep]), y0[keep], **alone)
+    _assert_same(others, scalar, rows=keep)
+    _event_fields_same(others, scalar, rows=keep)
+
+
+@host_only
+def test_orbit_workload_with_events_bit_identical(monkeypatch):
+    """cowell's LEO workload in 2 lanes with its own events: the ascending node (counted)
+    and a descent through an altitude that stops the object at its second occurrence;
+    the same bits as the per-object loop."""
+    from reference import K_EARTH, R_EARTH, coe_to_rv
+
+    from hapsira_cowell import cowell
+    from hapsira_cowell.models.events import AltitudeCrossEvent, NodeCrossEvent
+
+    rng = np.random.default_rng(11)
+    states = [coe_to_rv(K_EARTH, R_EARTH + rng.uniform(300, 1200), rng.uniform(0.01, 0.05),
+                        rng.uniform(0.1, math.pi - 0.1), *rng.uniform(0, 2 * math.pi, 3))
+              for _ in range(7)]
+    r0 = np.array([s[0] for s in states])
+    v0 = np.array([s[1] for s in states])
+    r0[3, 0] = math.nan  # a failing object among them
+    tofs = np.linspace(0.0, 6 * 3600.0, 4)
+    radii = np.linalg.norm(np.array([s[0] for s in states]), axis=1)
+    altitude = float(np.median(radii)) - R_EARTH  # crossed downward by the eccentric ones
+    results = []
+    for width in (2, 0):
+        events = [NodeCrossEvent(direction=1),
+                  AltitudeCrossEvent(altitude, R_EARTH, terminal=2, direction=-1)]
+        monkeypatch.setattr(build, "lanes", lambda *a, width=width, **k: width)
+        monkeypatch.setattr(settings, "LANES", width)
+        results.append(cowell(K_EARTH, r0, v0, tofs, f=_two_body_j2, rtol=1e-11,
+                              events=events))
         monkeypatch.undo()
-    off = results[0]
-    for setting, result in results.items():
-        _assert_same(result, off)
-        for field in ("t_events", "y_events", "n_events"):
-            a, b = getattr(result, field), getattr(off, field)
-            a, b = (a, b) if isinstance(b, list) else ([a], [b])
-            assert len(a) == len(b) and all(
-                np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip(a, b)), \
-                (setting, field)
-    assert (np.asarray(off.status) >= 0).all()
-    assert np.asarray(off.n_events).sum() >= 13  # every object crosses at least once
+    lane, scalar = results
+    assert [s.lanes for s in build.KERNELS if s.event_functions and s.n == 6].count(2) == 1
+    for field in ("rr", "vv", "status", "nfev", "nsteps", "n_events"):
+        assert np.asarray(getattr(lane, field)).tobytes() == \
+            np.asarray(getattr(scalar, field)).tobytes(), field
+    assert len(lane.t_events) == 2
+    for a, b in zip(lane.t_events, scalar.t_events):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    status = np.asarray(scalar.status)
+    assert status[3] == -3 and (np.delete(status, 3) >= 0).all() and (status == 1).any()
+    counts = np.asarray(scalar.n_events)
+    assert counts[:, 0].sum() >= 6 and counts[:, 1].max() == 2
+
+
+RECORD_CASES = [  # problem, method, width, solve_ivp's options, events
+    ("van_der_pol", "DOP853", 3, {"dense_output": True, "t_eval": "steps"},
+     lambda: [Event(crossing), Event(crossing, terminal=2, direction=-1)]),
+    ("lotka_volterra", "RK45", 2, {"dense_output": True}, lambda: []),
+    ("lorenz", "RK23", 2, {"t_eval": "steps"}, lambda: [Event(z_level, terminal=3)]),
+]
+
+
+@host_only
+@pytest.mark.parametrize("name, method, width, options, events", RECORD_CASES)
+def test_step_records_in_lanes_bit_identical(monkeypatch, name, method, width, options,
+                                             events):
+    """Step records (``dense_output=True``, ``t_eval="steps"``) run in the lane kernel:
+    each moved lane's step recorded after the attempt from the stages it stored, the
+    others' by the per-object code, with the per-object loop's numbers: the steps, their
+    interpolants, ``sol(t)``, the states per step, nfev (the interpolants' evaluations
+    counted), and with events a terminal root as the last breakpoint."""
+    n = 11
+    fun, y0, params, t0, tf = _ensemble(name, n, seed=len(name) + 2)
+    if name != "lorenz":
+        tf[4] = -tf[4]
+    y0[2, 0] = math.nan
+    params[7, 0] = 1e300
+    kwargs = dict(options, method=method, rtol=1e-9, atol=1e-12, params=params,
+                  events=events())
+    lane = _solve(monkeypatch, width, fun, (t0, tf), y0, **kwargs)
+    (kernel,) = [k for s, k in build.KERNELS.items() if s.lanes == width and s.records
+                 and s.method == method]
+    assert kernel._compiled is not None  # the lane kernel ran
+    scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+    _assert_same(lane, scalar)
+    if kwargs["events"]:
+        _event_fields_same(lane, scalar)
+    status = np.asarray(scalar.status)
+    assert status[2] == -3 and status[7] < 0 and (np.asarray(scalar.nsteps)[[0, 1]] > 20).all()
+    if options.get("dense_output"):
+        a, b = lane.sol._records, scalar.sol._records
+        for k, field in ((3, "steps"), (4, "dense"), (5, "info")):
+            assert np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes(), field
+        assert np.isfinite(np.asarray(a[4])[0, :10]).all()  # (recorded, not NaN)
+        times = np.linspace(0.0, 3.0, 13)
+        assert np.asarray(lane.sol(times)).tobytes() == np.asarray(scalar.sol(times)).tobytes()
+    if options.get("t_eval") == "steps":
+        assert np.isfinite(np.asarray(scalar.t)[0, :20]).all()
