@@ -47,8 +47,8 @@ def make_initial_step(ops, rows, error_estimator_order, f):
     for ``f(t, y, p, dst)`` (`..state.rhs`).
 
     scipy's ``select_initial_step`` (Hairer II.4, "starting step size"), capped
-    by ``max_step`` as scipy (1.17) caps it; costs one evaluation of ``f``. ``rows``: where the array shape keeps its
-    states in ``work`` (`..layout.WorkRows`).
+    by ``max_step`` as scipy (1.17) caps it; costs one evaluation of ``f``. ``rows``: where
+    the array shape keeps its states in ``work`` (`..layout.WorkRows`).
     """
     axpy, sub, error_scale, inverse, weighted_sum_squares, row = (
         ops.axpy, ops.sub, ops.error_scale, ops.inverse, ops.weighted_sum_squares, ops.row)
