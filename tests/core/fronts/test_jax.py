@@ -54,7 +54,7 @@ def _launcher_under_simulator(monkeypatch):
 
 def xla_of(problem):
     """The XlaKernel that the JAX fronts use for ``problem``."""
-    return (_simulated_kernel if SIM else xla.xla_kernel)(problem.kernel, "")
+    return (_simulated_kernel if SIM else xla.xla_kernel)(front.per_object_kernel(problem), "")
 
 
 def assert_same(got, want, fields, rows=None):

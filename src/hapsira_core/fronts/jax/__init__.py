@@ -150,6 +150,12 @@ def _event_launch(kernel, te, ye, p, n):
     return tuple(launch(te, ye, p, n=n_objects, sizes={"nn": n * n, "n": n}))
 
 
+def per_object_kernel(problem):
+    """The kernel that this front runs for ``problem``: its per-object kernel (a
+    lane kernel's `scalar`: the handlers call one object's body at a time)."""
+    return getattr(problem.kernel, "scalar", problem.kernel)
+
+
 def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"):
     """:meth:`Problem.run <hapsira_core.ivp.Problem.run>` on JAX arrays, inside ``jax.jit``.
 
@@ -174,7 +180,7 @@ def run(problem, y0, params, t0, tf, rtol, atol, what="hapsira solve_ivp kernel"
         conf = jnp.asarray(conf).at[:, layout.t0].set(t0).at[:, layout.tf].set(tf)
     shapes = problem.output_shapes(n_objects)
     try:
-        kernel = xla_kernel(getattr(problem.kernel, "scalar", problem.kernel), what)
+        kernel = xla_kernel(per_object_kernel(problem), what)
         # the argument order of Problem.run: y0, t_eval, params, then the shared rows
         outputs = kernel(y0, t_eval, params, conf, *rows, n=n_objects,
                          sizes=kernel.output_sizes(shapes.values()))
