@@ -39,8 +39,9 @@ as_written = reciprocals.as_written
 ObjectKernel = active.ObjectKernel
 
 #: ``rsqrt(x) = 1 / sqrt(x)``, within 1 ulp. On the GPU one reciprocal square
-#: root (libdevice) instead of a square root and a division, which halves the
-#: latency of a gravity term; elsewhere the two operations.
+#: root (libdevice's bits, without its branch to a slow path) instead of a square
+#: root and a division, which halves the latency of a gravity term; elsewhere the
+#: two operations.
 rsqrt = hjit(active.rsqrt)
 
 #: True for an array in the target's own memory (a GPU array on cuda: used in

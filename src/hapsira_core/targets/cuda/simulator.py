@@ -7,7 +7,6 @@ compiler accepts (``max_registers``, ``link``), which are left out here.
 """
 
 import ctypes
-import math
 
 import numpy as np
 
@@ -28,10 +27,11 @@ def is_simulated_array(value):
 
 
 def rsqrt(x):
-    # The simulator runs plain Python, where 1.0 / 0.0 raises; numpy's
-    # float64 gives inf as the GPU does (an object at the centre fails alone).
-    with np.errstate(divide="ignore"):
-        return np.float64(1.0) / np.float64(math.sqrt(x))
+    # The simulator runs plain Python, where 1.0 / 0.0 and sqrt(-1.0) raise; numpy's
+    # float64 gives inf and NaN as the GPU does (an object at the centre, or with a
+    # non-finite state, fails alone).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.float64(1.0) / np.sqrt(np.float64(x))
 
 
 def declare_foreign(decl):

@@ -1,0 +1,75 @@
+"""The cuda target's own functions (`hapsira_core.targets.cuda.gpu`, the simulator's twins)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hapsira_core import settings
+from hapsira_core.jit import Arg, ObjectKernel, hjit, rsqrt
+
+pytestmark = pytest.mark.skipif(settings.TARGET != "cuda", reason="the cuda target's functions")
+
+SPECIAL = np.array([0.0, -0.0, math.inf, -1.0, -math.inf, math.nan])
+
+
+@hjit
+def _rsqrt_row(x, out):
+    out[0] = rsqrt(x[0])
+
+
+_RSQRT = ObjectKernel(_rsqrt_row, [Arg("x", np.float64, ("one",)),
+                                   Arg("out", np.float64, ("one",), output=True)])
+
+
+def _kernel_rsqrt(x):
+    """``rsqrt`` of each entry of ``x``, each in a GPU thread of its own."""
+    out = np.empty((x.size, 1))
+    _RSQRT(np.ascontiguousarray(x.reshape(-1, 1)), out)
+    return out[:, 0]
+
+
+def _draws():
+    """Normal floats over the whole exponent range, and the squared distances of orbits."""
+    rng = np.random.default_rng(29)
+    spread = np.ldexp(rng.uniform(1.0, 2.0, 4000), rng.integers(-1020, 1023, 4000))
+    orbits = rng.uniform(6.5e3, 4.5e4, 4000) ** 2
+    edges = np.array([np.finfo(float).tiny, np.finfo(float).max, 1.0, 4.0, 0.25])
+    return np.concatenate([spread, orbits, edges])
+
+
+def test_rsqrt_is_within_one_ulp_everywhere_a_float_is_normal():
+    x = _draws()
+    got = _kernel_rsqrt(x)
+    exact = [1.0 / math.sqrt(v) for v in x]  # correctly rounded within 1 ulp itself...
+    # ...so bound by the ulp of the result: 2 ulp of 1/sqrt's own rounding at most
+    ulps = np.abs(got - exact) / np.spacing(np.abs(exact))
+    assert ulps.max() <= 2.0, x[np.argmax(ulps)]
+    assert np.mean(got == exact) > 0.8  # mostly the same bits, not merely close
+
+
+def test_rsqrt_of_zero_infinity_negative_and_nan_is_libdevices():
+    got = _kernel_rsqrt(SPECIAL)
+    assert got[0] == math.inf and abs(got[1]) == math.inf  # 1/sqrt(-0.0) = 1/-0.0
+    assert got[2] == 0.0
+    assert np.isnan(got[3:]).all()
+
+
+@pytest.mark.skipif(settings.cuda_simulator_enabled(),
+                    reason="libdevice itself runs on a GPU only (the simulator's rsqrt "
+                           "is numpy's, checked above)")
+def test_rsqrt_gives_libdevices_bits_for_every_normal_float():
+    """The branch-free rsqrt (no slow path) is libdevice's fast path, step for step."""
+    from numba import cuda
+    from numba.cuda import libdevice
+
+    @cuda.jit
+    def reference(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = libdevice.rsqrt(x[i])
+
+    x = _draws()
+    expected = np.empty_like(x)
+    reference[(x.size + 127) // 128, 128](x, expected)
+    np.testing.assert_array_equal(_kernel_rsqrt(x).view(np.int64), expected.view(np.int64))
