@@ -44,6 +44,16 @@ ObjectKernel = active.ObjectKernel
 #: two operations.
 rsqrt = hjit(active.rsqrt)
 
+
+def _divide(x):
+    return 1.0 / x
+
+
+#: ``1 / x``, correctly rounded: the target's form (on the GPU without a branch to a
+#: slow path, `hapsira_core.targets.cuda.gpu.reciprocal`), for the solver's error
+#: weights; not part of the public surface.
+reciprocal = hjit(getattr(active, "reciprocal", _divide))
+
 #: True for an array in the target's own memory (a GPU array on cuda: used in
 #: place, never copied); always False on the host targets.
 is_device_array = active.is_device_array

@@ -21,7 +21,7 @@ import inspect
 import math
 import types
 
-from ..jit import hjit
+from ..jit import hjit, reciprocal
 from ..kernels import twins
 from ..kernels.cache import factory
 
@@ -64,7 +64,8 @@ def _tuple_sources(n):
         "scaled_sum_squares": "def scaled_sum_squares(x, s):\n" + "".join(
             f"    q{i} = x[{i}] / s[{i}]\n" for i in idx)
         + "    return " + " + ".join(f"q{i} * q{i}" for i in idx) + "\n",
-        "inverse": f"def inverse(x, dst):\n    return {_tuple([f'1.0 / x[{i}]' for i in idx])}\n",
+        "inverse": "def inverse(x, dst):\n    return "
+                   f"{_tuple([f'reciprocal(x[{i}])' for i in idx])}\n",
         # atol + max(|y|, |y_new|) * rtol (Hairer II.4, eq. 4.10); the tolerances are
         # read from the row here, where they are needed, not carried through a step.
         # Never below the smallest normal float: with atol = 0 a component that is
@@ -138,7 +139,7 @@ def scaled_sum_squares(x, s):
 
 def inverse(x, dst):
     for i in range(N):
-        dst[i] = 1.0 / x[i]
+        dst[i] = reciprocal(x[i])
     return dst
 
 def error_scale(y, y_new, tol, start, dst):
@@ -181,7 +182,9 @@ def ops(n, shape="tuple", error_n=None):
             shape == "tuple" and error_n != n):
         raise ValueError(f"error_n: expected 1 to {n} (all n in the tuple shape), got "
                          f"{error_n!r}")
-    namespace = {"math": math, "__name__": __name__, "N": n, "E": error_n}
+    # (reciprocal: 1 / x as the target takes it, `hapsira_core.jit.reciprocal`)
+    namespace = {"math": math, "reciprocal": reciprocal, "__name__": __name__, "N": n,
+                 "E": error_n}
     compiled = {"n": n, "n_err": error_n, "shape": shape, "is_array": shape == "array"}
     if shape == "tuple":
         for name, source in _tuple_sources(n).items():

@@ -9,8 +9,9 @@ recursively, everything a function can reach:
 * its bytecode, constants and names (and those of nested code),
 * its globals that its code names, its default arguments (positional and
   keyword-only) and the values in its closure,
-* functions it reaches (plain or jitted): their fingerprint, and for a
-  dispatcher its compile options (``fastmath``, ``boundscheck``...),
+* functions it reaches (plain or jitted, and numba intrinsics by their
+  definition): their fingerprint, and for a dispatcher its compile options
+  (``fastmath``, ``boundscheck``...),
 * modules: a library module (the standard library, anything installed in
   site-packages) by its name and version; any other module (the user's) by
   the attributes the code reads from it, that is every name of the code
@@ -39,8 +40,10 @@ import numpy as np
 
 
 def _python_function(obj):
-    """The plain Python function behind a numba dispatcher (or the function itself)."""
-    func = getattr(obj, "py_func", obj)
+    """The plain Python function behind a numba dispatcher, or a numba ``@intrinsic``'s
+    definition (whose nested code generator holds, say, the PTX it emits), or the
+    function itself."""
+    func = getattr(obj, "py_func", None) or getattr(obj, "_defn", obj)
     return func if isinstance(func, types.FunctionType) else None
 
 

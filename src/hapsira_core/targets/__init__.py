@@ -8,6 +8,9 @@ it needs. A target provides
 ``NAME``                 its name, as ``HAPSIRA_TARGET`` spells it
 ``hjit``                 compile a helper (device) function
 ``rsqrt``                ``1 / sqrt(x)``, the target's fastest form
+``reciprocal``           (optional, default ``1.0 / x``) ``1 / x`` correctly
+                         rounded, the target's fastest form (the error
+                         norm's weights)
 ``KEEP_STAGES``          whether the dense output may reuse a step's stages
 ``ObjectKernel``         runs a per-object body over N objects (a subclass of
                          `hapsira_core.kernels.kernel.ObjectKernel`)

@@ -64,6 +64,11 @@ def rsqrt(x):
     return 1.0 / math.sqrt(x)
 
 
+def reciprocal(x):
+    """``1 / x``: on the host a division."""
+    return 1.0 / x
+
+
 def cores():
     """The cores this process may run on."""
     import os

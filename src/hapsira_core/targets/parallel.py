@@ -18,6 +18,7 @@ from ._host import (  # noqa: F401
     lane_code_options,
     lane_width,
     row_max,
+    reciprocal,
     rsqrt,
     to_device,
     to_host,

@@ -25,7 +25,7 @@ from .launch import (  # noqa: F401
     to_device,
     to_host,
 )
-from .surface import SIMULATOR, declare_foreign, rsqrt  # noqa: F401
+from .surface import SIMULATOR, declare_foreign, reciprocal, rsqrt  # noqa: F401
 from .xla import xla_handler  # noqa: F401
 
 NAME = "cuda"

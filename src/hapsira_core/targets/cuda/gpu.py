@@ -19,14 +19,19 @@ def is_simulated_array(value):
 
 
 @intrinsic
-def _rsqrt_approx(typingctx, x):
-    """The hardware's approximate reciprocal square root (MUFU.RSQ64H: the upper
-    word of the result, about 23 bits; subnormal inputs read as 0)."""
+def _approx(typingctx, x, operation):
+    """The hardware's approximation ``operation.approx.ftz.f64`` of ``x`` (``operation``
+    a literal: ``"rsqrt"`` MUFU.RSQ64H, ``"rcp"`` MUFU.RCP64H: the upper word of the
+    result, about 20 bits; subnormal inputs read as 0)."""
+    if not isinstance(operation, types.StringLiteral):
+        return None
+    text = f"{operation.literal_value}.approx.ftz.f64 $0, $1;"
+
     def codegen(context, builder, signature, args):
-        asm = llvm_ir.InlineAsm(llvm_ir.FunctionType(llvm_ir.DoubleType(), [llvm_ir.DoubleType()]),
-                                "rsqrt.approx.ftz.f64 $0, $1;", "=d,d")
-        return builder.call(asm, args)
-    return types.float64(types.float64), codegen
+        double = llvm_ir.DoubleType()
+        asm = llvm_ir.InlineAsm(llvm_ir.FunctionType(double, [double]), text, "=d,d")
+        return builder.call(asm, [args[0]])
+    return types.float64(types.float64, operation), codegen
 
 
 def rsqrt(x):
@@ -39,9 +44,27 @@ def rsqrt(x):
     that ptxas schedules around. Here a select keeps the approximation where the
     correction is NaN, which gives libdevice's answer for 0 (inf), inf (0),
     negative and NaN (NaN); a subnormal ``x`` (below 2.2e-308) gives inf."""
-    y = _rsqrt_approx(x)
+    y = _approx(x, "rsqrt")
     e = cuda.fma(-x, y * y, 1.0)  # 1 - x y^2, the approximation's relative error
     r = cuda.fma(cuda.fma(e, 0.375, 0.5), y * e, y)  # y (1 + e/2 + 3 e^2/8)
+    return r if e == e else y
+
+
+def reciprocal(x):
+    """``1 / x`` correctly rounded, as a division on the GPU rounds it, without its
+    branch to a slow path: the hardware's approximation, one third-order and one
+    Newton correction (the last one exact for an approximation within an ulp,
+    Markstein), the sequence ptxas writes for ``rcp.rn.f64``. Where the correction
+    is NaN a select keeps the approximation: 0 gives inf, inf 0, NaN NaN; a
+    subnormal ``x`` gives inf and an ``x`` above 2^1022 gives 0 (the true results are
+    near the ends of the range). The error norm takes one per component per step:
+    six branches and block boundaries in the reference kernel's step loop, whose
+    chains ptxas may now interleave."""
+    y = _approx(x, "rcp")
+    e = cuda.fma(-x, y, 1.0)
+    e = cuda.fma(e, e, e)  # e + e^2
+    y1 = cuda.fma(y, e, y)  # y (1 + e + e^2)
+    r = cuda.fma(y1, cuda.fma(-x, y1, 1.0), y1)
     return r if e == e else y
 
 

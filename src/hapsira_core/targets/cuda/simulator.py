@@ -34,6 +34,11 @@ def rsqrt(x):
         return np.float64(1.0) / np.sqrt(np.float64(x))
 
 
+def reciprocal(x):
+    """``1 / x`` as the plain division (the GPU's branch-free form gives its bits)."""
+    return 1.0 / x
+
+
 def declare_foreign(decl):
     """The CUDA simulator: the host library through ctypes, from the simulated Python."""
     library = _host_library(decl)

@@ -30,7 +30,9 @@ def _check_usable():
 
 
 if SIMULATOR:
-    from .simulator import NRT_LIBRARY, declare_foreign, is_simulated_array, rsqrt  # noqa: F401
+    from .simulator import (NRT_LIBRARY, declare_foreign, is_simulated_array,  # noqa: F401
+                            reciprocal, rsqrt)
 else:
     _check_usable()
-    from .gpu import NRT_LIBRARY, declare_foreign, is_simulated_array, rsqrt  # noqa: F401
+    from .gpu import (NRT_LIBRARY, declare_foreign, is_simulated_array,  # noqa: F401
+                      reciprocal, rsqrt)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hapsira_core import settings
-from hapsira_core.jit import Arg, ObjectKernel, hjit, rsqrt
+from hapsira_core.jit import Arg, ObjectKernel, hjit, reciprocal, rsqrt
 
 pytestmark = pytest.mark.skipif(settings.TARGET != "cuda", reason="the cuda target's functions")
 
@@ -22,11 +22,25 @@ _RSQRT = ObjectKernel(_rsqrt_row, [Arg("x", np.float64, ("one",)),
                                    Arg("out", np.float64, ("one",), output=True)])
 
 
-def _kernel_rsqrt(x):
-    """``rsqrt`` of each entry of ``x``, each in a GPU thread of its own."""
+@hjit
+def _reciprocal_row(x, out):
+    out[0] = reciprocal(x[0])
+
+
+_RECIPROCAL = ObjectKernel(_reciprocal_row, [Arg("x", np.float64, ("one",)),
+                                             Arg("out", np.float64, ("one",), output=True)])
+
+
+def _run(kernel, x):
+    """``kernel``'s function of each entry of ``x``, each in a GPU thread of its own."""
     out = np.empty((x.size, 1))
-    _RSQRT(np.ascontiguousarray(x.reshape(-1, 1)), out)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the simulator's numpy floats
+        kernel(np.ascontiguousarray(x.reshape(-1, 1)), out)
     return out[:, 0]
+
+
+def _kernel_rsqrt(x):
+    return _run(_RSQRT, x)
 
 
 def _draws():
@@ -73,3 +87,31 @@ def test_rsqrt_gives_libdevices_bits_for_every_normal_float():
     expected = np.empty_like(x)
     reference[(x.size + 127) // 128, 128](x, expected)
     np.testing.assert_array_equal(_kernel_rsqrt(x).view(np.int64), expected.view(np.int64))
+
+
+def test_reciprocal_of_zero_infinity_and_nan():
+    got = _run(_RECIPROCAL, np.array([0.0, -0.0, math.inf, -math.inf, math.nan, 4.0, -0.5]))
+    np.testing.assert_array_equal(got, [math.inf, -math.inf, 0.0, -0.0, math.nan, 0.25, -2.0])
+    assert math.copysign(1.0, got[3]) == -1.0
+
+
+@pytest.mark.skipif(settings.cuda_simulator_enabled(),
+                    reason="the GPU's division runs on a GPU only (the simulator's "
+                           "reciprocal is the division itself)")
+def test_reciprocal_gives_the_divisions_bits_for_every_normal_float():
+    """The branch-free reciprocal (no slow path) rounds as the GPU's division does."""
+    from numba import cuda
+
+    @cuda.jit
+    def reference(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = 1.0 / x[i]
+
+    rng = np.random.default_rng(30)
+    x = _draws()
+    x = np.concatenate([x, -x[::7], rng.uniform(1e-12, 1e-6, 4000),  # error scales
+                        np.nextafter(np.ldexp(1.0, rng.integers(-1000, 1000, 500)), 0.0)])
+    expected = np.empty_like(x)
+    reference[(x.size + 127) // 128, 128](x, expected)
+    np.testing.assert_array_equal(_run(_RECIPROCAL, x).view(np.int64), expected.view(np.int64))
