@@ -33,6 +33,7 @@ def kernel_ptx(f, cc, types=None, from_dtype=None):
     ``from_dtype``: the code generator's own (numba's by default; numba-cuda-mlir has
     its own type system, `investigations/mlir_trial.py`)."""
     import numba
+    import numpy as np
     from numba import cuda
 
     from hapsira_core.ivp import build
@@ -44,6 +45,8 @@ def kernel_ptx(f, cc, types=None, from_dtype=None):
     signature = tuple(types.Array(from_dtype(arg.dtype),
                                   len(arg.core) + (1 if arg.per_object else 0), "C")
                       for arg in kernel.args)
+    if getattr(kernel, "fetch", False):  # HAPSIRA_CUDA_FETCH: and the launch's counter
+        signature += (types.Array(from_dtype(np.dtype(np.int64)), 1, "C"),)
     ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=cc)
     return ptx
 
@@ -64,8 +67,12 @@ def main():
     parser.add_argument("--max-registers", type=int, default=0,
                         help="ptxas -maxrregcount (0: ptxas decides)")
     parser.add_argument("--keep", help="write the PTX and SASS to this folder")
+    parser.add_argument("--fetch", action="store_true",
+                        help="the fetching kernel (HAPSIRA_CUDA_FETCH=1)")
     args = parser.parse_args()
     os.environ["HAPSIRA_TARGET"] = "cuda"  # compiled for a GPU, whatever the environment says
+    if args.fetch:
+        os.environ["HAPSIRA_CUDA_FETCH"] = "1"
     cc = harness.pretend_device(args.cc)  # before hapsira is imported
     import workloads as workload
     f = workload.two_body_j2_drag if args.drag else workload.two_body_j2

@@ -14,7 +14,8 @@
 # Not default stages either: stiff (benchmarks/stiff.py --platform cuda, issue 31), screen
 # (benchmarks/screening.py, 20,000 objects, 7 days, issue 32), stm (benchmarks/stm_cost.py,
 # issue 28), userf (benchmarks/gpu_user_f.py, issue 29), statesize (benchmarks/state_size.py
-# with CuBIE and diffrax, issue 24), interleave (ours with HAPSIRA_CUDA_INTERLEAVE 0 and 1).
+# with CuBIE and diffrax, issue 24), interleave (ours with HAPSIRA_CUDA_INTERLEAVE 0 and 1),
+# fetch (benchmarks/investigations/cuda_fetch.py: HAPSIRA_CUDA_FETCH 0 and 1, one process).
 # (benchmarks/gpu.py runs bench, ensembles and jax in one command, without the deadline.)
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
@@ -226,6 +227,12 @@ PY
                 python3 benchmarks/state_size.py --targets cuda --sizes 200,1000 --objects 10000 \
                 --forms array --out "$RES/${MACHINE}_state_size_interleave${IL}_large.json"
         done
+        ;;
+    fetch)
+        # HAPSIRA_CUDA_FETCH off and on, alternated in one process, results checked identical
+        stage fetch 150 env HAPSIRA_TARGET=cuda python3 benchmarks/investigations/cuda_fetch.py \
+            --n "${FETCH_N:-1000000}" --rounds "${FETCH_ROUNDS:-5}" \
+            --out "$RES/${MACHINE}_cuda_fetch.json"
         ;;
     *) echo "unknown stage $s" ;;
     esac

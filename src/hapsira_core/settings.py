@@ -13,6 +13,8 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
+``HAPSIRA_CUDA_FETCH``  resident threads fetch objects  ``0``
+                   from a counter (cuda, ``0``/``1``)
 ``HAPSIRA_CUDA_INTERLEAVE``  explicit methods' working  ``auto``
                    rows interleaved across objects (cuda):
                    ``auto`` (``stm=True``), ``on``, ``off``
@@ -25,9 +27,9 @@ A bad value raises `ValueError` naming the variable, the value and
 what is valid. Settings cannot change after import: compiled code depends on
 them, so change the environment and start a new process instead. Those that
 change the generated code (the target, ``HAPSIRA_DEBUG``,
-``HAPSIRA_CUDA_MAX_REGISTERS``, ``HAPSIRA_CUDA_INTERLEAVE``) are part of the kernel cache key
-(`hapsira_core.kernels.cache.code_settings`), so a warm cache never serves a kernel
-built under other values. An unusable ``HAPSIRA_CACHE_DIR`` gives one
+``HAPSIRA_CUDA_MAX_REGISTERS``, ``HAPSIRA_CUDA_FETCH``, ``HAPSIRA_CUDA_INTERLEAVE``) are
+part of the kernel cache key (`hapsira_core.kernels.cache.code_settings`), so a warm
+cache never serves a kernel built under other values. An unusable ``HAPSIRA_CACHE_DIR`` gives one
 ``CacheWarning`` and in-memory kernels.
 """
 
@@ -118,6 +120,12 @@ CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # kernel time): benchmarks/results/h100_launch_sweep.json
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
+#: Whether a cuda kernel launches only the threads that can be resident at once, each
+#: taking its next object from an atomic counter until none is left
+#: (`hapsira_core.targets.cuda.launch`), instead of one thread per object: a lane whose
+#: object ends early takes another instead of idling while its warp's longest object runs
+#: (one thread per object: 91.1% of a warp's lane-steps did work, H200, reference workload)
+CUDA_FETCH = _boolean("HAPSIRA_CUDA_FETCH", "0")
 #: Where the cuda target lays an explicit method's ``work`` rows out with the object axis
 #: last (`hapsira_core.ivp.build.interleaves_work`): ``auto`` for the variational equations
 #: of ``stm=True`` (measured faster there, slower for a loop-based array-form ``fun``),

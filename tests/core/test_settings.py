@@ -26,6 +26,7 @@ def test_default_target_is_cpu():
     ({"HAPSIRA_CUDA_BLOCK": "-3"}, ["HAPSIRA_CUDA_BLOCK", "positive integer"]),
     ({"HAPSIRA_FASTMATH": "fast"}, ["HAPSIRA_FASTMATH", "'fast'", "'auto'", "'on'", "'off'"]),
     ({"HAPSIRA_CUDA_INTERLEAVE": "rows"}, ["HAPSIRA_CUDA_INTERLEAVE", "'rows'", "'auto'"]),
+    ({"HAPSIRA_CUDA_FETCH": "2"}, ["HAPSIRA_CUDA_FETCH", "'2'", "0/1"]),
 ])
 def test_bad_values_raise_value_error(env, words):
     run = import_with(env)

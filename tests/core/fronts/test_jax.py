@@ -306,6 +306,19 @@ def test_solve_ivp_jit_equals_numpy(ivp_reference):
     assert_same(res, ivp_reference, IVP_FIELDS)
 
 
+@pytest.mark.skipif(settings.TARGET != "cuda", reason="HAPSIRA_CUDA_FETCH is the GPU's")
+def test_fetching_kernel_inside_jit_equals_numpy(ivp_reference, monkeypatch):
+    """HAPSIRA_CUDA_FETCH: XLA's launch gives the fetching kernel its counter and one thread
+    per object (`hapsira_core.targets.cuda.xla`): the numpy call's numbers, bit for bit."""
+    from hapsira_core.ivp import build
+
+    monkeypatch.setattr(settings, "CUDA_FETCH", True)
+    monkeypatch.setattr(build, "KERNELS", {})  # the kernels built again, fetching
+    res = jax.jit(lambda y0, p, t: jax_ivp(y0, p, t))(Y0, P, T_EVAL)
+    assert ivp_kernel().kernel.fetch
+    assert_same(res, ivp_reference, IVP_FIELDS)
+
+
 def test_solve_ivp_single_object_and_default_times(ivp_reference):
     res = jax_ivp(Y0[1], P[1])
     assert res.y.shape == (2, T_EVAL.size) and res.status.shape == ()

@@ -185,7 +185,7 @@ def test_compile_options_of_a_helper_are_in_the_key(keys, options):
 
 @pytest.mark.parametrize("setting, value", [
     ("DEBUG", True), ("NAME", "other"), ("CUDA_MAX_REGISTERS", 32),
-    ("CUDA_INTERLEAVE", "on")])
+    ("CUDA_INTERLEAVE", "on"), ("CUDA_FETCH", True)])
 def test_settings_that_change_the_generated_code_are_in_the_key(keys, monkeypatch, setting,
                                                                  value):
     files = {"helpers": OPTIONS.format(options=""), "model": SIMPLE_MODEL}
@@ -197,7 +197,7 @@ def test_settings_that_change_the_generated_code_are_in_the_key(keys, monkeypatc
         monkeypatch.setattr(settings, setting, value)
     build.KERNELS.clear()
     changed = keys(files) != base
-    # the register cap and the interleaved rows are the GPU's alone
+    # the register cap, the interleaved rows and fetching threads are the GPU's alone
     assert changed == (not setting.startswith("CUDA_") or settings.TARGET == "cuda")
 
 

@@ -49,7 +49,7 @@ SHARED_RECIPROCALS = True
 def code_options():
     """The settings that change the generated code (part of every kernel's cache key)."""
     return (NAME, SIMULATOR, settings.DEBUG, settings.CUDA_MAX_REGISTERS,
-            settings.CUDA_INTERLEAVE)
+            settings.CUDA_INTERLEAVE, settings.CUDA_FETCH)
 
 
 ObjectKernel.code_options = staticmethod(code_options)

@@ -5,6 +5,7 @@ import contextlib
 import math
 import warnings
 
+import numba
 import numpy as np
 from numba import cuda
 
@@ -12,6 +13,10 @@ from ... import settings
 from ...kernels import kernel
 from .._floats import ieee_python
 from .surface import NRT_LIBRARY, SIMULATOR, is_simulated_array
+
+
+#: The fetching kernel's last parameter: ``(1,)`` int64, objects taken past the grid.
+FETCH_COUNTER = "hapsira_taken"
 
 
 class ObjectKernel(kernel.ObjectKernel):
@@ -23,12 +28,44 @@ class ObjectKernel(kernel.ObjectKernel):
             return f"{arg.name}[{', '.join([':'] * len(arg.core))}, {index}]"
         return super()._row(arg, index)
 
+    def __init__(self, body, args, recipe=None):
+        super().__init__(body, args, recipe)
+        #: whether the kernel fetches objects (``HAPSIRA_CUDA_FETCH``, read here, as the
+        #: cache key made with the recipe read it): fixed for this kernel's code
+        self.fetch = settings.CUDA_FETCH
+
     def _kernel_source(self):
         names, rows, first_out = self._call_parts()
-        return (f"def kernel({names}):\n"
+        if not self.fetch:
+            return (f"def kernel({names}):\n"
+                    f"    i = cuda.grid(1)\n"
+                    f"    if i < {first_out}.shape[0]:\n"
+                    f"        body({rows})\n")
+        # Each thread solves the object of its own index first, then the next one
+        # nobody has taken: past the grid, counted by an atomic on the launch's own
+        # counter (zeroed). A grid of one thread per object is the plain kernel's work.
+        return (f"def kernel({names}, {FETCH_COUNTER}):\n"
                 f"    i = cuda.grid(1)\n"
-                f"    if i < {first_out}.shape[0]:\n"
-                f"        body({rows})\n")
+                f"    while i < {first_out}.shape[0]:\n"
+                f"        body({rows})\n"
+                f"        i = cuda.gridsize(1) + cuda.atomic.add({FETCH_COUNTER}, 0, 1)\n")
+
+    def _signature(self):
+        signature = super()._signature()
+        if self.fetch:  # the launch's counter of objects taken past the grid
+            signature += (numba.types.Array(numba.types.int64, 1, "C"),)
+        return signature
+
+    def resident_blocks(self, kernel, arrays, block):
+        """Blocks of ``block`` threads of ``kernel`` (launched with ``arrays``) that the
+        GPU holds resident at once: its occupancy, blocks per SM times SMs (numba-cuda's
+        ``max_cooperative_grid_blocks``, from the compiled kernel's registers and shared
+        memory); the simulator says one. A fetching launch starts no more than these."""
+        if SIMULATOR:  # it keeps no overloads: any key gives its one-block answer
+            overload = kernel.overloads[None]
+        else:  # the overload these arrays launch (compiled now if it is not yet)
+            overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in arrays))
+        return max(1, overload.max_cooperative_grid_blocks(block))
 
     def _globals(self):
         return {"body": self.body, "cuda": cuda}
@@ -80,10 +117,13 @@ class ObjectKernel(kernel.ObjectKernel):
                 if (not arg.per_object or array.shape[0] == 1) and not arg.interleaved:
                     # (whole, in memory of its own: no chunk buffers)
                     shared[index] = self._to_device(array, _Rows(0, streams[0]), index)
-            streams[0].synchronize()
             chunk = min(n, self._chunk_size(arrays, shared))
             rows = [_Rows(chunk, stream) for stream in streams]
             block = settings.CUDA_BLOCK
+            if self.fetch:  # each chunk's counter of fetched objects, zeroed
+                counters = cuda.to_device(np.zeros(-(-n // chunk), np.int64), stream=streams[0])
+            resident = None  # fetching: the blocks the GPU holds at once
+            streams[0].synchronize()
             origin = cuda.event()
             origin.record(streams[0])
             timing = []  # (start, stop) events around each chunk's kernel
@@ -104,10 +144,16 @@ class ObjectKernel(kernel.ObjectKernel):
                                                     array.dtype))
                     else:
                         device.append(self._to_device(array, buffers, index, start, stop))
+                grid = (stop - start + block - 1) // block  # one thread per object
+                if self.fetch:
+                    device.append(counters[number:number + 1])
+                    if resident is None:
+                        resident = self.resident_blocks(kernel, device, block)
+                    grid = min(grid, resident)  # each thread then fetches objects
                 timing.append((cuda.event(), cuda.event()))
                 timing[-1][0].record(stream)
                 with _small_grids_allowed():
-                    kernel[(stop - start + block - 1) // block, block, stream](*device)
+                    kernel[grid, block, stream](*device)
                 timing[-1][1].record(stream)
                 if queued is not None:
                     self._copy_back(arrays, *queued)

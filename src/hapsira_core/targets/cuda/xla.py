@@ -9,6 +9,7 @@ memory, the buffers are numpy views.
 
 import ctypes
 
+import numpy as np
 from numba import cuda
 
 from ... import settings, xla_ffi as ffi
@@ -40,6 +41,16 @@ class _CudaLauncher:
     def __init__(self, xla):
         self.xla = xla
         self.simulated = SIMULATOR
+        self._counters = {}
+
+    def counter(self, ordinal=0):
+        """A fetching kernel's counter (`launch.FETCH_COUNTER`) on GPU ``ordinal`` (made
+        at its first call there, zeroed, current device); ``[]`` for a plain kernel."""
+        if not self.xla.kernel.fetch:
+            return []
+        if ordinal not in self._counters:
+            self._counters[ordinal] = cuda.to_device(np.zeros(1, np.int64))
+        return [self._counters[ordinal]]
 
     def __call__(self, frame_pointer):
         frame = frame_pointer.contents
@@ -95,13 +106,16 @@ class _CudaLauncher:
         kernel = self.xla.kernel.compile()
         block = settings.CUDA_BLOCK
         grid = (n + block - 1) // block
+        # A fetching kernel (HAPSIRA_CUDA_FETCH) gets a counter and the same grid of one
+        # thread per object: each thread solves its own, and its one fetch lands past n
+        # whatever the counter holds (so one counter, never zeroed, serves every call).
         if self.simulated:
             # Simulated "device memory" is host memory: the buffers as numpy arrays.
             # The kernel's Python runs on this XLA thread and threads it starts,
             # which inherit its flush-to-zero: IEEE subnormals, as on a GPU.
             arrays = [ffi._host_view(*item) for item in found]
             with ieee_python():
-                kernel[grid, block](*arrays)
+                kernel[grid, block](*arrays, *self.counter())
             return None
         stream_args = ffi._StreamGetArgs(ffi._struct_size(ffi._StreamGetArgs, "stream"), None, frame.ctx,
                                      None)
@@ -123,5 +137,5 @@ class _CudaLauncher:
                  "version": 3, "strides": None, "stream": None}, owner=None, sync=False)
                 for data, shape, dtype in found]
             # Queued on XLA's stream: XLA orders it with the rest of the program.
-            kernel[grid, block, stream](*arrays)
+            kernel[grid, block, stream](*arrays, *self.counter(ordinal))
         return None

@@ -107,3 +107,63 @@ def test_stm_kernels_interleave_their_working_rows_across_objects(monkeypatch):
     np.testing.assert_array_equal(chunked.y, whole.y)
     one = solve_ivp(_lotka, (0.0, 2.0), y0[6], **dict(kwargs, params=params[6]))
     np.testing.assert_array_equal(one.stm, whole.stm[6])
+
+
+@hjit
+def _van_der_pol(t, y, p):
+    return (y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0])
+
+
+def test_fetching_threads_give_the_numbers_of_one_thread_per_object(monkeypatch):
+    """HAPSIRA_CUDA_FETCH: fewer threads than objects, each taking objects from a
+    per-chunk counter, give each object's numbers bit for bit. Van der Pol with mu from
+    0.1 to 8 (10 to 40 steps under the simulator's tolerances here), one object with a NaN
+    mu (status -3, NaN rows), N not a multiple of the block and two chunks, the second
+    short. Under the simulator: blocks of 4, one resident block (its occupancy), so every
+    thread solves several objects; on a GPU 200003 objects in 128-thread blocks, a quarter
+    of the GPU's resident blocks (fetching whatever the kernel's occupancy)."""
+    from hapsira_core.ivp import build, solve_ivp
+    from hapsira_core.targets.cuda import SIMULATOR, launch
+
+    monkeypatch.setattr(settings, "CUDA_FETCH", False)  # whatever the environment says
+    monkeypatch.setattr(build, "KERNELS", {})
+    n = 13 if SIMULATOR else 200_003
+    if SIMULATOR:
+        monkeypatch.setattr(settings, "CUDA_BLOCK", 4)
+        monkeypatch.setattr(settings, "CUDA_CHUNK", 8)
+    rng = np.random.default_rng(11)
+    y0 = rng.uniform(-2.0, 2.0, (n, 2))
+    mu = rng.uniform(0.1, 8.0, (n, 1))
+    mu[5] = np.nan
+    kwargs = dict(t_eval=np.linspace(0.0, 6.0, 4), params=mu, rtol=1e-6, atol=1e-8)
+    plain = solve_ivp(_van_der_pol, (0.0, 6.0), y0, **kwargs)
+    assert not any(k.fetch for k in build.KERNELS.values())
+
+    monkeypatch.setattr(settings, "CUDA_FETCH", True)
+    monkeypatch.setattr(build, "KERNELS", {})  # the kernels built again, fetching
+    resident = []
+    real = launch.ObjectKernel.resident_blocks
+
+    def fewer(self, kernel, arrays, block):
+        resident.append(real(self, kernel, arrays, block))
+        return max(1, resident[-1] // (1 if SIMULATOR else 4))
+
+    monkeypatch.setattr(launch.ObjectKernel, "resident_blocks", fewer)
+    fetched = solve_ivp(_van_der_pol, (0.0, 6.0), y0, **kwargs)
+    (kernel,) = build.KERNELS.values()
+    assert kernel.fetch and "cuda.atomic.add(hapsira_taken, 0, 1)" in kernel._source()
+    assert len(kernel._signature()) == len(kernel.args) + 1  # and the counter
+    assert len(resident) == 1  # occupancy asked once per call
+    if SIMULATOR:
+        assert resident == [1]
+    else:
+        assert resident[0] // 4 * 128 < settings.CUDA_CHUNK  # threads took several objects
+
+    assert plain.status[5] == fetched.status[5] == -3
+    assert np.isnan(fetched.y[5]).all()
+    ok = np.arange(n) != 5
+    assert (plain.status[ok] == 0).all()
+    assert plain.nsteps[ok].min() < plain.nsteps[ok].max() / 2  # objects of very unequal lengths
+    for field in ("y", "t", "status", "nfev", "nsteps"):
+        np.testing.assert_array_equal(getattr(fetched, field), getattr(plain, field),
+                                      err_msg=field)
