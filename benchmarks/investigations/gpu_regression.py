@@ -1,6 +1,7 @@
 """The reference kernel of one source tree against another's, on one GPU, in one run.
 
     python benchmarks/investigations/gpu_regression.py --tree old=/path/to/tree --tree new=. [--n 1000000]
+        [--tree fetch=.,HAPSIRA_CUDA_FETCH=1]   (a tree with settings of its own)
 
 Each tree (a checkout with ``src/`` and ``benchmarks/workloads.py``, or
 ``benchmarks/workload.py`` before the harness) runs in
@@ -86,8 +87,8 @@ def child(tree, n, repeat):
     print("JSON " + json.dumps(report))
 
 
-def run_child(tree, n, repeat, timeout, target):
-    env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="0")
+def run_child(tree, n, repeat, timeout, target, settings=()):
+    env = dict(os.environ, HAPSIRA_TARGET=target, HAPSIRA_CACHE="0", **dict(settings))
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and not p.endswith("/src"))
     done = subprocess.run([sys.executable, __file__, "--child", tree, "--n", str(n),
@@ -101,7 +102,8 @@ def run_child(tree, n, repeat, timeout, target):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", action="append", default=[], help="NAME=PATH")
+    parser.add_argument("--tree", action="append", default=[],
+                        help="NAME=PATH[,VAR=VALUE...]: a tree, and settings of its processes")
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=1)
@@ -116,9 +118,10 @@ def main():
     trees = dict(item.split("=", 1) for item in args.tree)
     runs = []
     for round_ in range(args.rounds):
-        for name, path in trees.items():
+        for name, spec in trees.items():
+            path, *settings = spec.split(",")
             report = run_child(os.path.abspath(path), args.n, args.repeat, args.timeout,
-                               args.target)
+                               args.target, [s.split("=", 1) for s in settings])
             report.update(tree=name, round=round_)
             runs.append(report)
             print(f"{name:10s}: " + (
