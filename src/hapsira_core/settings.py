@@ -13,7 +13,7 @@ variable           meaning                             default
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
 ``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
-``HAPSIRA_CUDA_FETCH``  resident threads fetch objects  ``0``
+``HAPSIRA_CUDA_FETCH``  resident threads fetch objects  ``1``
                    from a counter (cuda, ``0``/``1``)
 ``HAPSIRA_CUDA_INTERLEAVE``  explicit methods' working  ``auto``
                    rows interleaved across objects (cuda):
@@ -125,7 +125,7 @@ CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: 
 #: (`hapsira_core.targets.cuda.launch`), instead of one thread per object: a lane whose
 #: object ends early takes another instead of idling while its warp's longest object runs
 #: (one thread per object: 91.1% of a warp's lane-steps did work, H200, reference workload)
-CUDA_FETCH = _boolean("HAPSIRA_CUDA_FETCH", "0")
+CUDA_FETCH = _boolean("HAPSIRA_CUDA_FETCH", "1")
 #: Where the cuda target lays an explicit method's ``work`` rows out with the object axis
 #: last (`hapsira_core.ivp.build.interleaves_work`): ``auto`` for the variational equations
 #: of ``stm=True`` (measured faster there, slower for a loop-based array-form ``fun``),
