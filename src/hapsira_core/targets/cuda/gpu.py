@@ -18,14 +18,28 @@ def is_simulated_array(value):
     return False
 
 
+#: PTX of the hardware's first approximations (MUFU.RSQ64H, MUFU.RCP64H: the upper word
+#: of the result, about 20 bits; subnormal inputs read as 0). The reciprocal's lower word
+#: is ptxas's own for ``rcp.rn.f64`` (the upper word of ``x`` plus 0x300402, seen in its
+#: SASS): with a lower word of 0, x = 0x1.fffffffffffffp+e (every mantissa bit set)
+#: iterated to the power of two below 1/x, the last correction then fell on a midpoint
+#: and rounded down, one ulp off the division (500 of 500 such x on the H200).
+_APPROXIMATIONS = {
+    "rsqrt": "rsqrt.approx.ftz.f64 $0, $1;",
+    "rcp": "rcp.approx.ftz.f64 $0, $1;",
+    "rcp_start": ("{ .reg .f64 y; .reg .b32 xl, xh, yl, yh; rcp.approx.ftz.f64 y, $1; "
+                  "mov.b64 {xl, xh}, $1; mov.b64 {yl, yh}, y; add.s32 yl, xh, 3146754; "
+                  "mov.b64 $0, {yl, yh}; }"),
+}
+
+
 @intrinsic
 def _approx(typingctx, x, operation):
-    """The hardware's approximation ``operation.approx.ftz.f64`` of ``x`` (``operation``
-    a literal: ``"rsqrt"`` MUFU.RSQ64H, ``"rcp"`` MUFU.RCP64H: the upper word of the
-    result, about 20 bits; subnormal inputs read as 0)."""
+    """The hardware's first approximation of ``operation`` (a literal: ``"rsqrt"``,
+    ``"rcp"``, ``"rcp_start"``) at ``x``: `_APPROXIMATIONS`."""
     if not isinstance(operation, types.StringLiteral):
         return None
-    text = f"{operation.literal_value}.approx.ftz.f64 $0, $1;"
+    text = _APPROXIMATIONS[operation.literal_value]
 
     def codegen(context, builder, signature, args):
         double = llvm_ir.DoubleType()
@@ -50,22 +64,29 @@ def rsqrt(x):
     return r if e == e else y
 
 
+#: Where ptxas's ``rcp.rn.f64`` takes its fast path, which `reciprocal` writes out:
+#: 2^-1022 <= |x| < 2^1022 (its test of the starting approximation's lower word).
+_FAST_RECIPROCAL = (2.0 ** -1022, 2.0 ** 1022)
+
+
 def reciprocal(x):
     """``1 / x`` correctly rounded, as a division on the GPU rounds it, without its
-    branch to a slow path: the hardware's approximation, one third-order and one
-    Newton correction (the last one exact for an approximation within an ulp,
-    Markstein), the sequence ptxas writes for ``rcp.rn.f64``. Where the correction
-    is NaN a select keeps the approximation: 0 gives inf, inf 0, NaN NaN; a
-    subnormal ``x`` gives inf and an ``x`` above 2^1022 gives 0 (the true results are
-    near the ends of the range). The error norm takes one per component per step:
-    six branches and block boundaries in the reference kernel's step loop, whose
-    chains ptxas may now interleave."""
-    y = _approx(x, "rcp")
+    branch to a slow path: where ptxas's own sequence for ``rcp.rn.f64`` takes its
+    fast path (its starting approximation, a third-order and a Newton correction),
+    that sequence, the same bits (checked on the H200); elsewhere a select takes the
+    hardware's approximation, which gives 0 -> inf, inf -> 0, NaN -> NaN, a
+    subnormal x -> inf and |x| >= 2^1022 (whose true reciprocal is subnormal) -> 0.
+    The error norm takes one per component per step, with weights between 2^-1022
+    and the states' scale: six branches and block boundaries in the reference kernel's
+    step loop before, six chains ptxas may interleave now."""
+    y = _approx(x, "rcp_start")
     e = cuda.fma(-x, y, 1.0)
     e = cuda.fma(e, e, e)  # e + e^2
     y1 = cuda.fma(y, e, y)  # y (1 + e + e^2)
     r = cuda.fma(y1, cuda.fma(-x, y1, 1.0), y1)
-    return r if e == e else y
+    a = abs(x)
+    fast = (a >= _FAST_RECIPROCAL[0]) & (a < _FAST_RECIPROCAL[1])
+    return r if fast else _approx(x, "rcp")
 
 
 def declare_foreign(decl):
