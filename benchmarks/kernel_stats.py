@@ -67,12 +67,13 @@ def main():
     parser.add_argument("--max-registers", type=int, default=0,
                         help="ptxas -maxrregcount (0: ptxas decides)")
     parser.add_argument("--keep", help="write the PTX and SASS to this folder")
-    parser.add_argument("--fetch", action="store_true",
-                        help="the fetching kernel (HAPSIRA_CUDA_FETCH=1)")
+    parser.add_argument("--fetch", type=int, choices=(0, 1), default=None,
+                        help="HAPSIRA_CUDA_FETCH for the kernel (default: the environment's, "
+                             "else the default, 1: fetching threads)")
     args = parser.parse_args()
     os.environ["HAPSIRA_TARGET"] = "cuda"  # compiled for a GPU, whatever the environment says
-    if args.fetch:
-        os.environ["HAPSIRA_CUDA_FETCH"] = "1"
+    if args.fetch is not None:
+        os.environ["HAPSIRA_CUDA_FETCH"] = str(args.fetch)
     cc = harness.pretend_device(args.cc)  # before hapsira is imported
     import workloads as workload
     f = workload.two_body_j2_drag if args.drag else workload.two_body_j2
