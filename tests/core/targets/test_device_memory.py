@@ -112,9 +112,8 @@ def test_an_output_in_the_targets_memory_is_never_copied_back(monkeypatch):
     monkeypatch.setattr(type(kept), "copy_to_host", counting)
     _BOTH(active.to_device(x), kept, sent)
     # four launches (7 objects, two a launch), each copying its rows of `sent` alone
-    # (through a pinned host buffer of the launch's stream: `launch._Rows.staging`)
-    assert [ary.shape for ary in copied] == [(2, 3), (2, 3), (2, 3), (1, 3)]
-    assert not any(np.shares_memory(ary, sent) for ary in copied)
+    assert len(copied) == 4
+    assert all(np.shares_memory(ary, sent) for ary in copied)
     monkeypatch.setattr(type(kept), "copy_to_host", original)
     np.testing.assert_array_equal(active.to_host(kept), x + 1.0)
     np.testing.assert_array_equal(sent, x - 1.0)

@@ -3,7 +3,6 @@ streams, with per-stream buffers, and the join of column blocks on the GPU."""
 
 import contextlib
 import math
-import threading
 import warnings
 
 import numba
@@ -119,7 +118,7 @@ class ObjectKernel(kernel.ObjectKernel):
                     # (whole, in memory of its own: no chunk buffers)
                     shared[index] = self._to_device(array, _Rows(0, streams[0]), index)
             chunk = min(n, self._chunk_size(arrays, shared))
-            rows = [_Rows(chunk, stream, slot) for slot, stream in enumerate(streams)]
+            rows = [_Rows(chunk, stream) for stream in streams]
             block = settings.CUDA_BLOCK
             if self.fetch:  # each chunk's counter of fetched objects, zeroed
                 counters = cuda.to_device(np.zeros(-(-n // chunk), np.int64), stream=streams[0])
@@ -158,7 +157,7 @@ class ObjectKernel(kernel.ObjectKernel):
                 timing[-1][1].record(stream)
                 if queued is not None:
                     self._copy_back(arrays, *queued)
-                queued = (device, buffers, start, stop)
+                queued = (device, stream, start, stop)
             self._copy_back(arrays, *queued)
             for stream in streams:
                 stream.synchronize()
@@ -182,20 +181,10 @@ class ObjectKernel(kernel.ObjectKernel):
         free, _ = cuda.current_context().get_memory_info()
         return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
 
-    def _copy_back(self, arrays, device, rows, start, stop):
-        """A chunk's results into the host's arrays, through ``rows``' pinned buffers
-        (`_Rows.staging`): the copies queued, their stream waited for, then each
-        buffer copied into its array's rows."""
-        copies = []
-        for index, (arg, array, on_device) in enumerate(zip(self.args, arrays, device)):
+    def _copy_back(self, arrays, device, stream, start, stop):
+        for arg, array, on_device in zip(self.args, arrays, device):
             if arg.output and not arg.scratch and not _on_device(array):
-                staging = rows.staging(("out", index), stop - start, array.shape[1:],
-                                       array.dtype)
-                on_device.copy_to_host(staging, stream=rows.stream)
-                copies.append((array[start:stop], staging))
-        rows.stream.synchronize()
-        for array, staging in copies:
-            np.copyto(array, staging)
+                on_device.copy_to_host(array[start:stop], stream=stream)
 
     @staticmethod
     def _to_device(array, rows, key, start=None, stop=None):
@@ -220,9 +209,7 @@ class ObjectKernel(kernel.ObjectKernel):
         if start is None:
             return cuda.to_device(array, stream=rows.stream)
         out = rows.empty(key, array.shape[0], array.shape[1:], array.dtype)
-        staging = rows.staging(key, array.shape[0], array.shape[1:], array.dtype)
-        np.copyto(staging, array)
-        out.copy_to_device(staging, stream=rows.stream)
+        out.copy_to_device(array, stream=rows.stream)
         return out
 
     def resources(self):
@@ -239,46 +226,16 @@ class ObjectKernel(kernel.ObjectKernel):
         }
 
 
-#: Pinned (page-locked) host buffers of the chunks' copies, kept from call to call:
-#: ``(thread, stream slot, key, shape, dtype) -> array``. A copy from or to pageable
-#: memory holds the host and goes through the driver's own staging; from a pinned
-#: buffer it is queued on its stream, and allocating one takes milliseconds.
-_STAGING = {}
-#: Bytes the pinned buffers may hold before they are all released at the next new one.
-_STAGING_BYTES = 512 << 20
-
-
-def _pinned(key, shape, dtype):
-    buffer = _STAGING.get(key)
-    if buffer is None:
-        if sum(b.nbytes for b in _STAGING.values()) > _STAGING_BYTES:
-            _STAGING.clear()
-        buffer = _STAGING[key] = cuda.pinned_array(shape, dtype)
-    return buffer
-
-
 class _Rows:
     """One stream's device buffers for a chunk of rows, one per array (and per
     block of `Columns`), allocated at first use and reused by every chunk the
     stream runs: each allocation is a driver call, and each release a
-    synchronising one (two per chunk's array before). ``slot``: which of the
-    call's streams, for its pinned host buffers (`staging`)."""
+    synchronising one (two per chunk's array before)."""
 
-    def __init__(self, chunk, stream, slot=0):
+    def __init__(self, chunk, stream):
         self.chunk = chunk
         self.stream = stream
-        self.slot = slot
         self._buffers = {}
-
-    def staging(self, key, rows, shape, dtype):
-        """The first ``rows`` rows of this stream's pinned host buffer ``key``,
-        ``(chunk,) + shape``: what a chunk's rows are copied through. The stream's
-        next chunk writes it again only after this chunk's copies are done (its
-        results are waited for before the other stream's next chunk is queued)."""
-        shape = (self.chunk,) + tuple(shape)
-        buffer = _pinned((threading.get_ident(), self.slot, key, shape, np.dtype(dtype).str),
-                         shape, dtype)
-        return buffer if rows == self.chunk else buffer[:rows]
 
     def _buffer(self, key, shape, dtype):
         buffer = self._buffers.get(key)

@@ -48,9 +48,9 @@ def test_chunks_shrink_to_fit_the_free_memory(monkeypatch):
     launches = []
     original = ObjectKernel._copy_back
 
-    def counting(self, arrays, device, rows, start, stop):
+    def counting(self, arrays, device, stream, start, stop):
         launches.append((start, stop))
-        return original(self, arrays, device, rows, start, stop)
+        return original(self, arrays, device, stream, start, stop)
 
     monkeypatch.setattr(ObjectKernel, "_copy_back", counting)
     split = cowell(K_EARTH, r0, v0, tofs)
@@ -60,37 +60,6 @@ def test_chunks_shrink_to_fit_the_free_memory(monkeypatch):
     np.testing.assert_array_equal(split.status, whole.status)
     np.testing.assert_array_equal(split.rr, whole.rr)
     np.testing.assert_array_equal(split.vv, whole.vv)
-
-
-def test_chunks_copy_through_pinned_buffers_kept_for_the_next_call(monkeypatch):
-    """Host rows go to and from the GPU through pinned buffers, one set per stream,
-    allocated at a call's first chunk and reused by the next call of the same shapes."""
-    from numba import cuda
-
-    from hapsira_core.targets.cuda import launch
-
-    monkeypatch.setattr(settings, "CUDA_CHUNK", 4)
-    monkeypatch.setattr(launch, "_STAGING", {})
-    allocated = []
-    original = cuda.pinned_array
-
-    def counting(shape, dtype=np.float64, *args, **kwargs):
-        allocated.append(tuple(shape))
-        return original(shape, dtype, *args, **kwargs)
-
-    monkeypatch.setattr(cuda, "pinned_array", counting)
-    states = list(varied_orbits(9).values())
-    r0, v0 = np.array([s[0] for s in states]), np.array([s[1] for s in states])
-    tofs = np.array([300.0, 600.0])
-    first = cowell(K_EARTH, r0, v0, tofs)
-    # 9 objects, 4 a launch on two streams: each stream's buffers of 4 rows
-    assert allocated and all(shape[0] == 4 for shape in allocated)
-    assert len(allocated) == len(launch._STAGING) and len(allocated) % 2 == 0
-    again = cowell(K_EARTH, r0, v0, tofs)
-    assert len(allocated) == len(launch._STAGING)  # nothing allocated again
-    np.testing.assert_array_equal(again.rr, first.rr)
-    np.testing.assert_array_equal(again.vv, first.vv)
-    np.testing.assert_array_equal(again.status, first.status)
 
 
 def test_kernel_time_counts_overlapping_chunks_once():
