@@ -25,6 +25,11 @@ print(json.dumps({"rr": res.rr.tolist(), "status": res.status.tolist(),
 def run_in(target, case, **settings_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HAPSIRA_")}
     env["HAPSIRA_TARGET"] = target
+    # the test run's kernel cache (tests/conftest.py), never the user's default folder,
+    # which HAPSIRA_CACHE=1 (the default) would read and write without these
+    env["HAPSIRA_CACHE"] = "1" if settings.CACHE else "0"
+    if settings.CACHE:
+        env["HAPSIRA_CACHE_DIR"] = settings.CACHE_DIR
     if target != "cuda":
         env.pop("NUMBA_ENABLE_CUDASIM", None)
     env.update(settings_env)

@@ -1,9 +1,9 @@
 """The hapsira-cowell command line, its plots, and the compile-error helper.
 
-The CLI runs in subprocesses, each compiling the solver once (15-30 s): the
-tests are few and each checks a lot. They use the target of the environment
-they run in, except cuda under numba's simulator, where they use the cpu
-target (the simulator runs the solver in Python, far too slowly).
+The CLI runs in subprocesses, each compiling the solver once (15-30 s) or loading it
+from the test run's kernel cache: the tests are few and each checks a lot. They use
+the target of the environment they run in, except cuda under numba's simulator, where
+they use the cpu target (the simulator runs the solver in Python, far too slowly).
 """
 
 import ast
@@ -32,8 +32,13 @@ IRIDIUM = DATA_DIR / "iridium-33-debris.tle"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def run_cli(*args, cwd, timeout=600):
-    env = dict(os.environ, HAPSIRA_CACHE="0")
+def run_cli(*args, cwd, timeout=600, cache=True):
+    """The command line in a subprocess. ``cache``: the test run's kernel cache (the
+    folder that ci/test-matrix gives the stage, or the worker's on parallel), so that
+    runs of the same kernels compile them once (each run compiled them, 15-30 s, before
+    2026-11-29); ``False``: none, every kernel compiled in the run."""
+    use = cache and settings.CACHE  # (tests/conftest.py: CACHE needs the run's own folder)
+    env = dict(os.environ, HAPSIRA_CACHE="1" if use else "0")
     return subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", *map(str, args)],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -184,7 +189,8 @@ def test_durations_and_perturbations():
     assert models.parse_perturbations("none") == ()
     with pytest.raises(inputs.UsageError, match="'j4'"):
         models.parse_perturbations("j2,j4")
-    np.testing.assert_array_equal(inputs.make_tofs(86400.0, 21600.0), [0, 21600, 43200, 64800, 86400])
+    np.testing.assert_array_equal(inputs.make_tofs(86400.0, 21600.0),
+                                  [0, 21600, 43200, 64800, 86400])
     np.testing.assert_array_equal(inputs.make_tofs(100.0, 30.0), [0, 30, 60, 90, 100])
     np.testing.assert_array_equal(inputs.make_tofs(100.0, 500.0), [0, 100])
 
@@ -467,7 +473,7 @@ def test_default_catalog_backward_to_oem(tmp_path):
     (out / "notes.txt").write_text("mine")
     done = run_cli("propagate", "--tof", "-1h", "--every", "30min", "--perturbations", "none",
                    "--format", "oem", "--out", out, "--force", "--target", CLI_TARGET,
-                   cwd=tmp_path)
+                   cwd=tmp_path, cache=False)  # (cold: the compile notice below)
     assert_ok(done)
     assert not (out / "00200-OTHER-RUN.oem").exists() and (out / "notes.txt").exists()
     (out / "notes.txt").unlink()

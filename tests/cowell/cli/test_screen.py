@@ -26,7 +26,9 @@ IRIDIUM = DATA_DIR / "iridium-33-debris.tle"
 
 def test_screen_writes_the_library_result_as_csv_and_a_histogram(tmp_path):
     out, plot, cdm = tmp_path / "c.csv", tmp_path / "h.png", tmp_path / "cdm"
-    env = dict(os.environ, HAPSIRA_CACHE="0")
+    # the test run's kernel cache (tests/conftest.py), so that the library's `screen`
+    # below loads the kernels that the command compiled instead of compiling them again
+    env = dict(os.environ, HAPSIRA_CACHE="1" if settings.CACHE else "0")
     done = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "screen", str(IRIDIUM),
                            "--days", "0.25", "--threshold", "20km", "--out", str(out),
                            "--plot", str(plot), "--target", CLI_TARGET, "--cdm", str(cdm),
