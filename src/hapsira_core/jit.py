@@ -16,7 +16,7 @@ from . import settings
 from .kernels.cache import factory, remember  # noqa: F401  (public: Dask workers rebuild what they made)
 from .kernels import reciprocals
 from .kernels.kernel import Arg  # noqa: F401
-from .targets import active
+from .targets import _host, active
 
 __all__ = ["hjit", "as_written", "switch", "rsqrt", "Arg", "ObjectKernel", "TARGET",
            "is_device_array", "factory", "remember"]
@@ -45,14 +45,10 @@ ObjectKernel = active.ObjectKernel
 rsqrt = hjit(active.rsqrt)
 
 
-def _divide(x):
-    return 1.0 / x
-
-
 #: ``1 / x``, correctly rounded: the target's form (on the GPU without a branch to a
-#: slow path, `hapsira_core.targets.cuda.gpu.reciprocal`), for the solver's error
-#: weights; not part of the public surface.
-reciprocal = hjit(getattr(active, "reciprocal", _divide))
+#: slow path, `hapsira_core.targets.cuda.gpu.reciprocal`; the division itself where a
+#: target has none), for the solver's error weights; not part of the public surface.
+reciprocal = hjit(getattr(active, "reciprocal", _host.reciprocal))
 
 #: True for an array in the target's own memory (a GPU array on cuda: used in
 #: place, never copied); always False on the host targets.

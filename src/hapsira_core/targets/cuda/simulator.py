@@ -13,6 +13,8 @@ import numpy as np
 from ...ctools.prototype import F64, I64, PTR
 from ...ctools.toolchain import _host_library
 from .._foreign import _type_message
+# ``1 / x``: the division itself, as on the host (the GPU's branch-free form gives its bits)
+from .._host import reciprocal  # noqa: F401
 
 #: Whether kernels run simulated.
 SIMULATED = True
@@ -32,11 +34,6 @@ def rsqrt(x):
     # non-finite state, fails alone).
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.float64(1.0) / np.sqrt(np.float64(x))
-
-
-def reciprocal(x):
-    """``1 / x`` as the plain division (the GPU's branch-free form gives its bits)."""
-    return 1.0 / x
 
 
 def declare_foreign(decl):
