@@ -145,7 +145,7 @@ def main():
     trace = Trace()
     trace.wrap(cls, "_to_device", "in", lambda array, rows, key, start=None, stop=None:
                (rows.stream, start))
-    trace.wrap(cls, "_copy_back", "back", lambda self, arrays, device, stream, start, stop:
+    trace.wrap(cls, "_copy_back", "back", lambda self, arrays, device, stream, start, stop, *rest:
                (stream, start))
     rows = []
     for k in [int(x) for x in args.chunks.split(",")]:

@@ -3,6 +3,7 @@ streams, with per-stream buffers, and the join of column blocks on the GPU."""
 
 import contextlib
 import math
+import threading
 import warnings
 
 import numba
@@ -14,6 +15,11 @@ from ...kernels import kernel
 from .._floats import ieee_python
 from .surface import NRT_LIBRARY, SIMULATOR, is_simulated_array
 
+
+#: Whether a helper thread touches the host output rows before their copies back
+#: (`_Prefault`); read at each launch (benchmarks/investigations/cuda_host_copies.py
+#: alternates it in one process).
+PREFAULT = True
 
 #: The fetching kernel's last parameter: ``(1,)`` int64, objects taken past the grid.
 FETCH_COUNTER = "hapsira_taken"
@@ -128,6 +134,7 @@ class ObjectKernel(kernel.ObjectKernel):
             origin.record(streams[0])
             timing = []  # (start, stop) events around each chunk's kernel
             queued = None  # the chunk whose results are still to be copied back
+            prefault = _Prefault(self._host_outputs(arrays), n, chunk) if PREFAULT else None
             for number, start in enumerate(range(0, n, chunk)):
                 stop = min(start + chunk, n)
                 buffers = rows[number % 2]
@@ -156,9 +163,9 @@ class ObjectKernel(kernel.ObjectKernel):
                     kernel[grid, block, stream](*device)
                 timing[-1][1].record(stream)
                 if queued is not None:
-                    self._copy_back(arrays, *queued)
-                queued = (device, stream, start, stop)
-            self._copy_back(arrays, *queued)
+                    self._copy_back(arrays, *queued, prefault)
+                queued = (device, stream, start, stop, number)
+            self._copy_back(arrays, *queued, prefault)
             for stream in streams:
                 stream.synchronize()
         if not SIMULATOR:  # the simulator keeps no time
@@ -181,7 +188,14 @@ class ObjectKernel(kernel.ObjectKernel):
         free, _ = cuda.current_context().get_memory_info()
         return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
 
-    def _copy_back(self, arrays, device, stream, start, stop):
+    def _host_outputs(self, arrays):
+        """The output arrays copied back to the host (not scratch, not on the device)."""
+        return [array for arg, array in zip(self.args, arrays)
+                if arg.output and not arg.scratch and not _on_device(array)]
+
+    def _copy_back(self, arrays, device, stream, start, stop, number, prefault=None):
+        if prefault is not None:
+            prefault.wait(number)
         for arg, array, on_device in zip(self.args, arrays, device):
             if arg.output and not arg.scratch and not _on_device(array):
                 on_device.copy_to_host(array[start:stop], stream=stream)
@@ -224,6 +238,41 @@ class ObjectKernel(kernel.ObjectKernel):
             }
             for sig, k in self._compiled.overloads.items()
         }
+
+
+class _Prefault:
+    """Touches each chunk's rows of the host output arrays, in chunk order, in a helper
+    thread while the GPU computes, so that the copies back do not fault their pages in.
+
+    The outputs are fresh ``np.empty`` arrays: their pages are first touched by the
+    copy back of pageable memory, which the host waits for, one 4 KiB page fault at a
+    time, and that host time paced the chunks (see docs/gpu.md, "Host copies").
+    numpy's fill releases the GIL, so the launching thread is not held up. Values
+    written here are overwritten by the copies; a failure here only leaves the faults
+    to the copies."""
+
+    def __init__(self, outputs, n, chunk):
+        self._outputs = [a for a in outputs if a.size and a.flags.writeable]
+        self._bounds = [(start, min(start + chunk, n)) for start in range(0, n, chunk)]
+        self._done = [threading.Event() for _ in self._bounds]
+        if not self._outputs:
+            for event in self._done:
+                event.set()
+            return
+        threading.Thread(target=self._touch, name="hapsira-prefault", daemon=True).start()
+
+    def _touch(self):
+        try:
+            for (start, stop), done in zip(self._bounds, self._done):
+                for array in self._outputs:
+                    array[start:stop].fill(0)
+                done.set()
+        finally:  # never leave a copy back waiting
+            for done in self._done:
+                done.set()
+
+    def wait(self, number):
+        self._done[number].wait()
 
 
 class _Rows:

@@ -48,9 +48,9 @@ def test_chunks_shrink_to_fit_the_free_memory(monkeypatch):
     launches = []
     original = ObjectKernel._copy_back
 
-    def counting(self, arrays, device, stream, start, stop):
+    def counting(self, arrays, device, stream, start, stop, *rest):
         launches.append((start, stop))
-        return original(self, arrays, device, stream, start, stop)
+        return original(self, arrays, device, stream, start, stop, *rest)
 
     monkeypatch.setattr(ObjectKernel, "_copy_back", counting)
     split = cowell(K_EARTH, r0, v0, tofs)
@@ -167,3 +167,19 @@ def test_fetching_threads_give_the_numbers_of_one_thread_per_object(monkeypatch)
     for field in ("y", "t", "status", "nfev", "nsteps"):
         np.testing.assert_array_equal(getattr(fetched, field), getattr(plain, field),
                                       err_msg=field)
+
+
+def test_prefault_touches_every_chunk_of_every_output_and_lets_each_copy_go():
+    """`_Prefault` writes each chunk's rows of the host outputs (read-only and empty
+    arrays left alone) and releases each chunk's copy back, in order."""
+    from hapsira_core.targets.cuda.launch import _Prefault
+
+    y, info = np.full((10, 1, 6), np.nan), np.full((10, 5), -1, np.int64)
+    frozen = np.ones(10)
+    frozen.flags.writeable = False
+    prefault = _Prefault([y, info, frozen, np.empty((0, 3))], 10, 4)
+    for number in range(3):  # chunks 0:4, 4:8, 8:10
+        prefault.wait(number)
+    assert (y == 0).all() and (info == 0).all() and (frozen == 1).all()
+    idle = _Prefault([frozen], 10, 4)  # nothing to touch: no thread, nothing to wait for
+    idle.wait(2)
