@@ -23,6 +23,9 @@ it needs. A target provides
 ``DROPS_EXCEPTIONS``     (optional, default False) whether an exception raised
                          in a kernel can be lost (numba's parallel gufunc):
                          then the core prefills each status and checks it after
+``HOST_WAITS``           (optional, default False) whether a kernel call leaves
+                         the calling thread mostly waiting on a device: host-side
+                         checks may then run beside it (a front's ``UnitsCheck``)
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
 ``device_empty(s, t)``   an array of shape ``s`` and dtype ``t`` in the
                          target's own memory, not initialised (numpy on the

@@ -7,6 +7,7 @@ start at 0, and results come back in orbit units and shapes.
 
 import numpy as np
 
+from hapsira_core import targets
 from hapsira_core.ivp import checks
 from hapsira_core.ivp.layout import INFO
 from hapsira_core.kernels.kernel import Columns
@@ -14,7 +15,7 @@ from hapsira_core.progress import check as check_progress
 
 from ..units import is_quantity
 from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
-                    check_tofs, check_units, problem, step_options, tofs_end,
+                    check_tofs, UnitsCheck, problem, step_options, tofs_end,
                     warn_if_all_failed)
 from .results import STATUS_MESSAGES, CowellResult  # their documented path
 
@@ -102,32 +103,39 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     r0, v0, single = check_states(r0, v0)
     n = r0.shape[0]
     tofs = check_tofs(tofs, n)
-    # plain numbers only, and not a device array (that would be a copy to the host)
-    check_units(k if plain[0] else None,
-                r0 if plain[1] and isinstance(r0, np.ndarray) else None,
-                v0 if plain[2] and isinstance(v0, np.ndarray) else None,
-                tofs=tofs if plain[3] else None)
-    max_step, first_step = step_options(max_step, first_step, tofs)
-    rows = checks.params(params, n)
-    rtol, atol, f, events, max_steps, records = call_options(
-        rtol, atol, f, events, max_steps, max_event_records, params)
-    for event in events:
-        event.check_params(rows[:, :checks.columns_given(params)])
-    params = rows
-    user_f = f
-    f, events = bounds_checked(f, events)
-    # GM first in every row: k is data, never a compile-time constant
-    params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-    y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
-    if stm:
-        # Phi(0) = I after each state; the matrix's tolerances are never read (the
-        # norm takes the state's 6 components: `sensitivities.variational`)
-        y0 = Columns(r0, v0, np.ascontiguousarray(np.broadcast_to(np.eye(6).ravel(), (n, 36))))
-        rtol = np.concatenate([rtol, np.full(36, rtol[0])])
-        atol = np.concatenate([atol, np.full(36, atol[0])])
+    # plain numbers only, and not a device array (that would be a copy to the host);
+    # on the GPU decided while the objects propagate and warned after (`UnitsCheck`)
+    units = UnitsCheck(k if plain[0] else None,
+                       r0 if plain[1] and isinstance(r0, np.ndarray) else None,
+                       v0 if plain[2] and isinstance(v0, np.ndarray) else None,
+                       tofs=tofs if plain[3] else None, 
+                       background=getattr(targets.active, "HOST_WAITS", False))
+    if not units.background:
+        units.finish()
+    try:  # the warnings also when a later check or the propagation raises
+        max_step, first_step = step_options(max_step, first_step, tofs)
+        rows = checks.params(params, n)
+        rtol, atol, f, events, max_steps, records = call_options(
+            rtol, atol, f, events, max_steps, max_event_records, params)
+        for event in events:
+            event.check_params(rows[:, :checks.columns_given(params)])
+        params = rows
+        user_f = f
+        f, events = bounds_checked(f, events)
+        # GM first in every row: k is data, never a compile-time constant
+        params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
+        y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
+        if stm:
+            # Phi(0) = I after each state; the matrix's tolerances are never read (the
+            # norm takes the state's 6 components: `sensitivities.variational`)
+            y0 = Columns(r0, v0, np.ascontiguousarray(np.broadcast_to(np.eye(6).ravel(), (n, 36))))
+            rtol = np.concatenate([rtol, np.full(36, rtol[0])])
+            atol = np.concatenate([atol, np.full(36, atol[0])])
 
-    raw = problem(f, events, tofs, max_steps, records, stm, user_f, max_step=max_step,
-                  first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
-                                             progress)
+        raw = problem(f, events, tofs, max_steps, records, stm, user_f, max_step=max_step,
+                      first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
+                                                 progress)
+    finally:
+        units.finish()
     warn_if_all_failed(raw["info"][:, INFO.status])
     return CowellResult.from_kernel(raw, single, quantities)

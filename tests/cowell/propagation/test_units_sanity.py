@@ -246,3 +246,52 @@ def test_short_tofs_take_the_full_passes():
     assert not forms._all_plausible(K_EARTH, r, v, np.array([7.0]))
     messages = check_messages(K_EARTH, r, v, tofs=np.array([7.0]))
     assert len(messages) == 1 and messages[0].startswith("tofs: the longest time of flight")
+
+
+@pytest.mark.parametrize("bad", ["metres", "m_per_s", "none"])
+def test_a_check_beside_the_propagation_warns_as_the_check_before_it(bad):
+    """`UnitsCheck(background=True)` (the cuda target's calls) decides in a helper thread
+    and warns in `finish`, from the caller's line: the same messages, once."""
+    from hapsira_cowell.propagation import forms
+    r, v = many_leo_states(np.random.default_rng(11), forms.EXTREMES_MIN_OBJECTS + 3)
+    i = 1000
+    if bad == "metres":
+        r[i] *= 1e9
+    elif bad == "m_per_s":
+        v[i] *= 1e3
+    want = check_messages(K_EARTH, r, v, tofs=TOFS)
+    check = forms.UnitsCheck(K_EARTH, r, v, tofs=TOFS, background=True)
+    assert check.background
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check.finish(stacklevel=3)
+        check.finish(stacklevel=3)  # once
+    assert [str(w.message) for w in caught] == want
+    assert all(w.filename == __file__ for w in caught)
+    assert (want == []) == (bad == "none")
+    assert not forms.UnitsCheck(K_EARTH, r, v, tofs=TOFS).background  # the host targets'
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_cowell_on_a_waiting_target_warns_after_the_run_and_when_it_raises(fails, monkeypatch):
+    """Where the target's calls wait on a device (``HOST_WAITS``), `cowell` checks its
+    states beside the kernels: the warnings still point at the caller's line, and come
+    also when the propagation raises."""
+    from hapsira_core import targets
+    from hapsira_cowell.propagation import forms, propagator
+    monkeypatch.setattr(targets.active, "HOST_WAITS", True, raising=False)
+    monkeypatch.setattr(forms, "EXTREMES_MIN_OBJECTS", 2)  # R0's two objects are many
+    if fails:
+        def broken(*args, **kwargs):
+            raise RuntimeError("the propagation broke")
+        monkeypatch.setattr(propagator, "problem", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if fails:
+            with pytest.raises(RuntimeError, match="the propagation broke"):
+                cowell(K_EARTH, R0 * 1e3, V0, TOFS)
+        else:
+            cowell(K_EARTH, R0 * 1e3, V0, TOFS)
+    units = [w for w in caught if issubclass(w.category, UnitsWarning)]
+    assert units and str(units[0].message).startswith("r0: 2 of 2 object(s)")
+    assert all(w.filename == __file__ for w in units)

@@ -39,6 +39,9 @@ KEEP_STAGES = False
 #: and raises, as the host targets do.
 BOUNDS_CHECKS = False
 GUARDED_READS = not SIMULATOR
+#: A call waits on the GPU: the fronts' host-side checks of many objects run beside
+#: the kernels (the simulator's too: the same code, slower).
+HOST_WAITS = True
 #: A float64 division is tens of instructions on a GPU: with HAPSIRA_FASTMATH=auto a
 #: user's function shares reciprocals (`hapsira_core.kernels.reciprocals`).
 SHARED_RECIPROCALS = True
