@@ -20,6 +20,9 @@ from .surface import NRT_LIBRARY, SIMULATOR, is_simulated_array
 #: (`_Prefault`); read at each launch (benchmarks/investigations/cuda_host_copies.py
 #: alternates it in one process).
 PREFAULT = True
+#: Host outputs smaller than this are left to the copies back: their few pages cost less
+#: than starting a thread (calls of a few objects, as the conjunction screen makes many).
+PREFAULT_MIN_BYTES = 1 << 20
 
 #: The fetching kernel's last parameter: ``(1,)`` int64, objects taken past the grid.
 FETCH_COUNTER = "hapsira_taken"
@@ -134,7 +137,9 @@ class ObjectKernel(kernel.ObjectKernel):
             origin.record(streams[0])
             timing = []  # (start, stop) events around each chunk's kernel
             queued = None  # the chunk whose results are still to be copied back
-            prefault = _Prefault(self._host_outputs(arrays), n, chunk) if PREFAULT else None
+            outputs = self._host_outputs(arrays)
+            prefault = (_Prefault(outputs, n, chunk) if PREFAULT and
+                        sum(a.nbytes for a in outputs) >= PREFAULT_MIN_BYTES else None)
             for number, start in enumerate(range(0, n, chunk)):
                 stop = min(start + chunk, n)
                 buffers = rows[number % 2]

@@ -217,3 +217,31 @@ def test_a_thread_keeps_its_chunk_buffers_for_its_next_call(monkeypatch):
     cowell(K_EARTH, r0, v0, tofs)
     assert any(isinstance(shape, tuple) and shape and shape[0] == len(r0)
                for shape in allocated)
+
+
+def test_calls_with_and_without_touching_the_outputs_first_agree(monkeypatch):
+    """`_Prefault` in a launch of several chunks (forced on for these few objects, whose
+    outputs are below `PREFAULT_MIN_BYTES`) changes no result."""
+    from hapsira_core.targets.cuda import launch
+
+    states = list(varied_orbits(7).values())
+    r0 = np.array([s[0] for s in states])
+    v0 = np.array([s[1] for s in states])
+    tofs = np.array([60.0, 240.0])
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 3)  # three chunks on two streams
+    monkeypatch.setattr(launch, "PREFAULT", False)
+    plain = cowell(K_EARTH, r0, v0, tofs)
+    monkeypatch.setattr(launch, "PREFAULT", True)
+    monkeypatch.setattr(launch, "PREFAULT_MIN_BYTES", 0)
+    started = []
+    real = launch._Prefault.__init__
+
+    def counting(self, *args):
+        started.append(args[1:])
+        real(self, *args)
+
+    monkeypatch.setattr(launch._Prefault, "__init__", counting)
+    touched = cowell(K_EARTH, r0, v0, tofs)
+    assert started == [(len(r0), 3)]
+    for name in ("rr", "vv", "status", "nsteps", "nfev"):
+        np.testing.assert_array_equal(getattr(touched, name), getattr(plain, name))
