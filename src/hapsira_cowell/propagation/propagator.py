@@ -108,7 +108,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     units = UnitsCheck(k if plain[0] else None,
                        r0 if plain[1] and isinstance(r0, np.ndarray) else None,
                        v0 if plain[2] and isinstance(v0, np.ndarray) else None,
-                       tofs=tofs if plain[3] else None, 
+                       tofs=tofs if plain[3] else None,
                        background=getattr(targets.active, "HOST_WAITS", False))
     if not units.background:
         units.finish()

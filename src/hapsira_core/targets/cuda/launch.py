@@ -194,16 +194,21 @@ class ObjectKernel(kernel.ObjectKernel):
         free, _ = cuda.current_context().get_memory_info()
         return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
 
+    @staticmethod
+    def _copied_back(arg, array):
+        """Whether ``array`` (of ``arg``) is an output copied back to the host (not
+        scratch, not on the device)."""
+        return arg.output and not arg.scratch and not _on_device(array)
+
     def _host_outputs(self, arrays):
-        """The output arrays copied back to the host (not scratch, not on the device)."""
-        return [array for arg, array in zip(self.args, arrays)
-                if arg.output and not arg.scratch and not _on_device(array)]
+        """The output arrays copied back to the host."""
+        return [array for arg, array in zip(self.args, arrays) if self._copied_back(arg, array)]
 
     def _copy_back(self, arrays, device, stream, start, stop, number, prefault=None):
         if prefault is not None:
             prefault.wait(number)
         for arg, array, on_device in zip(self.args, arrays, device):
-            if arg.output and not arg.scratch and not _on_device(array):
+            if self._copied_back(arg, array):
                 on_device.copy_to_host(array[start:stop], stream=stream)
 
     @staticmethod
