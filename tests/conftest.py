@@ -7,6 +7,13 @@ import pytest
 
 from hapsira_core import settings
 
+# JAX takes 75% of a GPU's memory at its first array unless told otherwise. One test
+# process of tests/cowell/propagation held 108 GB of an H200 from
+# test_cowell_spans.py::test_jax_and_dask_fronts_take_step_sizes_and_per_object_tofs on
+# (2026-11-29, benchmarks/investigations/gpu_memory_per_test.py), and a second one at
+# -n 8 then ran out of memory. Before any test imports jax; a value set outside is kept.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 #: The stage this run is (the target is fixed at import): "cpu", "parallel", "cuda" on a
 #: real GPU, or "simulator" for cuda under numba's CUDA simulator.
 STAGE = ("simulator" if settings.TARGET == "cuda" and settings.cuda_simulator_enabled()

@@ -43,6 +43,24 @@ def _kernel_rsqrt(x):
     return _run(_RSQRT, x)
 
 
+def _on_gpu(device_function, x):
+    """``device_function`` of each entry of ``x`` in a plain numba-cuda kernel (a GPU
+    thread per entry): the reference that our branch-free functions must match."""
+    from numba import cuda
+
+    function = cuda.jit(device=True)(device_function)
+
+    @cuda.jit
+    def reference(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = function(x[i])
+
+    out = np.empty_like(x)
+    reference[(x.size + 127) // 128, 128](x, out)
+    return out
+
+
 def _draws():
     """Normal floats over the whole exponent range, and the squared distances of orbits."""
     rng = np.random.default_rng(29)
@@ -74,18 +92,10 @@ def test_rsqrt_of_zero_infinity_negative_and_nan_is_libdevices():
                            "is numpy's, checked above)")
 def test_rsqrt_gives_libdevices_bits_for_every_normal_float():
     """The branch-free rsqrt (no slow path) is libdevice's fast path, step for step."""
-    from numba import cuda
     from numba.cuda import libdevice
 
-    @cuda.jit
-    def reference(x, out):
-        i = cuda.grid(1)
-        if i < x.size:
-            out[i] = libdevice.rsqrt(x[i])
-
     x = _draws()
-    expected = np.empty_like(x)
-    reference[(x.size + 127) // 128, 128](x, expected)
+    expected = _on_gpu(lambda v: libdevice.rsqrt(v), x)
     np.testing.assert_array_equal(_kernel_rsqrt(x).view(np.int64), expected.view(np.int64))
 
 
@@ -100,21 +110,12 @@ def test_reciprocal_of_zero_infinity_and_nan():
                            "reciprocal is the division itself)")
 def test_reciprocal_gives_the_divisions_bits_for_every_normal_float():
     """The branch-free reciprocal (no slow path) rounds as the GPU's division does."""
-    from numba import cuda
-
-    @cuda.jit
-    def reference(x, out):
-        i = cuda.grid(1)
-        if i < x.size:
-            out[i] = 1.0 / x[i]
-
     rng = np.random.default_rng(30)
     x = _draws()
     x = np.concatenate([x, -x[::7], rng.uniform(1e-12, 1e-6, 4000),  # error scales
                         np.nextafter(np.ldexp(1.0, rng.integers(-1000, 1000, 500)), 0.0),
                         np.ldexp(rng.uniform(1.0, 2.0, 200), 1022)])  # 1/x subnormal
-    expected = np.empty_like(x)
-    reference[(x.size + 127) // 128, 128](x, expected)
+    expected = _on_gpu(lambda v: 1.0 / v, x)
     got = _run(_RECIPROCAL, x)
     # where 1/x is subnormal (|x| > 2^1022) the approximation flushes it to 0 (docstring)
     large = np.abs(x) > 2.0 ** 1022
