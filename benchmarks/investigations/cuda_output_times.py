@@ -56,10 +56,7 @@ def main():
 
     for tofs in variants.values():  # compile, and the first calls apart
         call(tofs)
-    samples = {name: [] for name in variants}
-    for _ in range(args.repeat):
-        for name, tofs in variants.items():
-            samples[name].append(call(tofs))
+    samples = harness.alternate(lambda name, tofs: call(tofs), variants, args.repeat)
     out = {"device": harness.gpus(), "n": args.n, "repeat": args.repeat,
            "fetch": settings.CUDA_FETCH, "variants": {}}
     for name, runs in samples.items():
