@@ -123,3 +123,37 @@ def test_reciprocal_gives_the_divisions_bits_for_every_normal_float():
     differ = np.flatnonzero(got[~large].view(np.int64) != expected[~large].view(np.int64))
     assert differ.size == 0, [(float.hex(float(x[~large][i])), float.hex(float(got[~large][i])),
                                float.hex(float(expected[~large][i]))) for i in differ[:8]]
+
+
+@pytest.mark.skipif(settings.cuda_simulator_enabled(),
+                    reason="the selects on x's exponent are PTX: a GPU only (the "
+                           "simulator's functions are numpy's and the division)")
+def test_the_fast_paths_end_where_their_ranges_end():
+    """The selects on ``x``'s upper word (`gpu._SELECTS`) at the edges of their ranges:
+    the smallest normal, the largest subnormal, 2^1022 and the largest float, both signs."""
+    from numba.cuda import libdevice
+
+    tiny, top = np.finfo(float).tiny, 2.0 ** 1022
+    x = np.array([tiny, np.nextafter(tiny, 0.0), 5e-324, np.nextafter(top, 0.0), top,
+                  np.finfo(float).max])
+    x = np.concatenate([x, -x])
+    got = _kernel_rsqrt(x)
+    normal = x >= tiny  # positive, normal, finite: libdevice's bits
+    assert normal.sum() == 4
+    expected = _on_gpu(lambda v: libdevice.rsqrt(v), x)
+    np.testing.assert_array_equal(got[normal].view(np.int64), expected[normal].view(np.int64))
+    # subnormal: inf of x's sign (read as a zero of that sign, as libdevice takes -0.0 to
+    # -inf); negative and normal: NaN
+    subnormal = np.abs(x) < tiny
+    np.testing.assert_array_equal(got[subnormal], np.copysign(math.inf, x[subnormal]))
+    assert np.isnan(got[x <= -tiny]).all()
+    got = _run(_RECIPROCAL, x)
+    fast = (np.abs(x) >= tiny) & (np.abs(x) < top)  # the division's bits
+    assert fast.sum() == 4
+    expected = _on_gpu(lambda v: 1.0 / v, x)
+    np.testing.assert_array_equal(got[fast].view(np.int64), expected[fast].view(np.int64))
+    # the approximation: inf of x's sign
+    np.testing.assert_array_equal(got[subnormal], np.copysign(math.inf, x[subnormal]))
+    large = np.abs(x) >= top  # the approximation: 1/x flushed, at most the smallest normal
+    assert (np.abs(got[large]) <= tiny).all()
+    np.testing.assert_array_equal(np.signbit(got[large]), np.signbit(x[large]))
