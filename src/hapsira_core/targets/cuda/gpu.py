@@ -49,7 +49,7 @@ def _approx(typingctx, x, operation):
 
 
 #: PTX of selects on the upper word of ``x`` (``$1``): ``$2`` where ``x``'s exponent is in a
-#: range, else ``$3``. Integer instructions (LOP3, IADD, ISETP) and a SEL instead of
+#: range, else ``$3``. Integer instructions (LOP3, IADD, ISETP) and selects instead of
 #: comparisons of doubles: a DSETP is an FP64 instruction, issued on the same pipe as the
 #: step's arithmetic, and these selects run 23 times per DOP853 step of the reference
 #: kernel (one per `rsqrt`, two per `reciprocal`). The ranges, as unsigned differences:
@@ -102,12 +102,12 @@ def rsqrt(x):
 def reciprocal(x):
     """``1 / x`` correctly rounded, as a division on the GPU rounds it, without its
     branch to a slow path: where ptxas's own sequence for ``rcp.rn.f64`` takes its
-    fast path (its starting approximation, a third-order and a Newton correction),
-    that sequence, the same bits (checked on the H200), where ptxas takes that fast
-    path (2^-1022 <= |x| < 2^1022, its test of the starting approximation's lower
-    word; `_SELECTS`' ``reciprocal_fast``); elsewhere a select takes the
-    hardware's approximation, which gives 0 -> inf, inf -> 0, NaN -> NaN, a
-    subnormal x -> inf and |x| >= 2^1022 (whose true reciprocal is subnormal) -> 0.
+    fast path (2^-1022 <= |x| < 2^1022, its test of the starting approximation's lower
+    word; `_SELECTS`' ``reciprocal_fast``), that sequence (its starting approximation,
+    a third-order and a Newton correction), the same bits (checked on the H200);
+    elsewhere a select takes the hardware's approximation, which gives 0 -> inf,
+    inf -> 0, NaN -> NaN, a subnormal x -> inf of its sign and |x| >= 2^1022 -> at
+    most 2^-1022 in magnitude (0 where the true reciprocal is subnormal).
     The error norm takes one per component per step, with weights between 2^-1022
     and the states' scale: six branches and block boundaries in the reference kernel's
     step loop before, six chains ptxas may interleave now."""
