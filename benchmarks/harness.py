@@ -76,6 +76,28 @@ def git_revision(root=ROOT):
     return (rev + ("+dirty src" if dirty else "")) or None
 
 
+def src_digest(root=ROOT):
+    """The first 12 hex digits of a SHA-256 over ``src``'s Python files (each one's path
+    and bytes, in path order): which code ran, where ``git_revision`` cannot say. The
+    device machine runs a copy of the working tree whose ``.git`` may be older than its
+    files (2026-11-29: results of a later commit's code recorded as ``80e4ac1+dirty
+    src``); this digest of the same files is the same wherever they are."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    src = os.path.join(root, "src")
+    paths = sorted(os.path.relpath(os.path.join(folder, name), src)
+                   for folder, _, names in os.walk(src) for name in names
+                   if name.endswith(".py"))
+    if not paths:
+        return None
+    for path in paths:
+        digest.update(path.replace(os.sep, "/").encode() + b"\0")
+        with open(os.path.join(src, path), "rb") as source:
+            digest.update(source.read() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 def versions(extra=PEER_MODULES):
     """python, numpy, numba, and each module of ``extra`` that imports (without importing jax
     and its like unless they are already imported: that costs seconds; their installed version
@@ -109,6 +131,7 @@ def machine():
     return {"cpu": cpu_model(), "cores": cores, "cpus": os.cpu_count(),
             "vector_flags": vector_flags(), "platform": platform.platform(),
             "gpus": gpus(), "versions": versions(), "git_revision": git_revision(),
+            "src_digest": src_digest(),
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
             "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
