@@ -29,6 +29,11 @@ def _no_counts(work):
     return 0, 0
 
 
+@hjit
+def _no_end_value(y_old, y_new, dst):
+    return y_new  # never called: a method without ``end_value`` builds its interpolant
+
+
 def _placeholder_with_work(parts):
     """``placeholder(y, work)``: a method that keeps its interpolant in ``work`` (an
     implicit method's history, ``parts.interpolant_in_work``) hands ``work`` itself
@@ -128,6 +133,11 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     coefficients, evaluate = parts.coefficients, parts.evaluate
     placeholder = _placeholder_with_work(parts)
     dense_nfev = parts.dense_nfev
+    # an output time at a step's end from the method's `end_value` (the same bits as its
+    # interpolant there, which is then not built): DOP853
+    by_difference = getattr(parts, "end_value", None) is not None
+    end_value = parts.end_value if by_difference else _no_end_value
+    end_value_nfev = getattr(parts, "end_value_nfev", 0)
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     row, copy = ops.row, ops.copy
     Y, F, EVAL = rows.y, rows.f, rows.eval
@@ -234,10 +244,12 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
             # the step's stages where the interpolant evaluates them again
             # (on the GPU: 2153 instead of 2906 FP64 instructions in the kernel).
             # With ``end_states`` an output time at the step's end takes the step's end
-            # state (scipy's default output): no interpolant for it.
+            # state (scipy's default output), and with ``by_difference`` the method's
+            # `end_value`: no interpolant for it either way.
             need_dense = dense_first or (j < n_out and (direction * (t_eval[j] - t_new) < 0.0
                                                         or (t_eval[j] == t_new
-                                                            and not end_states)))
+                                                            and not end_states
+                                                            and not by_difference)))
             need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
             dense_first = False
             for e in range(n_ev):
@@ -253,12 +265,18 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
                                    ev_consts, n_ev, y_records, direction, t_events,
                                    y_events, n_events, scratch, row(work, EVAL))
 
+            at_end = False  # an output time at the step's end from `end_value`
             while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
                 if end_states and t_eval[j] == t_new:
                     store_row(out_y, j, y_new)
+                elif by_difference and not need_dense and t_eval[j] == t_new:
+                    store_row(out_y, j, end_value(y, y_new, row(work, EVAL)))
+                    at_end = True
                 else:
                     store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
                 j += 1
+            if at_end:  # scipy's count: it builds the interpolant there
+                nfev += end_value_nfev
             if records:
                 state = y_new
                 if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state

@@ -80,11 +80,13 @@ def test_nfev_njev_nlu_equal_scipys_default_and_explicit_t_eval(name, method, si
                 obj = res[i]
                 assert (obj.njev, obj.nlu) == (ref.njev, ref.nlu) == (0, 0), where
                 # the GPU's tuple form evaluates a step's stages again for an interpolant
-                # (KEEP_STAGES False): more evaluations, the same steps and numbers
-                # A real GPU fuses multiply-adds: one accept/reject decision may move,
-                # by one step's evaluations (16 at most)
+                # (KEEP_STAGES False): more evaluations, the same steps and numbers; it
+                # builds none for the default output nor for DOP853's at the span's end
+                # (`end_value`). A real GPU fuses multiply-adds: one accept/reject
+                # decision may move, by one step's evaluations (16 at most)
                 slack = 16 if FMA else 0
-                if active.KEEP_STAGES or (label == "default" and method == "DOP853"):
+                if active.KEEP_STAGES or label == "default" or (label == "[tf]"
+                                                                and method == "DOP853"):
                     assert abs(int(obj.nfev) - ref.nfev) <= slack, where
                 else:
                     assert obj.nfev >= ref.nfev - slack, where
@@ -117,3 +119,26 @@ def test_output_at_t0_is_the_initial_state_and_default_end_is_the_last_steps_sta
     np.testing.assert_allclose(end.y[:, -1], ref.y[:, -1], rtol=1e-12)
     # the interpolant at the last step's end is within rounding of it, never equal by design
     assert math.isclose(res.y[0, -1], end.y[0, -1], rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["van_der_pol", "two_body"])
+def test_dop853_output_at_the_end_is_its_interpolant_there_bit_for_bit(name):
+    """An output time at a step's end takes DOP853's interpolant there without building
+    it (``end_value``: x = 1, every term but ``y_new - y_old`` times 1 - x = 0): the
+    same bits as the last step's interpolant (``dense_output=True``), forward and
+    backward, and as the output of an interpolant built anyway (an output inside the
+    same last step, where one is needed)."""
+    fun, _, t_span, y0, params = PROBLEMS[name]
+    t0, tf = t_span
+    options = dict(method="DOP853", rtol=1e-8, atol=1e-11, params=params)
+    res = solve_ivp(fun, t_span, y0, t_eval=[tf], dense_output=True, **options)
+    assert (res.status == 0).all()
+    for i in range(len(y0)):
+        built = np.asarray(res[i].sol(tf))  # the last step's interpolant, at its end
+        assert res[i].y[:, -1].tobytes() == built.tobytes(), i
+        # an output time inside the last step: the interpolant is built, and the output
+        # at its end comes from it
+        last = res[i].sol.ts[-2]
+        inside = solve_ivp(fun, t_span, y0[i:i + 1], t_eval=[0.5 * (last + tf), tf],
+                           **{**options, "params": params[i:i + 1]})
+        assert inside.y[0][:, -1].tobytes() == built.tobytes(), i

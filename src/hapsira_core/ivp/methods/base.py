@@ -25,6 +25,10 @@ function as written (``fun(t, y, p)`` or ``fun(t, y, p, dydt)``).
     A value of the interpolant's type, for code paths that need none.
 ``evaluate(coeffs, t_old, h, y_old, t, dst) -> y``
     The dense output at ``t`` within the step (written to the row ``dst``).
+``end_value(y_old, y_new, dst) -> y`` (optional, with ``end_value_nfev``)
+    ``evaluate`` at the step's end without the coefficients, where the interpolant's
+    form gives it exactly (DOP853); ``end_value_nfev``: what scipy counts for the
+    interpolant it builds there.
 
 and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
 ``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has

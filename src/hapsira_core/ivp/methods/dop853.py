@@ -159,6 +159,20 @@ def build(tableau, ops, keep, fun, rows):
         return (y, y, y, y, y, y, y)
 
     @hjit(**(returns_a_view() if is_array else {}))
+    def end_value(y_old, y_new, dst):
+        """`evaluate` at the step's end, without the coefficients: there x = h / h = 1
+        exactly, every term of the nested form is multiplied by 1 - x = 0 but the
+        first, ``dy = y_new - y_old``, and the value is ``dy + y_old``, the same bits
+        wherever the coefficients are finite (scipy's ``Dop853DenseOutput`` has this
+        form too). The loop takes it for an output time at a step's end, where the
+        coefficients cost 3 evaluations of ``f``, or 14 where the stages are not kept
+        (the GPU: a warp then built one for each of its lanes as it ended; without
+        it the reference kernel is 9-12% faster on the H200, docs/gpu.md). Only where
+        ``f`` is not finite at one of the 3 extra stages, with all 13 of the step
+        finite, would scipy's interpolant give NaN there and this the step's end."""
+        return axpy(1.0, y_old, sub(y_new, y_old, dst), dst)
+
+    @hjit(**(returns_a_view() if is_array else {}))
     def evaluate(coeffs, t_old, h, y_old, t, dst):
         """State at ``t`` from the interpolant (scipy's ``Dop853DenseOutput``)."""
         x = (t - t_old) / h
@@ -173,7 +187,8 @@ def build(tableau, ops, keep, fun, rows):
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
             "evaluate": evaluate, "step_nfev": N_STAGES,
-            "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA)}
+            "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA),
+            "end_value": end_value, "end_value_nfev": len(_EXTRA)}
 
 
 #: Work rows: the 12 stages, the step's end and the 3 extra stages of the dense output;
