@@ -2,7 +2,7 @@
 
     HAPSIRA_TARGET=cuda python benchmarks/investigations/gpu_timeline.py [--n 1000000] [--chunks 17,18,19,20]
 
-The reference workload (two-body + J2, one day, two output times) on N
+The reference workload (two-body + J2, one day, two output times or ``--outputs 1``) on N
 objects. The cuda launcher's host steps are timed with a host clock around
 each of them (they block: copies from and to pageable memory wait for the
 GPU): before the launch (checks, conversions), copies in (with the join of
@@ -122,6 +122,9 @@ def main():
     parser.add_argument("--chunks", default="17,18,19,20")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--outputs", type=int, choices=(1, 2), default=2,
+                        help="output times: 2 (half the span and its end), 1 (its end, as "
+                             "benchmarks/gpu_user_f.py)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="propagation time (default: one day; shorter to check the "
                              "script under the simulator)")
@@ -129,7 +132,7 @@ def main():
     args = parser.parse_args()
     r0, v0 = workload.leo_cloud(args.n, 2)
     span = args.seconds or workload.DAY
-    tofs = np.array([span / 2, span])
+    tofs = np.array([span / 2, span]) if args.outputs == 2 else np.array([span])
 
     def call():
         return cowell(workload.K, r0, v0, tofs, workload.RTOL, workload.ATOL,

@@ -26,6 +26,11 @@ it needs. A target provides
 ``HOST_WAITS``           (optional, default False) whether a kernel call leaves
                          the calling thread mostly waiting on a device: host-side
                          checks may then run beside it (a front's ``UnitsCheck``)
+``kernels_started()``    (optional, with ``HOST_WAITS``) a context manager giving
+                         an object whose ``then(callback)`` runs ``callback()``
+                         once a kernel call inside has queued its first kernel
+                         (or at the block's end): host work started so leaves
+                         that kernel's inputs' copies alone
 ``is_device_array(x)``   whether ``x`` lives in the target's own memory
 ``device_empty(s, t)``   an array of shape ``s`` and dtype ``t`` in the
                          target's own memory, not initialised (numpy on the

@@ -66,13 +66,18 @@ def check_state(value, name, unit):
     return array
 
 
+#: units made once: composing them with astropy took 0.1 ms of each call
+_KM_PER_S = u.km / u.s
+_GM_UNIT = u.km ** 3 / u.s ** 2
+
+
 def check_states(r0, v0, state=check_state):
     """r0, v0 as (N, 3) km, km/s, and whether one object was given.
 
     ``state(value, name, unit)`` converts and checks each one (the JAX front
     passes its own); the two are then checked against each other.
     """
-    r0, v0 = state(r0, "r0", u.km), state(v0, "v0", u.km / u.s)
+    r0, v0 = state(r0, "r0", u.km), state(v0, "v0", _KM_PER_S)
     single = getattr(r0, "ndim", 2) == 1
     if (getattr(v0, "ndim", 2) == 1) != single:
         raise ValueError(f"r0, v0: shapes differ ({r0.shape} and {v0.shape})")
@@ -155,7 +160,7 @@ def step_options(max_step, first_step, tofs):
 
 def check_gm(k):
     """GM as a 0-d float64 array: positive and finite."""
-    k = to_value(k, u.km ** 3 / u.s ** 2, "k")
+    k = to_value(k, _GM_UNIT, "k")
     if k.ndim != 0 or not np.isfinite(k) or k <= 0:
         raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {k!r}")
     return k
@@ -267,20 +272,35 @@ class UnitsCheck:
     On the host targets the same pass is a few ms of a run of minutes, and a warning
     that the states look like metres is worth having before those minutes: there the
     check runs first, as before (``finish`` right after the constructor).
+    ``after``: what starts the helper thread, through its ``then(callback)`` (the
+    target's ``kernels_started``: the pass beside the first chunk's copies to the GPU
+    had the first kernel queued 1.1 ms later, H200, 2026-11-29); `finish` starts it
+    where that never came (a call that raised first).
     Call `finish` from the frame that would have called `check_units` (``stacklevel``
     counts one frame more), also when the propagation raised: a unit mistake may be
     why."""
 
-    def __init__(self, k, r0=None, v0=None, tofs=None, background=False):
+    def __init__(self, k, r0=None, v0=None, tofs=None, background=False, after=None):
         self._args = (k, r0, v0, tofs)
         self._plausible = None
         self._thread = None
+        self._started = False
+        self._lock = threading.Lock()
         if (background and _CHECK_UNITS.get() and k is not None and r0 is not None
                 and v0 is not None and np.ndim(r0) == 2
                 and np.shape(r0)[0] >= EXTREMES_MIN_OBJECTS):
             self._thread = threading.Thread(target=self._decide, name="hapsira-units",
                                             daemon=True)
-            self._thread.start()
+            if after is None:
+                self._start()
+            else:
+                after.then(self._start)
+
+    def _start(self):
+        with self._lock:
+            if not self._started:
+                self._started = True
+                self._thread.start()
 
     def _decide(self):
         k, r0, v0, tofs = self._args
@@ -299,6 +319,7 @@ class UnitsCheck:
         if self._args is None:
             return
         if self._thread is not None:
+            self._start()  # (if nothing did: the call raised before its first kernel)
             self._thread.join()
         (k, r0, v0, tofs), self._args = self._args, None
         check_units(k, r0, v0, stacklevel=stacklevel, tofs=tofs, plausible=self._plausible)

@@ -5,6 +5,8 @@ state is ``(rr, vv)``, GM travels first in the params row, times of flight
 start at 0, and results come back in orbit units and shapes.
 """
 
+import contextlib
+
 import numpy as np
 
 from hapsira_core import targets
@@ -104,14 +106,28 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     n = r0.shape[0]
     tofs = check_tofs(tofs, n)
     # plain numbers only, and not a device array (that would be a copy to the host);
-    # on the GPU decided while the objects propagate and warned after (`UnitsCheck`)
-    units = UnitsCheck(k if plain[0] else None,
-                       r0 if plain[1] and isinstance(r0, np.ndarray) else None,
-                       v0 if plain[2] and isinstance(v0, np.ndarray) else None,
-                       tofs=tofs if plain[3] else None,
-                       background=getattr(targets.active, "HOST_WAITS", False))
-    if not units.background:
-        units.finish()
+    # on the GPU decided while the objects propagate and warned after (`UnitsCheck`),
+    # once the first kernel is queued
+    background = getattr(targets.active, "HOST_WAITS", False)
+    started = getattr(targets.active, "kernels_started", None) if background else None
+    with started() if started is not None else contextlib.nullcontext() as after:
+        units = UnitsCheck(k if plain[0] else None,
+                           r0 if plain[1] and isinstance(r0, np.ndarray) else None,
+                           v0 if plain[2] and isinstance(v0, np.ndarray) else None,
+                           tofs=tofs if plain[3] else None, background=background,
+                           after=after)
+        if not units.background:
+            units.finish()
+        raw = _propagate(units, k, r0, v0, tofs, n, rtol, atol, f, params, events,
+                         max_steps, max_event_records, progress, stm, max_step, first_step)
+    warn_if_all_failed(raw["info"][:, INFO.status])
+    return CowellResult.from_kernel(raw, single, quantities)
+
+
+def _propagate(units, k, r0, v0, tofs, n, rtol, atol, f, params, events, max_steps,
+               max_event_records, progress, stm, max_step, first_step):
+    """The rest of `cowell`'s checks and the propagation: the raw outputs; ``units``
+    finished in any case."""
     try:  # the warnings also when a later check or the propagation raises
         max_step, first_step = step_options(max_step, first_step, tofs)
         rows = checks.params(params, n)
@@ -136,6 +152,5 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                       first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
                                                  progress)
     finally:
-        units.finish()
-    warn_if_all_failed(raw["info"][:, INFO.status])
-    return CowellResult.from_kernel(raw, single, quantities)
+        units.finish(stacklevel=6)  # (one frame more than from cowell)
+    return raw

@@ -7,6 +7,7 @@ inputs (low orbits to heliocentric ones, the Moon, a small asteroid, Quantities 
 stay quiet. The JAX and Dask fronts give the same warnings: see test_fronts_agree.py.
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -295,3 +296,35 @@ def test_cowell_on_a_waiting_target_warns_after_the_run_and_when_it_raises(fails
     units = [w for w in caught if issubclass(w.category, UnitsWarning)]
     assert units and str(units[0].message).startswith("r0: 2 of 2 object(s)")
     assert all(w.filename == __file__ for w in units)
+
+
+def test_a_check_beside_the_propagation_waits_for_its_signal():
+    """`UnitsCheck(after=signal)` begins its pass only when ``signal`` calls back (the
+    cuda target's first kernel queued: `kernels_started`); `finish` begins it where
+    nothing did (a call that raised before its first kernel) and warns as ever."""
+    from hapsira_cowell.propagation import forms
+    r, v = many_leo_states(np.random.default_rng(5), forms.EXTREMES_MIN_OBJECTS)
+    r[7] *= 1e9  # metres
+
+    class Signal:
+        def __init__(self):
+            self.callbacks = []
+
+        def then(self, callback):
+            self.callbacks.append(callback)
+
+    signal = Signal()
+    check = forms.UnitsCheck(K_EARTH, r, v, tofs=TOFS, background=True, after=signal)
+    time.sleep(0.1)
+    assert check._plausible is None and not check._thread.is_alive()  # not begun
+    assert len(signal.callbacks) == 1
+    signal.callbacks[0]()
+    signal.callbacks[0]()  # (once)
+    check._thread.join(timeout=30)
+    assert check._plausible is False  # decided: a full pass will name the object
+    never = forms.UnitsCheck(K_EARTH, r, v, tofs=TOFS, background=True, after=Signal())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        never.finish(stacklevel=3)
+    assert [str(w.message) for w in caught] == check_messages(K_EARTH, r, v, tofs=TOFS)
+    assert len(caught) == 1 and caught[0].filename == __file__

@@ -22,6 +22,7 @@ from .launch import (  # noqa: F401
     device_join,
     device_memory,
     is_device_array,
+    kernels_started,
     to_device,
     to_host,
 )

@@ -177,12 +177,14 @@ def test_prefault_touches_every_chunk_of_every_output_and_lets_each_copy_go():
     y, info = np.full((10, 1, 6), np.nan), np.full((10, 5), -1, np.int64)
     frozen = np.ones(10)
     frozen.flags.writeable = False
-    prefault = _Prefault([y, info, frozen, np.empty((0, 3))], 10, 4)
-    for number in range(3):  # chunks 0:4, 4:8, 8:10
+    prefault = _Prefault([y, info, frozen, np.empty((0, 3))], [(0, 4), (4, 8), (8, 10)])
+    assert (y != 0).all()  # nothing touched before it starts
+    prefault.start()
+    for number in range(3):
         prefault.wait(number)
     assert (y == 0).all() and (info == 0).all() and (frozen == 1).all()
-    idle = _Prefault([frozen], 10, 4)  # nothing to touch: no thread, nothing to wait for
-    idle.wait(2)
+    idle = _Prefault([frozen], [(0, 4), (4, 8), (8, 10)])  # nothing to touch: no thread,
+    idle.wait(2)  # nothing to wait for, not even a start
 
 
 def test_a_thread_keeps_its_chunk_buffers_for_its_next_call(monkeypatch):
@@ -242,6 +244,65 @@ def test_calls_with_and_without_touching_the_outputs_first_agree(monkeypatch):
 
     monkeypatch.setattr(launch._Prefault, "__init__", counting)
     touched = cowell(K_EARTH, r0, v0, tofs)
-    assert started == [(len(r0), 3)]
+    assert started == [([(0, 3), (3, 6)],)]  # (six orbits)
     for name in ("rr", "vv", "status", "nsteps", "nfev"):
         np.testing.assert_array_equal(getattr(touched, name), getattr(plain, name))
+
+
+def test_packed_inputs_change_no_result(monkeypatch):
+    """Shared inputs and fetch counters sent to the GPU in one buffer (`_Packed`) give the
+    results of inputs sent one by one, bit for bit, in launches of several chunks."""
+    from hapsira_core.targets.cuda import launch
+
+    states = (list(varied_orbits(11).values()) + list(varied_orbits(12).values()))[:11]
+    r0 = np.array([s[0] for s in states])
+    v0 = np.array([s[1] for s in states])
+    tofs = np.array([60.0, 240.0])
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 4)
+    monkeypatch.setattr(launch, "PACKED_MAX_BYTES", 0)
+    packed = []
+    real = launch._Packed.__init__
+
+    def counting(self, arrays, stream):
+        packed.append(sorted(map(str, arrays)))
+        real(self, arrays, stream)
+
+    monkeypatch.setattr(launch._Packed, "__init__", counting)
+    plain = cowell(K_EARTH, r0, v0, tofs)
+    assert packed[-1] in ([], [launch.FETCH_COUNTER])  # nothing shared was packed
+    monkeypatch.setattr(launch, "PACKED_MAX_BYTES", 1 << 16)
+    together = cowell(K_EARTH, r0, v0, tofs)
+    assert len(packed[-1]) >= 3  # the tolerances, the output times, the parameters
+    for name in ("rr", "vv", "status", "nsteps", "nfev", "t_events"):
+        np.testing.assert_array_equal(getattr(together, name), getattr(plain, name),
+                                      err_msg=name)
+
+
+def test_a_call_signals_its_first_kernel():
+    """`kernels_started`: a call inside the block runs its callbacks once the first
+    kernel is queued (what `cowell`'s units check waits for), a callback added later
+    runs at once, and the block's end runs them where no kernel came."""
+    from hapsira_core.ivp import solve_ivp
+    from hapsira_core.targets.cuda import launch
+
+    rng = np.random.default_rng(8)
+    y0, params = rng.uniform(1.0, 3.0, (5, 2)), rng.uniform(0.5, 1.5, (5, 4))
+    ran, seen = [], []
+    original = ObjectKernel._copy_back
+
+    def copies(self, arrays, device, stream, start, stop, number, *rest):
+        seen.append(list(ran))  # (each copy back comes after its kernel is queued)
+        return original(self, arrays, device, stream, start, stop, number, *rest)
+
+    with launch.kernels_started() as started:
+        started.then(lambda: ran.append("first"))
+        assert ran == []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ObjectKernel, "_copy_back", copies)
+            solve_ivp(_lotka, (0.0, 0.5), y0, params=params)
+        assert seen and all(s == ["first"] for s in seen)
+        started.then(lambda: ran.append("late"))
+        assert ran == ["first", "late"]
+    with launch.kernels_started() as idle:
+        idle.then(lambda: ran.append("end"))
+    assert ran == ["first", "late", "end"]
