@@ -103,18 +103,18 @@ def test_an_output_in_the_targets_memory_is_never_copied_back(monkeypatch):
     x = np.arange(21.0).reshape(7, 3)
     kept, sent = active.device_empty((7, 3)), np.zeros((7, 3))
     copied = []
-    original = type(kept).copy_to_host
+    original = launch._copy_out
 
-    def counting(self, ary=None, *args, **kwargs):
-        copied.append(ary)
-        return original(self, ary, *args, **kwargs)
+    def counting(device, host, stream):
+        copied.append(host)
+        return original(device, host, stream)
 
-    monkeypatch.setattr(type(kept), "copy_to_host", counting)
+    monkeypatch.setattr(launch, "_copy_out", counting)
     _BOTH(active.to_device(x), kept, sent)
     # four launches (7 objects, two a launch), each copying its rows of `sent` alone
     assert len(copied) == 4
     assert all(np.shares_memory(ary, sent) for ary in copied)
-    monkeypatch.setattr(type(kept), "copy_to_host", original)
+    monkeypatch.setattr(launch, "_copy_out", original)
     np.testing.assert_array_equal(active.to_host(kept), x + 1.0)
     np.testing.assert_array_equal(sent, x - 1.0)
     # launch buffers: only the host output's rows need one (24 bytes an object); with
@@ -132,3 +132,31 @@ def test_an_output_in_the_targets_memory_is_never_copied_back(monkeypatch):
     # every array in the GPU's memory: nothing to copy, all objects in one launch
     assert kernel._chunk_size([active.to_device(x), kept, active.device_empty((7, 3))],
                               {}) == 7
+
+
+@pytest.mark.skipif(not OWN_MEMORY, reason="the host targets copy nothing")
+def test_a_recent_reading_of_the_free_memory_sizes_the_next_launches(monkeypatch):
+    """A reading of the GPU's free memory under `FREE_MEMORY_S` old sizes the next call's
+    chunks where two chunks take at most a tenth of it; otherwise the driver is asked."""
+    from hapsira_core.targets.cuda import launch
+
+    free, readings = [10 ** 9], []
+
+    class Context:
+        def get_memory_info(self):
+            readings.append(free[0])
+            return free[0], free[0]
+
+    context = Context()
+    monkeypatch.setattr(launch.cuda, "current_context", lambda: context)
+    monkeypatch.setattr(settings, "CUDA_CHUNK", 100)
+    monkeypatch.setattr(launch, "FREE_MEMORY_S", 60.0)
+    kernel = launch.ObjectKernel(_both, _BOTH.args)
+    arrays = [np.arange(21.0).reshape(7, 3), active.device_empty((7, 3)), np.zeros((7, 3))]
+    assert kernel._chunk_size(arrays, {}) == 100 and len(readings) == 1
+    free[0] = 4 * 48 * 3  # (the next reading: room for three objects' rows)
+    assert kernel._chunk_size(arrays, {}) == 100 and len(readings) == 1  # the reading decides
+    monkeypatch.setattr(launch, "FREE_MEMORY_S", 0.0)  # too old: asked again
+    assert kernel._chunk_size(arrays, {}) == 3 and len(readings) == 2
+    monkeypatch.setattr(launch, "FREE_MEMORY_S", 60.0)
+    assert kernel._chunk_size(arrays, {}) == 3 and len(readings) == 3  # too little to keep

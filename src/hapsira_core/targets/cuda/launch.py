@@ -5,6 +5,7 @@ import contextlib
 import contextvars
 import math
 import threading
+import time
 import warnings
 
 import numba
@@ -192,7 +193,7 @@ class ObjectKernel(kernel.ObjectKernel):
                     else:
                         shared[index] = self._to_device(array, _Rows(0, streams[0]), index)
             chunk = min(n, self._chunk_size(arrays, {**shared, **small}))
-            bounds = _chunk_bounds(n, chunk)
+            bounds = [(start, min(start + chunk, n)) for start in range(0, n, chunk)]
             if self.fetch:  # each chunk's counter of fetched objects, zeroed
                 small[FETCH_COUNTER] = np.zeros(len(bounds), np.int64)
             packed = _Packed(small, streams[0])
@@ -297,8 +298,14 @@ class ObjectKernel(kernel.ObjectKernel):
             # 2^17-object chunks, 4e7 objects took 305 launches and 0.08 s of the host,
             # three times the kernel: H200, the conjunction screen's per-object kernels)
             return arrays[self.n_inputs].shape[0]
-        free, _ = cuda.current_context().get_memory_info()
-        return max(1, min(settings.CUDA_CHUNK, free // (4 * max(row_bytes, 1))))
+        wanted = 4 * row_bytes * settings.CUDA_CHUNK
+        context = cuda.current_context()
+        kept = _FREE_MEMORY.get(id(context))
+        when, free = kept[1:] if kept is not None and kept[0] is context else (-math.inf, 0)
+        if not (time.monotonic() - when < FREE_MEMORY_S and free >= 10 * wanted):
+            free, _ = context.get_memory_info()
+            _FREE_MEMORY[id(context)] = (context, time.monotonic(), free)
+        return max(1, min(settings.CUDA_CHUNK, free // (4 * row_bytes)))
 
     @staticmethod
     def _copied_back(arg, array):
@@ -395,23 +402,11 @@ class _Prefault:
         self._done[number].wait()
 
 
-#: Objects of a call's first launch (0: a chunk's), and whether the other chunks are
-#: made even (else full chunks and what is left): read at each launch (experiments).
-FIRST_CHUNK = 0
-EVEN_CHUNKS = False
-
-
-def _chunk_bounds(n, chunk):
-    """``(start, stop)`` of each launch's objects, at most ``chunk`` each."""
-    first = min(FIRST_CHUNK or chunk, chunk, n)
-    bounds, start = [(0, first)], first
-    if EVEN_CHUNKS and n > first:
-        count = -(-(n - first) // chunk)
-        chunk = -(-(n - first) // count)
-    while start < n:
-        bounds.append((start, min(start + chunk, n)))
-        start += chunk
-    return bounds
+#: Seconds for which a reading of the GPU's free memory sizes the chunks of calls whose
+#: two chunks take at most a tenth of it (`ObjectKernel._chunk_size`; asking the driver
+#: took 0.15 ms of the H200 host before each call's first kernel).
+FREE_MEMORY_S = 1.0
+_FREE_MEMORY = {}  # id(context) -> (context, time.monotonic(), free bytes)
 
 
 #: Shared inputs up to this many bytes go to the GPU together (`_Packed`).
