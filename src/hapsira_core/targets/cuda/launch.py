@@ -713,19 +713,34 @@ def _copy_columns(source, out, first):
             out[i, first + j] = source[i, j]
 
 
+@cuda.jit
+def _copy_two_blocks(left, right, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        for j in range(left.shape[1]):
+            out[i, j] = left[i, j]
+        for j in range(right.shape[1]):
+            out[i, left.shape[1] + j] = right[i, j]
+
+
 def device_join(blocks, stream=0, out=None):
     """``[b_1 | b_2 | ...]`` for (N, k_i) numba device arrays, into ``out`` or a
-    new device array (copies on the GPU, queued on ``stream``)."""
+    new device array (copies on the GPU, queued on ``stream``). Two blocks (cowell's
+    positions and velocities) are joined by one launch: each took 0.1 ms of the host,
+    before the first kernel too."""
     rows = blocks[0].shape[0]
     if out is None:
         out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)),
                                 dtype=blocks[0].dtype, stream=stream)
     if rows:
-        block = settings.CUDA_BLOCK
-        first = 0
+        grid, block = (rows + settings.CUDA_BLOCK - 1) // settings.CUDA_BLOCK, settings.CUDA_BLOCK
         with _small_grids_allowed():
+            if len(blocks) == 2:
+                _copy_two_blocks[grid, block, stream](blocks[0], blocks[1], out)
+                return out
+            first = 0
             for source in blocks:
-                _copy_columns[(rows + block - 1) // block, block, stream](source, out, first)
+                _copy_columns[grid, block, stream](source, out, first)
                 first += source.shape[1]
     return out
 

@@ -306,3 +306,22 @@ def test_a_call_signals_its_first_kernel():
     with launch.kernels_started() as idle:
         idle.then(lambda: ran.append("end"))
     assert ran == ["first", "late", "end"]
+
+
+def test_blocks_of_columns_are_joined_on_the_device():
+    """`device_join` (cowell's positions and velocities, with the STM's identity a third
+    block): the blocks side by side, into a new array or the one given."""
+    from numba import cuda
+
+    from hapsira_core.targets.cuda.launch import device_join
+
+    rng = np.random.default_rng(21)
+    blocks = [rng.standard_normal((9, 3)), rng.standard_normal((9, 3)),
+              rng.standard_normal((9, 5))]
+    for count in (1, 2, 3):
+        on_device = [cuda.to_device(b) for b in blocks[:count]]
+        np.testing.assert_array_equal(device_join(on_device).copy_to_host(),
+                                      np.hstack(blocks[:count]))
+    out = cuda.to_device(np.full((9, 6), np.nan))
+    device_join([cuda.to_device(b) for b in blocks[:2]], out=out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.hstack(blocks[:2]))
