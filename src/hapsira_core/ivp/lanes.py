@@ -59,7 +59,7 @@ from .layout import (
     TERMINATED,
     config_row,
 )
-from .loop import make_records
+from .loop import _no_end_value, interpolant_needed, make_records
 from .state import fun_form, rhs
 from .state import ops as state_ops
 
@@ -434,6 +434,10 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     W = width
     step_nfev, dense_nfev = parts.step_nfev, parts.dense_nfev
+    # an output time at a step's end from the method's `end_value`, as `.loop.make_solve`
+    by_difference = getattr(parts, "end_value", None) is not None
+    end_value = parts.end_value if by_difference else _no_end_value
+    end_value_nfev = getattr(parts, "end_value_nfev", 0)
     conf_row = config_row(n)
     T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
@@ -576,12 +580,18 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
                                   params[LI[PI, l]], w)
             LI[NFEV_, l] += dense_nfev
         out = out_y[i]
+        at_end = False  # an output time at the step's end from `end_value`
         while j < n_out and direction * (te[j] - t_new) <= 0.0:
             if end_states and te[j] == t_new:
                 store_row(out, j, y_new)
+            elif by_difference and not need_dense and te[j] == t_new:
+                store_row(out, j, end_value(y, y_new, None))
+                at_end = True
             else:
                 store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
             j += 1
+        if at_end:  # scipy's count: it builds the interpolant there
+            LI[NFEV_, l] += end_value_nfev
         LI[J, l] = j
         FL[NEXT, l] = te[j] if j < n_out else direction * math.inf
 
@@ -592,9 +602,8 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
         j = LI[J, l]
         t_new = FL[TN, l]
         LI[NSTEPS_, l] += 1
-        need_dense = LI[DF, l] != 0 or (
-            j < te.shape[0] and (FL[DIRS, l] * (te[j] - t_new) < 0.0
-                                 or (te[j] == t_new and iconf[END_STATES] == 0)))
+        need_dense = LI[DF, l] != 0 or (j < te.shape[0] and interpolant_needed(
+            te[j], t_new, FL[DIRS, l], iconf[END_STATES] != 0 or by_difference))
         LI[DF, l] = 0
         if need_dense or (j < te.shape[0] and FL[DIRS, l] * (te[j] - t_new) <= 0.0):
             dense_outputs(l, t_eval, params, iconf, out_y, work, V, FL, LI, need_dense)
@@ -626,9 +635,8 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
         sc = scratch[i]
         n_ev = iconf[N_EV]
         LI[NSTEPS_, l] += 1
-        need_dense = LI[DF, l] != 0 or (
-            j < n_out and (direction * (te[j] - t_new) < 0.0
-                           or (te[j] == t_new and not end_states)))
+        need_dense = LI[DF, l] != 0 or (j < n_out and interpolant_needed(
+            te[j], t_new, direction, end_states or by_difference))
         LI[DF, l] = 0
         mode = iconf[RECORDS] if records else 0
         need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
@@ -648,12 +656,18 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
         for e in range(n_ev):
             GL[e, l] = sc[e, G]
         out = out_y[i]
+        at_end = False  # an output time at the step's end from `end_value`
         while j < n_out and direction * (te[j] - t_stop) <= 0.0:
             if end_states and te[j] == t_new:
                 store_row(out, j, y_new)
+            elif by_difference and not need_dense and te[j] == t_new:
+                store_row(out, j, end_value(y, y_new, None))
+                at_end = True
             else:
                 store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
             j += 1
+        if at_end:  # scipy's count: it builds the interpolant there
+            LI[NFEV_, l] += end_value_nfev
         if records:
             state = y_new
             if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state

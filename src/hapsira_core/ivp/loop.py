@@ -30,6 +30,15 @@ def _no_counts(work):
 
 
 @hjit
+def interpolant_needed(t_out, t_new, direction, end_free):
+    """Whether the next output time ``t_out`` of an accepted step ending at ``t_new``
+    needs the step's interpolant: it lies inside the step, or at its end where no end
+    value serves (``end_free``: scipy's end states, or the method's `end_value`). The
+    per-object loop and the lanes (`.lanes`) both decide by it."""
+    return direction * (t_out - t_new) < 0.0 or (t_out == t_new and not end_free)
+
+
+@hjit
 def _no_end_value(y_old, y_new, dst):
     return y_new  # never called: a method without ``end_value`` builds its interpolant
 
@@ -246,10 +255,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
             # With ``end_states`` an output time at the step's end takes the step's end
             # state (scipy's default output), and with ``by_difference`` the method's
             # `end_value`: no interpolant for it either way.
-            need_dense = dense_first or (j < n_out and (direction * (t_eval[j] - t_new) < 0.0
-                                                        or (t_eval[j] == t_new
-                                                            and not end_states
-                                                            and not by_difference)))
+            need_dense = dense_first or (j < n_out and interpolant_needed(
+                t_eval[j], t_new, direction, end_states or by_difference))
             need_dense = need_dense or mode & RECORD_DENSE != 0  # scipy: every step
             dense_first = False
             for e in range(n_ev):
