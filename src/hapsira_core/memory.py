@@ -34,9 +34,10 @@ ENV = "HAPSIRA_MEMORY_LIMIT"
 LIMIT = None
 
 #: Seconds for which a reading of the available memory decides calls that need at most
-#: a tenth of it (`check`).
+#: a tenth of it (`check`, through `recent`).
 RECENT_S = 1.0
-_RECENT = [-math.inf, 0.0]  # (time.monotonic(), bytes) of the last reading
+_READINGS = {}  # (`recent`) of the available memory
+_AVAILABLE_NOW = "the memory available now"
 
 _UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
           "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40}
@@ -106,7 +107,22 @@ def limit():
     raw = os.environ.get(ENV, "").strip()
     if raw:
         return parse_size(raw), ENV
-    return available(), "the memory available now"
+    return available(), _AVAILABLE_NOW
+
+
+def recent(readings, owner, needed, seconds, read):
+    """Free bytes of ``owner``'s memory: ``read()``, or the last reading kept in
+    ``readings`` (a dict) where it is under ``seconds`` old and at least ten times
+    ``needed``, so that a call that small is decided by it whatever changed since; a
+    new reading is kept. The host's available memory (`check`) and the cuda target's
+    free GPU memory (its chunk size) are read so."""
+    kept = readings.get(id(owner))
+    if (kept is not None and kept[0] is owner and time.monotonic() - kept[1] < seconds
+            and 10 * needed <= kept[2]):
+        return kept[2]
+    value = read()
+    readings[id(owner)] = (owner, time.monotonic(), value)  # (owner: its id stays its)
+    return value
 
 
 def format_bytes(count):
@@ -131,14 +147,10 @@ def check(shapes, n_objects, n_times, what=None):
     (step records: ``"N objects x S steps (...)"``).
     """
     needed = nbytes(shapes)
-    available_now = LIMIT is None and not os.environ.get(ENV, "").strip()
-    if available_now:
-        when, room = _RECENT
-        if time.monotonic() - when < RECENT_S and 10 * needed <= room:
-            return
-    allowed, source = limit()
-    if available_now:
-        _RECENT[:] = [time.monotonic(), allowed]
+    if LIMIT is None and not os.environ.get(ENV, "").strip():
+        allowed, source = recent(_READINGS, None, needed, RECENT_S, available), _AVAILABLE_NOW
+    else:
+        allowed, source = limit()
     if needed <= allowed:
         return
     if what is None:

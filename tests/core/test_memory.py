@@ -1,7 +1,5 @@
 """The size check of a call's outputs (`hapsira_core.memory`)."""
 
-import math
-
 import numpy as np
 import pytest
 
@@ -23,7 +21,7 @@ def test_a_recent_reading_decides_calls_that_need_a_tenth_of_it(monkeypatch):
         return 1e9
 
     monkeypatch.setattr(memory, "available", available)
-    monkeypatch.setattr(memory, "_RECENT", [-math.inf, 0.0])
+    monkeypatch.setattr(memory, "_READINGS", {})
     monkeypatch.setattr(memory, "LIMIT", None)
     monkeypatch.delenv(memory.ENV, raising=False)
     memory.check(_shapes(1e6), 1, 1)

@@ -5,14 +5,13 @@ import contextlib
 import contextvars
 import math
 import threading
-import time
 import warnings
 
 import numba
 import numpy as np
 from numba import cuda
 
-from ... import settings
+from ... import memory, settings
 from ...kernels import kernel
 from .._floats import ieee_python
 from .surface import NRT_LIBRARY, SIMULATOR, is_simulated_array
@@ -298,13 +297,9 @@ class ObjectKernel(kernel.ObjectKernel):
             # 2^17-object chunks, 4e7 objects took 305 launches and 0.08 s of the host,
             # three times the kernel: H200, the conjunction screen's per-object kernels)
             return arrays[self.n_inputs].shape[0]
-        wanted = 4 * row_bytes * settings.CUDA_CHUNK
         context = cuda.current_context()
-        kept = _FREE_MEMORY.get(id(context))
-        when, free = kept[1:] if kept is not None and kept[0] is context else (-math.inf, 0)
-        if not (time.monotonic() - when < FREE_MEMORY_S and free >= 10 * wanted):
-            free, _ = context.get_memory_info()
-            _FREE_MEMORY[id(context)] = (context, time.monotonic(), free)
+        free = memory.recent(_FREE_MEMORY, context, 4 * row_bytes * settings.CUDA_CHUNK,
+                             FREE_MEMORY_S, lambda: context.get_memory_info()[0])
         return max(1, min(settings.CUDA_CHUNK, free // (4 * row_bytes)))
 
     @staticmethod
@@ -406,7 +401,7 @@ class _Prefault:
 #: two chunks take at most a tenth of it (`ObjectKernel._chunk_size`; asking the driver
 #: took 0.15 ms of the H200 host before each call's first kernel).
 FREE_MEMORY_S = 1.0
-_FREE_MEMORY = {}  # id(context) -> (context, time.monotonic(), free bytes)
+_FREE_MEMORY = {}  # (`hapsira_core.memory.recent`) of each context's free memory
 
 
 #: Shared inputs up to this many bytes go to the GPU together (`_Packed`).
