@@ -118,39 +118,32 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                            after=after)
         if not units.background:
             units.finish()
-        raw = _propagate(units, k, r0, v0, tofs, n, rtol, atol, f, params, events,
-                         max_steps, max_event_records, progress, stm, max_step, first_step)
+        try:  # the warnings also when a later check or the propagation raises
+            max_step, first_step = step_options(max_step, first_step, tofs)
+            rows = checks.params(params, n)
+            rtol, atol, f, events, max_steps, records = call_options(
+                rtol, atol, f, events, max_steps, max_event_records, params)
+            for event in events:
+                event.check_params(rows[:, :checks.columns_given(params)])
+            params = rows
+            user_f = f
+            f, events = bounds_checked(f, events)
+            # GM first in every row: k is data, never a compile-time constant
+            params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
+            # joined where the kernel reads them (on cuda: on the GPU, by chunk)
+            y0 = Columns(r0, v0)
+            if stm:
+                # Phi(0) = I after each state; the matrix's tolerances are never read (the
+                # norm takes the state's 6 components: `sensitivities.variational`)
+                y0 = Columns(r0, v0, np.ascontiguousarray(
+                    np.broadcast_to(np.eye(6).ravel(), (n, 36))))
+                rtol = np.concatenate([rtol, np.full(36, rtol[0])])
+                atol = np.concatenate([atol, np.full(36, atol[0])])
+
+            raw = problem(f, events, tofs, max_steps, records, stm, user_f,
+                          max_step=max_step, first_step=first_step).run(
+                y0, params, 0.0, tofs_end(tofs), rtol, atol, progress)
+        finally:
+            units.finish()
     warn_if_all_failed(raw["info"][:, INFO.status])
     return CowellResult.from_kernel(raw, single, quantities)
-
-
-def _propagate(units, k, r0, v0, tofs, n, rtol, atol, f, params, events, max_steps,
-               max_event_records, progress, stm, max_step, first_step):
-    """The rest of `cowell`'s checks and the propagation: the raw outputs; ``units``
-    finished in any case."""
-    try:  # the warnings also when a later check or the propagation raises
-        max_step, first_step = step_options(max_step, first_step, tofs)
-        rows = checks.params(params, n)
-        rtol, atol, f, events, max_steps, records = call_options(
-            rtol, atol, f, events, max_steps, max_event_records, params)
-        for event in events:
-            event.check_params(rows[:, :checks.columns_given(params)])
-        params = rows
-        user_f = f
-        f, events = bounds_checked(f, events)
-        # GM first in every row: k is data, never a compile-time constant
-        params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-        y0 = Columns(r0, v0)  # joined where the kernel reads them (on cuda: on the GPU, by chunk)
-        if stm:
-            # Phi(0) = I after each state; the matrix's tolerances are never read (the
-            # norm takes the state's 6 components: `sensitivities.variational`)
-            y0 = Columns(r0, v0, np.ascontiguousarray(np.broadcast_to(np.eye(6).ravel(), (n, 36))))
-            rtol = np.concatenate([rtol, np.full(36, rtol[0])])
-            atol = np.concatenate([atol, np.full(36, atol[0])])
-
-        raw = problem(f, events, tofs, max_steps, records, stm, user_f, max_step=max_step,
-                      first_step=first_step).run(y0, params, 0.0, tofs_end(tofs), rtol, atol,
-                                                 progress)
-    finally:
-        units.finish(stacklevel=6)  # (one frame more than from cowell)
-    return raw
