@@ -12,7 +12,7 @@ variable           meaning                             default
 ``HAPSIRA_FASTMATH``  shared reciprocals in user f   ``auto`` (cuda only)
 ``HAPSIRA_CUDA_BLOCK``  threads per block (cuda)       ``128``
 ``HAPSIRA_CUDA_CHUNK``  objects per launch (cuda)      ``131072``
-``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``0`` (numba's choice)
+``HAPSIRA_CUDA_MAX_REGISTERS``  register cap per thread  ``168`` (``0``: ptxas's choice)
 ``HAPSIRA_CUDA_FETCH``  resident threads fetch objects  ``1``
                    from a counter (cuda, ``0``/``1``)
 ``HAPSIRA_CUDA_INTERLEAVE``  explicit methods' working  ``auto``
@@ -119,7 +119,14 @@ CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
 # three paired runs (smaller chunks pace the copies better; 2^16 and below cost
 # kernel time): benchmarks/results/h100_launch_sweep.json
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
-CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 0, minimum=0)  # 0: numba decides
+#: Registers per thread the cuda target's kernels may use (0: as many as ptxas wants, up
+#: to 255). 168 leaves 12 warps per SM (65,536 registers each on sm_70 to sm_90) where
+#: the solver kernels of small states took 244-255 and left 8: one process, caps
+#: alternated call by call, kernels alone (H200, 2026-11-29, main at 632e558,
+#: `benchmarks/investigations/register_cap.py`): the reference workload -7.6%, its
+#: textbook f -6.0%, Van der Pol -3.4%, the state transition matrix -0.4%, the drag
+#: variant +1.9%; the same bits in every call.
+CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 168, minimum=0)
 #: Whether a cuda kernel launches only the threads that can be resident at once, each
 #: taking its next object from an atomic counter until none is left
 #: (`hapsira_core.targets.cuda.launch`), instead of one thread per object: a lane whose
