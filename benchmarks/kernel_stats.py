@@ -60,12 +60,39 @@ def sass_counts(sass):
     return counts
 
 
+def sass_loops(sass):
+    """The loops of ``sass`` (a backward branch to a label and what lies between), most
+    FP64 arithmetic first: ``(fp64, instructions, local loads and stores)`` each. The
+    solver's step-attempt loop is the innermost of those with the most FP64 arithmetic;
+    a register cap's spills (``LDL``/``STL``) inside it would cost every attempt."""
+    body, labels = [], {}
+    for line in sass.splitlines():
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            labels[label.group(1)] = len(body)
+            continue
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        if m:
+            body.append(m.group(1).strip())
+    loops = []
+    for end, instruction in enumerate(body):
+        m = re.search(r"BRA\s+(?:`\()?(\.L_x_\d+)", instruction)
+        if m and labels.get(m.group(1), end + 1) <= end:
+            inside = body[labels[m.group(1)]:end + 1]
+            loops.append((sum(1 for x in inside
+                              if re.match(r"(@!?U?P\w+\s+)?D(FMA|MUL|ADD)", x)),
+                          len(inside),
+                          sum(1 for x in inside if re.search(r"\b(LDL|STL)", x))))
+    return sorted(loops, key=lambda loop: (-loop[0], loop[1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0")
     parser.add_argument("--drag", action="store_true", help="the drag variant's f")
-    parser.add_argument("--max-registers", type=int, default=0,
-                        help="ptxas -maxrregcount (0: ptxas decides)")
+    parser.add_argument("--max-registers", type=int, default=None,
+                        help="ptxas -maxrregcount (0: ptxas decides; default: the cuda "
+                             "target's own, HAPSIRA_CUDA_MAX_REGISTERS)")
     parser.add_argument("--keep", help="write the PTX and SASS to this folder")
     parser.add_argument("--fetch", type=int, choices=(0, 1), default=None,
                         help="HAPSIRA_CUDA_FETCH for the kernel (default: the environment's, "
@@ -78,6 +105,9 @@ def main():
     import workloads as workload
     f = workload.two_body_j2_drag if args.drag else workload.two_body_j2
     ptx = kernel_ptx(f, cc)
+    if args.max_registers is None:
+        from hapsira_core import settings
+        args.max_registers = settings.CUDA_MAX_REGISTERS
     arch = f"sm_{cc[0]}{cc[1]}"
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path = os.path.join(tmp, "kernel.ptx")
@@ -104,6 +134,8 @@ def main():
     print(f"SASS instructions: {sum(counts.values())}, FP64 arithmetic: {fp64}")
     for name, n in counts.most_common(25):
         print(f"  {name:10s} {n}")
+    for fp64_in, size, local in sass_loops(sass)[:3]:
+        print(f"loop: {size} instructions, {fp64_in} FP64 arithmetic, {local} local loads/stores")
 
 
 if __name__ == "__main__":
