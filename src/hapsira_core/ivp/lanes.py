@@ -59,7 +59,7 @@ from .layout import (
     TERMINATED,
     config_row,
 )
-from .loop import _no_end_value, interpolant_needed, make_records
+from .loop import end_values, interpolant_needed, make_records, make_store_outputs
 from .state import fun_form, rhs
 from .state import ops as state_ops
 
@@ -434,10 +434,8 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     W = width
     step_nfev, dense_nfev = parts.step_nfev, parts.dense_nfev
-    # an output time at a step's end from the method's `end_value`, as `.loop.make_solve`
-    by_difference = getattr(parts, "end_value", None) is not None
-    end_value = parts.end_value if by_difference else _no_end_value
-    end_value_nfev = getattr(parts, "end_value_nfev", 0)
+    by_difference = end_values(parts)[0]
+    store_outputs = make_store_outputs(ops, parts)
     conf_row = config_row(n)
     T0, TF, TOL = conf_row.t0, conf_row.tf, conf_row.rtol
     MAX_STEP, FIRST_STEP = conf_row.max_step, conf_row.first_step
@@ -579,19 +577,9 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
             coeffs = coefficients(t, y, get(V[F], l), y_new, get(V[FN], l), h,
                                   params[LI[PI, l]], w)
             LI[NFEV_, l] += dense_nfev
-        out = out_y[i]
-        at_end = False  # an output time at the step's end from `end_value`
-        while j < n_out and direction * (te[j] - t_new) <= 0.0:
-            if end_states and te[j] == t_new:
-                store_row(out, j, y_new)
-            elif by_difference and not need_dense and te[j] == t_new:
-                store_row(out, j, end_value(y, y_new, None))
-                at_end = True
-            else:
-                store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
-            j += 1
-        if at_end:  # scipy's count: it builds the interpolant there
-            LI[NFEV_, l] += end_value_nfev
+        j, out_nfev = store_outputs(out_y[i], te, j, t_new, t, t_new, h, y, y_new, coeffs,
+                                    need_dense, end_states, direction, None)
+        LI[NFEV_, l] += out_nfev
         LI[J, l] = j
         FL[NEXT, l] = te[j] if j < n_out else direction * math.inf
 
@@ -656,18 +644,9 @@ def make_solve_lanes(method_name, n, f, width, events=(), event_states=False,
         for e in range(n_ev):
             GL[e, l] = sc[e, G]
         out = out_y[i]
-        at_end = False  # an output time at the step's end from `end_value`
-        while j < n_out and direction * (te[j] - t_stop) <= 0.0:
-            if end_states and te[j] == t_new:
-                store_row(out, j, y_new)
-            elif by_difference and not need_dense and te[j] == t_new:
-                store_row(out, j, end_value(y, y_new, None))
-                at_end = True
-            else:
-                store_row(out, j, evaluate(coeffs, t, h, y, te[j], None))
-            j += 1
-        if at_end:  # scipy's count: it builds the interpolant there
-            LI[NFEV_, l] += end_value_nfev
+        j, out_nfev = store_outputs(out, te, j, t_stop, t, t_new, h, y, y_new, coeffs,
+                                    need_dense, end_states, direction, None)
+        LI[NFEV_, l] += out_nfev
         if records:
             state = y_new
             if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state

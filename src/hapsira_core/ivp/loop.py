@@ -89,6 +89,47 @@ def make_records(ops, n_coeffs):
     return record_reset, record_step
 
 
+def end_values(parts):
+    """``(by_difference, end_value, end_value_nfev)``: whether a method gives an output
+    time at a step's end from its `end_value` (the same bits as its interpolant there,
+    which is then not built: DOP853), that function (a placeholder otherwise) and what
+    scipy counts for it (scipy builds the interpolant there)."""
+    by_difference = getattr(parts, "end_value", None) is not None
+    return (by_difference, parts.end_value if by_difference else _no_end_value,
+            getattr(parts, "end_value_nfev", 0))
+
+
+def make_store_outputs(ops, parts):
+    """``store_outputs(out, t_eval, j, t_stop, t, t_new, h, y, y_new, coeffs, need_dense,
+    end_states, direction, eval_row) -> (j, nfev)``: the states at the output times
+    ``t_eval[j:]`` up to ``t_stop`` of an accepted step from ``t`` to ``t_new`` (``t_stop``
+    is ``t_new`` or a terminal event's root), written to ``out``; returns the next output
+    time's index and the evaluations scipy counts for them. At the step's end the step's
+    own end state (``end_states``, scipy's default output) or the method's `end_value`
+    where the interpolant was not built; elsewhere the interpolant ``coeffs``. One source
+    for the per-object loop and the lanes (`.lanes`), inlined where it is called."""
+    store_row, evaluate = ops.store_row, parts.evaluate
+    by_difference, end_value, end_value_nfev = end_values(parts)
+
+    @hjit(inline="always")
+    def store_outputs(out, t_eval, j, t_stop, t, t_new, h, y, y_new, coeffs, need_dense,
+                      end_states, direction, eval_row):
+        at_end = False  # an output time at the step's end from `end_value`
+        while j < t_eval.shape[0] and direction * (t_eval[j] - t_stop) <= 0.0:
+            if end_states and t_eval[j] == t_new:
+                store_row(out, j, y_new)
+            elif by_difference and not need_dense and t_eval[j] == t_new:
+                store_row(out, j, end_value(y, y_new, eval_row))
+                at_end = True
+            else:
+                store_row(out, j, evaluate(coeffs, t, h, y, t_eval[j], eval_row))
+            j += 1
+        # scipy's count: it builds the interpolant there
+        return j, (end_value_nfev if at_end else 0)
+
+    return store_outputs
+
+
 @factory
 def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=False):
     """The loop for ``method_name`` on n-component states (built once).
@@ -142,11 +183,8 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     coefficients, evaluate = parts.coefficients, parts.evaluate
     placeholder = _placeholder_with_work(parts)
     dense_nfev = parts.dense_nfev
-    # an output time at a step's end from the method's `end_value` (the same bits as its
-    # interpolant there, which is then not built): DOP853
-    by_difference = getattr(parts, "end_value", None) is not None
-    end_value = parts.end_value if by_difference else _no_end_value
-    end_value_nfev = getattr(parts, "end_value_nfev", 0)
+    by_difference = end_values(parts)[0]
+    store_outputs = make_store_outputs(ops, parts)
     load, store_row, fill_row, is_finite = ops.load, ops.store_row, ops.fill_row, ops.is_finite
     row, copy = ops.row, ops.copy
     Y, F, EVAL = rows.y, rows.f, rows.eval
@@ -272,18 +310,9 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
                                    ev_consts, n_ev, y_records, direction, t_events,
                                    y_events, n_events, scratch, row(work, EVAL))
 
-            at_end = False  # an output time at the step's end from `end_value`
-            while j < n_out and direction * (t_eval[j] - t_stop) <= 0.0:
-                if end_states and t_eval[j] == t_new:
-                    store_row(out_y, j, y_new)
-                elif by_difference and not need_dense and t_eval[j] == t_new:
-                    store_row(out_y, j, end_value(y, y_new, row(work, EVAL)))
-                    at_end = True
-                else:
-                    store_row(out_y, j, evaluate(coeffs, t, h, y, t_eval[j], row(work, EVAL)))
-                j += 1
-            if at_end:  # scipy's count: it builds the interpolant there
-                nfev += end_value_nfev
+            j, out_nfev = store_outputs(out_y, t_eval, j, t_stop, t, t_new, h, y, y_new, coeffs,
+                                        need_dense, end_states, direction, row(work, EVAL))
+            nfev += out_nfev
             if records:
                 state = y_new
                 if t_stop != t_new:  # scipy's t_eval=None: the terminal root's state
