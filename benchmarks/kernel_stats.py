@@ -62,9 +62,11 @@ def sass_counts(sass):
 
 def sass_loops(sass):
     """The loops of ``sass`` (a backward branch to a label and what lies between), most
-    FP64 arithmetic first: ``(fp64, instructions, local loads and stores)`` each. The
-    solver's step-attempt loop is the innermost of those with the most FP64 arithmetic;
-    a register cap's spills (``LDL``/``STL``) inside it would cost every attempt."""
+    FP64 operations first: ``(DFMA, DMUL and DADD, instructions, local loads and
+    stores)`` each (the FP64 count of the step-attempt loop in docs/gpu.md since
+    2026-11-28; `main`'s kernel-wide count adds comparisons and min/max). The solver's
+    step-attempt loop is the innermost of those with the most; a register cap's spills
+    (``LDL``/``STL``) inside it would cost every attempt."""
     body, labels = [], {}
     for line in sass.splitlines():
         label = re.match(r"\s*(\.L_x_\d+):", line)
@@ -135,7 +137,7 @@ def main():
     for name, n in counts.most_common(25):
         print(f"  {name:10s} {n}")
     for fp64_in, size, local in sass_loops(sass)[:3]:
-        print(f"loop: {size} instructions, {fp64_in} FP64 arithmetic, {local} local loads/stores")
+        print(f"loop: {size} instructions, {fp64_in} DFMA/DMUL/DADD, {local} local loads/stores")
 
 
 if __name__ == "__main__":
