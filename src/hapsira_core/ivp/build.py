@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from .. import settings
+from .. import jit
 from ..jit import Arg, ObjectKernel
 from ..kernels import cache
 from ..kernels.errors import CallbackCompileError, chained, user_function_error
@@ -88,14 +89,16 @@ class KernelSpec:
     #: objects stepped at once per core (`.lanes`); 0: the per-object loop
     lanes: int = 0
 
-    def source(self, fun, events, jac="None"):
+    def source(self, fun, events, jac="None", g=None):
         """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
-        ``jac`` the source of the expressions that give the functions."""
+        ``jac`` the source of the expressions that give the functions; ``g``: the
+        expression of the loop's event function where it is not their `switch`."""
         template = ((_LANES_RECORDS_BODY if self.records else _LANES_BODY) if self.lanes
                     else _RECORDS_BODY if self.records else _BODY)
         return template.format(
             method=self.method, n=self.n, keep=self.keep_stages, fun=fun, events=events,
-            event_states=self.event_states, jac=jac, lanes=self.lanes)
+            g=g or f"switch({events}, 4)", event_states=self.event_states, jac=jac,
+            lanes=self.lanes)
 
     def body(self):
         """The per-object ``body``, made in memory from the same `source` as the
@@ -131,7 +134,58 @@ class KernelSpec:
             scalar = dataclasses.replace(self, lanes=0)
             return target.LaneKernel(self.body(), args, self.recipe(),
                                      lambda: _built(scalar))
+        if self.joins():
+            return self._joined(args)
         return ObjectKernel(self.body(), args, self.recipe())
+
+    def joins(self):
+        """Whether the kernel is a generic loop joined to the user's functions: on a
+        target that joins (cpu) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
+        lanes) of an explicit method without a user's ``jac``."""
+        return (hasattr(target, "JoinedKernel") and settings.JOIN == "on" and not self.lanes
+                and self.jac is None and methods.get(self.method).state_shape is None)
+
+    def _joined(self, args):
+        """The kernel as a generic loop joined to the user's functions
+        (`hapsira_core.targets._join`): the loop compiled once per `generic_key`."""
+        functions = {"fun": self.fun}
+        if self.event_functions:
+            functions["events"] = jit.switch(self.event_functions, 4)
+
+        def make_generic():
+            return ObjectKernel(self.generic_body(), args, recipe=None)
+
+        return target.JoinedKernel(self.body(), args, self.recipe(), self.generic_key(args),
+                                   make_generic, functions,
+                                   lambda: ObjectKernel(self.body(), args, self.recipe()))
+
+    def _stubs(self):
+        """The stand-ins of `generic_body`: ``fun`` in its form, the events' switch."""
+        components = getattr(self.fun, "hapsira_error_components", None)
+        if (fun_form(self.fun) or "tuple") == "tuple":
+            fun = target.stub("fun", 3, "state", components)
+        else:
+            fun = target.stub("fun", 4, "none", components)
+        return fun, target.stub("events", 5, "float")
+
+    def generic_body(self):
+        """The per-object ``body`` with stubs for the user's functions (`_stubs`)."""
+        fun, g = self._stubs()
+        namespace = {"_fun": fun, "_g": g}
+        exec(compile(self.source("_fun", "()", "None", g="_g" if self.event_functions
+                                 else "switch((), 4)"),
+                     f"<hapsira generic kernel {self.method} n={self.n}>", "exec"), namespace)
+        return namespace["body"]
+
+    def generic_key(self, args):
+        """What fixes the generic kernel: everything but the user's functions."""
+        return cache.key("generic kernel", self.method, self.n, self.keep_stages,
+                         fun_form(self.fun) or "tuple",
+                         getattr(self.fun, "hapsira_error_components", None),
+                         bool(self.event_functions), self.event_states, self.records,
+                         repr([(a.name, a.dtype.str, a.core, a.per_object, a.output,
+                                a.interleaved) for a in args]),
+                         code_options=ObjectKernel.code_options())
 
 
 def interleaves_work(method, fun=None):
@@ -192,7 +246,7 @@ _BODY = """
 from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, {g}, {event_states!r},
                    {jac})
 
 
@@ -237,7 +291,7 @@ _RECORDS_BODY = """
 from hapsira_core.ivp.loop import make_solve
 from hapsira_core.jit import hjit, switch
 
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, switch({events}, 4), {event_states!r},
+solve = make_solve({method!r}, {n}, {keep!r}, {fun}, {g}, {event_states!r},
                    {jac}, True)
 
 

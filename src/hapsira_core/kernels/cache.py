@@ -250,9 +250,13 @@ def library_fingerprint():
 
 
 def _write_atomically(path, text):
+    _write_atomically_bytes(path, text.encode())
+
+
+def _write_atomically_bytes(path, data):
     partial = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    with open(partial, "w") as out:
-        out.write(text)
+    with open(partial, "wb") as out:
+        out.write(data)
     os.replace(partial, path)
 
 

@@ -5,6 +5,7 @@ import numba
 from .. import settings
 from ..kernels import kernel
 from . import _host
+from ._join import JoinedKernel, stub  # noqa: F401
 from ._host import (  # noqa: F401
     KEEP_STAGES,
     bucket_sort,
@@ -37,7 +38,10 @@ def code_options():
 
 
 def xla_handler(xla):
-    return _host.xla_handler(xla, xla.kernel, parallel=False)
+    loop = xla.kernel
+    if isinstance(loop, JoinedKernel):  # the handler calls a numba function's native code
+        loop = loop.classic()
+    return _host.xla_handler(xla, loop, parallel=False)
 
 
 def xla_mismatch(what):

@@ -1,0 +1,164 @@
+"""What a new user waits for: a new function's first call, each in a new process.
+
+For each workload (Lorenz with DOP853 and a user's hjit f; ``cowell`` with J2), in
+fresh processes on the active target (cpu by default):
+
+* ``classic_cold``: ``HAPSIRA_JOIN=0``, an empty cache: the whole kernel compiled;
+* ``joined_cold``: ``HAPSIRA_JOIN=1``, an empty cache: the generic loop compiled, then
+  joined to f (`hapsira_core.targets._join`);
+* ``joined_new_function``: the cache holding the generic loop from another function
+  of the same form: what each new f, or each edit of f, costs;
+* ``warm``: the same f again, in a new process;
+* ``run_s``: the best of 5 calls after the first, classic and joined, in the same
+  processes (the kernels' speed).
+
+diffrax's first ``jax.jit`` call of the same Lorenz ensemble is measured beside them
+where diffrax is installed (``pip install -e ".[bench]"``).
+
+    python benchmarks/cold_start.py [--objects 256] [--rounds 2]
+
+Writes ``benchmarks/results/cold_start_<machine>_<date>.json``.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+
+LORENZ = '''
+from hapsira_core.jit import hjit
+
+@hjit
+def f(t, y, p):
+    return (p[0] * (y[1] - y[0]) * {scale}, y[0] * (p[1] - y[2]) - y[1], y[0] * y[1] - p[2] * y[2])
+'''
+
+COWELL = '''
+from hapsira_core.jit import hjit
+from hapsira_cowell.perturbations import J2_perturbation, two_body
+
+@hjit
+def f(t, rr, vv, k, p):
+    drr, dvv = two_body(t, rr, vv, k, p)
+    a = J2_perturbation(t, rr, vv, k, 1.08262668e-3 * {scale}, 6378.137)
+    return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
+'''
+
+CHILD = '''
+import json, sys, time
+start = time.perf_counter()
+import numpy as np
+sys.path.insert(0, {folder!r})
+import {module} as user
+imported = time.perf_counter()
+objects = {objects}
+if {orbit}:
+    from hapsira_cowell import cowell
+    rng = np.random.default_rng(0)
+    r0 = np.zeros((objects, 3)); r0[:, 0] = 6800 + rng.uniform(0, 800, objects)
+    v0 = np.zeros((objects, 3)); v0[:, 1] = 7.5; v0[:, 2] = rng.uniform(0, 1, objects)
+    call = lambda: cowell(398600.4418, r0, v0, np.linspace(0, 86400.0, 5), f=user.f).rr
+else:
+    from hapsira_core.ivp import solve_ivp
+    y0 = np.random.default_rng(0).uniform(-10, 10, (objects, 3))
+    call = lambda: solve_ivp(user.f, (0.0, 10.0), y0, method="DOP853", rtol=1e-8, atol=1e-8,
+                             params=[10.0, 28.0, 8 / 3]).y
+first = time.perf_counter(); out = call(); first = time.perf_counter() - first
+runs = []
+for _ in range({repeat}):
+    t = time.perf_counter(); call(); runs.append(time.perf_counter() - t)
+import hashlib
+print(json.dumps({{"import_s": imported - start, "first_call_s": first,
+                  "run_s": min(runs) if runs else None,
+                  "digest": hashlib.sha1(np.ascontiguousarray(out).tobytes()).hexdigest()}}))
+'''
+
+DIFFRAX = '''
+import json, time
+start = time.perf_counter()
+import jax, jax.numpy as jnp, diffrax, numpy as np
+jax.config.update("jax_enable_x64", True)
+imported = time.perf_counter()
+def f(t, y, p):
+    return jnp.stack([p[0] * (y[1] - y[0]), y[0] * (p[1] - y[2]) - y[1], y[0] * y[1] - p[2] * y[2]])
+def one(y0):
+    return diffrax.diffeqsolve(diffrax.ODETerm(f), diffrax.Dopri8(), 0.0, 10.0, None, y0,
+                               jnp.array([10.0, 28.0, 8 / 3]),
+                               stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-8),
+                               max_steps=100000).ys
+solve = jax.jit(jax.vmap(one))
+y0 = jnp.asarray(np.random.default_rng(0).uniform(-10, 10, ({objects}, 3)))
+t = time.perf_counter(); solve(y0).block_until_ready(); first = time.perf_counter() - t
+print(json.dumps({{"import_s": imported - start, "first_call_s": first}}))
+'''
+
+
+def run_case(name, template, orbit, objects, repeat, rounds):
+    """Every measurement of one workload, each in a new process."""
+    out = {"classic_cold": [], "joined_cold": [], "joined_new_function": [], "warm": []}
+    for round_ in range(rounds):
+        folder = tempfile.mkdtemp(prefix="hapsira-cold-")
+        try:
+            def child(module, scale, cache_dir, join):
+                with open(os.path.join(folder, module + ".py"), "w") as source:
+                    source.write(template.format(scale=scale))
+                env = harness.child_env(cache=True, HAPSIRA_CACHE_DIR=cache_dir,
+                                        HAPSIRA_JOIN=join)
+                return harness.run_child(CHILD.format(folder=folder, module=module,
+                                                      objects=objects, orbit=orbit,
+                                                      repeat=repeat), env=env)
+
+            classic = child(f"classic{round_}", 1.0, os.path.join(folder, "c0"), "0")
+            joined = child(f"joined{round_}", 1.0, os.path.join(folder, "c1"), "1")
+            # another function of the same form, on the cache the joined run left
+            new = child(f"other{round_}", 1.0 + 1e-9, os.path.join(folder, "c1"), "1")
+            warm = child(f"other{round_}", 1.0 + 1e-9, os.path.join(folder, "c1"), "1")
+            for key, record in (("classic_cold", classic), ("joined_cold", joined),
+                                ("joined_new_function", new), ("warm", warm)):
+                out[key].append(record)
+            if classic["digest"] != joined["digest"]:
+                out.setdefault("mismatch", []).append(round_)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    summary = {key: min(r["first_call_s"] for r in records)
+               for key, records in out.items() if key != "mismatch"}
+    summary["run_s_classic"] = min(r["run_s"] for r in out["classic_cold"])
+    summary["run_s_joined"] = min(r["run_s"] for r in out["joined_cold"] + out["warm"])
+    summary["same_results"] = "mismatch" not in out
+    print(name, json.dumps(summary), flush=True)
+    return {"summary": summary, "runs": out}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", default=None)
+    options = parser.parse_args()
+    results = {"objects": options.objects, "cases": {}}
+    results["cases"]["lorenz_dop853"] = run_case("lorenz_dop853", LORENZ, False, options.objects,
+                                                 options.repeat, options.rounds)
+    results["cases"]["cowell_j2"] = run_case("cowell_j2", COWELL, True, options.objects,
+                                             options.repeat, options.rounds)
+    try:
+        import diffrax  # noqa: F401
+        results["diffrax_first_jit_s"] = min(
+            harness.run_child(DIFFRAX.format(objects=options.objects))["first_call_s"]
+            for _ in range(options.rounds))
+    except ImportError:
+        results["diffrax_first_jit_s"] = None
+        results["notes"] = "diffrax not installed (pip install -e '.[bench]')"
+    host = harness.cpu_model().split()[0].lower() if harness.cpu_model() else "host"
+    name = options.out or f"cold_start_{host}{os.cpu_count()}_{time.strftime('%Y-%m-%d')}"
+    harness.write_result(name, results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,427 @@
+"""A kernel compiled once per solver configuration and joined to each user function
+below numba's typing (the host targets).
+
+Most of a kernel's first compile is the solve loop: typing and lowering its
+functions again for every new right-hand side. Here the loop is compiled once per
+*generic* configuration (method, state size and form, events or none, records...),
+with `stub` calls where it calls the user's functions: each an external call whose
+symbol name carries the call's numba types. Its LLVM bitcode is kept in memory and
+in the cache folder. A user's functions are then compiled alone, each as a small
+wrapper with a stub's types (`wrapper`), linked with the loop into one LLVM module
+whose functions are all internal but one entry (`join`), and LLVM's optimiser runs
+on the whole, so that they are inlined into the loop as in a kernel compiled at
+once: the same instructions and the same numbers. The joined object code is cached
+too (`JoinedKernel`), so a warm process loads it.
+
+Python calls an entry through a `trampoline`, a cached numba function that takes
+the entry's address and the kernel's arrays.
+"""
+
+import base64
+import itertools
+import os
+import pickle
+import threading
+import warnings
+
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from .. import settings
+from ..kernels import cache, kernel
+from ..kernels.cache import factory
+
+PREFIX = "hapsira.stub."
+_ENTRY = "hapsira.join."
+_LOCK = threading.RLock()
+_COUNT = itertools.count()
+#: The joined libraries of this process by entry symbol (a symbol is defined once).
+_JOINED = {}
+
+
+def _symbol(role, signature):
+    """The stub's symbol: its role and the call's numba types, readable back (`_decode`)."""
+    blob = pickle.dumps((role, tuple(signature.args), signature.return_type))
+    return PREFIX + base64.b32encode(blob).decode().rstrip("=")
+
+
+def _decode(symbol):
+    blob = symbol[len(PREFIX):]
+    return pickle.loads(base64.b32decode(blob + "=" * (-len(blob) % 8)))
+
+
+_RESOLVED = set()
+
+
+def _resolvable(symbol):
+    """Let the JIT resolve ``symbol`` in the generic library (which is never run):
+    a call to it would abort through numba's own unresolved-symbol handler."""
+    if symbol not in _RESOLVED:
+        import llvmlite.binding as llvm
+        from numba.core.runtime import nrt
+
+        llvm.add_symbol(symbol, nrt.rtsys.library.get_pointer_to_function(
+            "nrt_unresolved_abort"))
+        _RESOLVED.add(symbol)
+
+
+def _intrinsic(arity, typer, codegen):
+    """A numba intrinsic of ``arity`` arguments (numba's intrinsics take no ``*args``)."""
+    names = ", ".join(f"a{i}" for i in range(arity))
+    namespace = {"typer": typer, "codegen": codegen}
+    exec(f"def impl(typingctx, {names}):\n"
+         f"    signature = typer({names})\n"
+         f"    return signature, codegen\n", namespace)
+    return intrinsic(namespace["impl"])
+
+
+@factory
+def stub(role, arity, returns, error_components=None):
+    """The stand-in for a user function of ``role`` called with ``arity`` arguments.
+
+    ``returns``: what the call returns, from its argument types: ``"state"`` (the
+    tuple form of ``fun``: the state's own type), ``"none"`` (the array form) or
+    ``"float"`` (an event function). ``error_components``: the mark of an stm=True
+    system's right-hand side, which the loop reads (`hapsira_core.ivp.state.ops`)."""
+    def typer(*args):
+        result = {"state": lambda: args[1], "none": lambda: types.none,
+                  "float": lambda: types.float64}[returns]()
+        return result(*args)
+
+    def codegen(context, builder, signature, args):
+        symbol = _symbol(role, signature)
+        _resolvable(symbol)
+        function_type = context.call_conv.get_function_type(signature.return_type,
+                                                             signature.args)
+        function = cgutils.get_or_insert_function(builder.module, function_type, symbol)
+        status, value = context.call_conv.call_function(
+            builder, function, signature.return_type, signature.args, args)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return value
+
+    made = _intrinsic(arity, typer, codegen)
+    # the loop reads a function's form from its parameters (`hapsira_core.ivp.state.fun_form`)
+    namespace = {}
+    exec(f"def {role}({', '.join(f'a{i}' for i in range(arity))}):\n    pass\n", namespace)
+    made.py_func = namespace[role]
+    if error_components is not None:
+        made.hapsira_error_components = error_components
+    return made
+
+
+@factory
+def entry_call(arity):
+    """``call(address, a1..an)``: calls the entry at ``address`` (a kernel's function in
+    numba's calling convention, returning nothing) with the arrays ``a1..an``."""
+    def typer(address, *arrays):
+        return types.none(address, *arrays)
+
+    def codegen(context, builder, signature, args):
+        arrays = signature.args[1:]
+        function_type = context.call_conv.get_function_type(types.none, arrays)
+        function = builder.inttoptr(args[0], function_type.as_pointer())
+        status, _ = context.call_conv.call_function(builder, function, types.none, arrays,
+                                                    args[1:])
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return _intrinsic(arity + 1, typer, codegen)
+
+
+_TRAMPOLINES = {}
+
+
+def trampoline(arity):
+    """``trampoline(address, a1..an)``: a numba function (from the disk cache where it
+    can) that runs the joined entry at ``address`` on the arrays."""
+    if arity not in _TRAMPOLINES:
+        names = ", ".join(f"a{i}" for i in range(arity))
+        source = ("import numba\n"
+                  "from hapsira_core.targets._join import entry_call\n\n"
+                  f"_call = entry_call({arity})\n\n\n"
+                  "@numba.njit(error_model='numpy', cache=__cached__)\n"
+                  f"def trampoline(address, {names}):\n"
+                  f"    _call(address, {names})\n")
+        module = None
+        if settings.CACHE:
+            key = cache.key("trampoline", source, code_options=())
+            module = cache.load_module(f"trampoline_{key}",
+                                       source.replace("__cached__", "True"))
+        if module is None:
+            namespace = {}
+            exec(compile(source.replace("__cached__", "False"),
+                         f"<hapsira trampoline of {arity}>", "exec"), namespace)
+            _TRAMPOLINES[arity] = namespace["trampoline"]
+        else:
+            _TRAMPOLINES[arity] = module.trampoline
+    return _TRAMPOLINES[arity]
+
+
+def wrapper(role, function, argtypes, restype):
+    """``function`` compiled as the stub of ``role`` with these types: a result of the
+    stub's type as it is; a tuple of as many numbers, or a number for a float, converted
+    (the loop's arithmetic would have converted them); anything else is the user's
+    function returning what the loop cannot take, a typing error as in a kernel
+    compiled at once."""
+    from numba.core.errors import TypingError
+
+    arity = len(argtypes)
+    names = ", ".join(f"a{i}" for i in range(arity))
+    returned = _compiled(role, f"    return function({names})\n", names, function, argtypes)
+    found = returned.signature.return_type
+    if found == restype:
+        return returned
+    if isinstance(restype, types.BaseTuple) and isinstance(found, types.BaseTuple) \
+            and len(found) == len(restype) and all(isinstance(t, types.Number) for t in found):
+        items = "".join(f"float(r[{i}]), " for i in range(len(restype)))
+        body = f"    r = function({names})\n    return ({items})\n"
+    elif restype == types.none:
+        body = f"    function({names})\n"
+    elif restype == types.float64 and isinstance(found, types.Number):
+        body = f"    return float(function({names}))\n"
+    else:
+        raise TypingError(f"{role}: returns {found}, where the solver expects {restype}")
+    return _compiled(role, body, names, function, argtypes)
+
+
+def _compiled(role, body, names, function, argtypes):
+    from ._host import hjit
+
+    namespace = {"function": function}
+    exec(compile(f"def {role}_wrapper({names}):\n{body}", f"<hapsira {role} wrapper>", "exec"),
+         namespace)
+    compiled = hjit(namespace[f"{role}_wrapper"])
+    compiled.compile(tuple(argtypes))
+    return compiled.overloads[tuple(argtypes)]
+
+
+class Generic:
+    """A generic kernel's LLVM bitcode: ``entry`` its function's symbol, ``arguments``
+    its numba argument types; the stubs it calls are declared in the bitcode."""
+
+    def __init__(self, bitcode, entry, arguments):
+        self.bitcode = bitcode
+        self.entry = entry
+        self.arguments = tuple(arguments)
+
+    def module(self):
+        import llvmlite.binding as llvm
+        return llvm.parse_bitcode(self.bitcode)
+
+
+_GENERIC = {}
+
+
+def generic(key, make_kernel):
+    """The `Generic` of ``key``: from this process, the cache folder, or compiled
+    (``make_kernel()``: the generic `ObjectKernel`, compiled in memory)."""
+    with _LOCK:
+        if key in _GENERIC:
+            return _GENERIC[key]
+        name = f"{cache._PREFIX}generic_{key}"
+        found = _read_generic(name)
+        if found is None:
+            found = _compile_generic(make_kernel())
+            _write(name, {"entry": found.entry, "arguments": found.arguments},
+                   found.bitcode)
+        _GENERIC[key] = found
+        return found
+
+
+def _compile_generic(generic_kernel):
+    compiled = generic_kernel.compile()
+    signature = tuple(generic_kernel._signature())
+    compiled.compile(signature)
+    result = compiled.overloads[signature]
+    module = result.library._get_module_for_linking()
+    return Generic(module.as_bitcode(), result.fndesc.mangled_name, signature)
+
+
+def _paths(name):
+    folder = settings.CACHE_DIR
+    return os.path.join(folder, name + ".py"), os.path.join(folder, name + ".bin")
+
+
+def _write(name, meta, data):
+    """An entry of the cache folder: a small module recording ``meta`` beside a data
+    file (so that `cache.entries`, `prune` and `clear` count and remove both)."""
+    if not (settings.CACHE and cache.usable()):
+        return
+    module, blob = _paths(name)
+    try:
+        cache._write_atomically_bytes(blob, data)
+        text = ("# generated by hapsira_core; safe to delete\n"
+                f"META = {base64.b64encode(pickle.dumps(meta)).decode()!r}\n")
+        cache._write_atomically(module, text)
+    except OSError:
+        pass
+
+
+def _read(name):
+    """``(meta, data)`` of an entry, None where it is missing or unreadable (a damaged
+    entry is removed with a warning and rebuilt by the caller)."""
+    if not (settings.CACHE and cache.usable()):
+        return None
+    module, blob = _paths(name)
+    if not (os.path.exists(module) and os.path.exists(blob)):
+        return None
+    try:
+        with open(module) as source:
+            text = source.read()
+        meta = pickle.loads(base64.b64decode(text.split("META = ", 1)[1].strip().strip("'")))
+        with open(blob, "rb") as stored:
+            data = stored.read()
+        os.utime(module)
+        return meta, data
+    except Exception as error:
+        warnings.warn(f"hapsira cache: the entry {name} could not be read "
+                      f"({type(error).__name__}: {error}); rebuilding it", cache.CacheWarning,
+                      stacklevel=4)
+        cache.remove(name)
+        return None
+
+
+def _read_generic(name):
+    found = _read(name)
+    if found is None:
+        return None
+    meta, data = found
+    return Generic(data, meta["entry"], meta["arguments"])
+
+
+def join(generic_code, functions, entry):
+    """The library of ``generic_code`` joined to the user's ``functions``
+    (``{role: function}``): each stub the loop calls defined by the function's
+    `wrapper`, every function internal but ``entry`` (the kernel's, in numba's calling
+    convention), optimised as one module. Returns the finalised library."""
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+    from numba.core import registry
+    from numba.core.compiler_lock import global_compiler_lock
+
+    context = registry.cpu_target.target_context
+    module = generic_code.module()
+    bridges = ir.Module("hapsira_bridges")
+    bridges.triple = module.triple
+    linked = []
+    for declared in [f for f in module.functions if f.is_declaration
+                     and f.name.startswith(PREFIX)]:
+        role, argtypes, restype = _decode(declared.name)
+        if role not in functions:
+            raise KeyError(f"the generic kernel calls a {role!r} function; none was given")
+        result = wrapper(role, functions[role], argtypes, restype)
+        linked.append(result.library)
+        function_type = context.call_conv.get_function_type(restype, argtypes)
+        _forward(ir, bridges, function_type, declared.name, result.fndesc.mangled_name)
+    function_type = context.call_conv.get_function_type(
+        types.none, generic_code.arguments)
+    _forward(ir, bridges, function_type, entry, generic_code.entry)
+    # bridges first: a linked module's linkonce functions come in only where referenced
+    module.link_in(llvm.parse_assembly(str(bridges)))
+    for library in linked:
+        module.link_in(library._get_module_for_linking(), preserve=True)
+    for function in module.functions:
+        if not function.is_declaration and function.name != entry:
+            function.linkage = "internal"
+    for variable in module.global_variables:
+        if not variable.is_declaration and variable.linkage not in (
+                llvm.Linkage.internal, llvm.Linkage.private):
+            variable.linkage = "internal"
+    codegen = context.codegen()
+    library = codegen.create_library(entry)
+    library.enable_object_caching()
+    with global_compiler_lock:
+        library.add_llvm_module(module)
+        library.finalize()
+    return library
+
+
+def _forward(ir, module, function_type, name, target):
+    """Define ``name`` in ``module`` as a call of ``target`` (inlined away)."""
+    function = ir.Function(module, function_type, name)
+    function.attributes.add("alwaysinline")
+    callee = ir.Function(module, function_type, target)
+    builder = ir.IRBuilder(function.append_basic_block())
+    builder.ret(builder.call(callee, function.args))
+
+
+class JoinedKernel(kernel.ObjectKernel):
+    """An `ObjectKernel` whose compiled form is a generic kernel joined to the user's
+    functions (`join`): ``generic_key`` and ``make_generic()`` give the generic kernel
+    (an in-memory `ObjectKernel` built on stubs), ``functions`` the user's functions
+    by stub role. Same arguments, same numbers as the `ObjectKernel` of the same
+    body (``classic()``, which the JAX front's handler compiles)."""
+
+    def __init__(self, body, args, recipe, generic_key, make_generic, functions, classic):
+        super().__init__(body, args, recipe)
+        self.generic_key = generic_key
+        self.make_generic = make_generic
+        self.functions = dict(functions)
+        self._classic = classic
+        self._library = None
+
+    def classic(self):
+        return self._classic()
+
+    @property
+    def cache_name(self):
+        return None if self.recipe is None else f"{cache._PREFIX}joined_{self.recipe[0]}"
+
+    def on_disk(self):
+        if self._compiled is not None:
+            return True
+        if not settings.CACHE or self.recipe is None:
+            return False
+        return all(os.path.exists(p) for p in _paths(self.cache_name))
+
+    def compile(self):
+        with _LOCK:
+            if self._compiled is None:
+                self._compiled = self._build()
+        return self._compiled
+
+    def _build(self):
+        from numba.core import registry
+        from numba.core.runtime import nrt
+
+        context = registry.cpu_target.target_context
+        nrt.rtsys.initialize(context)  # the runtime's functions, which the code calls
+        codegen = context.codegen()
+        entry = (_ENTRY + (self.recipe[0] if self.recipe is not None
+                           else f"memory{next(_COUNT)}.{os.getpid()}"))
+        if entry in _JOINED:  # another kernel of the same recipe in this process
+            self._library = _JOINED[entry]
+            return self._library.get_pointer_to_function(entry), trampoline(len(self.args))
+        library = None
+        if self.recipe is not None:
+            found = _read(self.cache_name)
+            if found is not None:
+                try:
+                    library = codegen.unserialize_library(pickle.loads(found[1]))
+                except Exception as error:
+                    warnings.warn(f"hapsira cache: the entry {self.cache_name} could not be "
+                                  f"loaded ({type(error).__name__}: {error}); rebuilding it",
+                                  cache.CacheWarning, stacklevel=4)
+                    cache.remove(self.cache_name)
+                    library = None
+        if library is None:
+            generic_code = generic(self.generic_key, self.make_generic)
+            library = join(generic_code, self.functions, entry)
+            if self.recipe is not None:
+                _write(self.cache_name, {"entry": entry},
+                       pickle.dumps(library.serialize_using_object_code()))
+        address = library.get_pointer_to_function(entry)
+        if not address:
+            raise RuntimeError(f"hapsira: the joined kernel {entry} has no entry")
+        self._library = _JOINED[entry] = library  # its code must outlive the calls
+        return address, trampoline(len(self.args))
+
+    def _run(self, compiled, arrays):
+        address, call = compiled
+        call(address, *arrays)
+
+
+__all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "JoinedKernel",
+           "PREFIX"]

@@ -1,0 +1,196 @@
+"""A generic solve loop joined to each user function in LLVM (`hapsira_core.targets._join`,
+``HAPSIRA_JOIN``): the same numbers as the kernel compiled at once, the loop compiled once
+per form, a warm process loading the joined kernel, an edit never served stale.
+
+The cpu target joins; the others compile every kernel at once, which the last test checks.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from hapsira_core import settings
+from hapsira_core.ivp import Event, build, solve_ivp
+from hapsira_core.jit import hjit
+from hapsira_core.kernels.errors import CallbackCompileError
+from hapsira_core.targets import active as target
+
+JOINS = hasattr(target, "JoinedKernel")
+needs_join = pytest.mark.skipif(not JOINS, reason="only the cpu target joins kernels "
+                                "(test_only_the_cpu_target_joins checks the others)")
+
+
+@hjit
+def lorenz(t, y, p):
+    return (p[0] * (y[1] - y[0]), y[0] * (p[1] - y[2]) - y[1], y[0] * y[1] - p[2] * y[2])
+
+
+@hjit
+def crossing(t, y, p):
+    return y[0] - 5.0
+
+
+@hjit
+def pendulum_rows(t, y, p, dydt):
+    dydt[0] = y[1]
+    dydt[1] = -p[0] * np.sin(y[0])
+
+
+@hjit
+def decay_two(t, y, p):
+    return (-y[0], 1.0)  # two components for a one-component state
+
+
+def _run(join, monkeypatch, call):
+    """``call()`` with ``HAPSIRA_JOIN`` as given, its kernels built anew."""
+    monkeypatch.setattr(settings, "JOIN", join)
+    monkeypatch.setattr(build, "KERNELS", {})
+    result = call()
+    kinds = {type(k).__name__ for k in build.KERNELS.values()}
+    return result, kinds
+
+
+def _lorenz_call():
+    rng = np.random.default_rng(3)
+    y0 = rng.uniform(-15, 15, (40, 3))
+    y0[7] = np.nan  # a failing object
+    params = np.column_stack([rng.uniform(9, 11, 40), rng.uniform(20, 30, 40),
+                              np.full(40, 8 / 3)])
+    return solve_ivp(lorenz, (0.0, 4.0), y0, method="DOP853", t_eval=np.linspace(0, 4, 17),
+                     rtol=1e-9, atol=1e-9, params=params,
+                     events=[Event(crossing, direction=1)])
+
+
+def _pendulum_call():
+    rng = np.random.default_rng(5)
+    y0 = np.column_stack([rng.uniform(-2, 2, 25), rng.uniform(-1, 1, 25)])
+    return solve_ivp(pendulum_rows, (0.0, 10.0), y0, method="RK45", rtol=1e-8, atol=1e-10,
+                     params=rng.uniform(0.5, 2.0, (25, 1)), dense_output=True)
+
+
+@needs_join
+@pytest.mark.parametrize("call", [_lorenz_call, _pendulum_call], ids=["tuple-events", "array-dense"])
+def test_joined_kernels_give_the_numbers_of_kernels_compiled_at_once(monkeypatch, call):
+    classic, classic_kinds = _run("off", monkeypatch, call)
+    joined, joined_kinds = _run("on", monkeypatch, call)
+    assert "JoinedKernel" in joined_kinds and "JoinedKernel" not in classic_kinds
+    for field in ("y", "status", "nfev", "nsteps", "n_events"):
+        a, b = getattr(classic, field), getattr(joined, field)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
+    for a, b in zip(classic.t_events, joined.t_events):
+        assert a.tobytes() == b.tobytes()
+    assert (classic.status < 0).sum() == (call is _lorenz_call)  # the NaN object alone
+    assert (classic.status >= 0).sum() >= 24
+    if call is _pendulum_call:
+        times = np.linspace(0.3, 9.7, 11)
+        assert np.array_equal(classic.sol(times), joined.sol(times))
+        assert np.ptp(joined.y[:, 0, -1]) > 0.5  # varied objects, not one answer
+
+
+@needs_join
+def test_a_new_function_of_the_same_form_reuses_the_compiled_loop(monkeypatch):
+    from hapsira_core.targets import _join
+
+    monkeypatch.setattr(settings, "JOIN", "on")
+    y0 = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    first = solve_ivp(lorenz, (0.0, 1.0), y0, method="RK23", params=[10.0, 28.0, 8 / 3])
+
+    def refuse(generic_kernel):
+        raise AssertionError("the generic loop was compiled again")
+    monkeypatch.setattr(_join, "_compile_generic", refuse)
+
+    @hjit
+    def scaled(t, y, p):
+        return (2.0 * p[0] * (y[1] - y[0]), y[0] * (p[1] - y[2]) - y[1],
+                y[0] * y[1] - p[2] * y[2])
+
+    second = solve_ivp(scaled, (0.0, 1.0), y0, method="RK23", params=[5.0, 28.0, 8 / 3])
+    # 2 * 5 == 10: the same system, the same numbers, through a function of its own
+    assert second.y.tobytes() == first.y.tobytes()
+    assert np.all(first.status == 0) and np.ptp(first.y[:, 0, -1]) > 0.1
+
+
+@needs_join
+def test_a_function_returning_another_length_is_named(monkeypatch):
+    monkeypatch.setattr(settings, "JOIN", "on")
+    monkeypatch.setattr(settings, "DEBUG", False)
+    with pytest.raises(CallbackCompileError, match="decay_two"):
+        solve_ivp(decay_two, (0.0, 1.0), np.array([[1.0]]), method="RK45")
+
+
+SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    from hapsira_core.ivp import solve_ivp
+    from hapsira_core.targets import _join
+    from user_rhs import oscillator
+
+    joins = []
+    original = _join.join
+    _join.join = lambda *a, **k: joins.append(1) or original(*a, **k)
+    y0 = np.array([[1.0, 0.0], [0.5, 0.3], [2.0, -1.0]])
+    res = solve_ivp(oscillator, (0.0, 5.0), y0, method="RK23", rtol=1e-10, atol=1e-12,
+                    params=[[1.0], [2.0], [0.5]])
+    print(json.dumps({"y": res.y[:, :, -1].tolist(), "joined_here": len(joins)}))
+""")
+
+MODULE = textwrap.dedent("""
+    from hapsira_core.jit import hjit
+    import user_constants
+
+    @hjit
+    def oscillator(t, y, p):
+        return (y[1], -p[0] * y[0] - user_constants.DAMPING * y[1])
+""")
+
+
+def _expected(damping):
+    from scipy.integrate import solve_ivp as scipy_solve_ivp
+    return np.array([scipy_solve_ivp(lambda t, y: [y[1], -k * y[0] - damping * y[1]], (0.0, 5.0),
+                                     y0, method="RK23", rtol=1e-10, atol=1e-12).y[:, -1]
+                     for y0, k in (([1.0, 0.0], 1.0), ([0.5, 0.3], 2.0), ([2.0, -1.0], 0.5))])
+
+
+@needs_join
+def test_warm_processes_load_the_joined_kernel_and_an_edit_is_never_stale(tmp_path):
+    (tmp_path / "user_rhs.py").write_text(MODULE)
+    (tmp_path / "run.py").write_text(SCRIPT)
+    env = dict(os.environ, HAPSIRA_JOIN="1", HAPSIRA_CACHE="1",
+               HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+
+    def run(damping):
+        (tmp_path / "user_constants.py").write_text(f"DAMPING = {damping!r}\n")
+        done = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold, warm = run(0.1), run(0.1)
+    assert cold["joined_here"] == 1 and warm["joined_here"] == 0
+    assert cold["y"] == warm["y"]
+    np.testing.assert_allclose(cold["y"], _expected(0.1), rtol=1e-7, atol=1e-9)
+    edited = run(0.4)  # a constant the function reads from another module
+    assert edited["joined_here"] == 1
+    np.testing.assert_allclose(edited["y"], _expected(0.4), rtol=1e-7, atol=1e-9)
+    # a damaged entry is rebuilt, with the right numbers
+    for name in os.listdir(tmp_path / "cache"):
+        if name.startswith("hapsira_kernel_joined_") and name.endswith(".bin"):
+            (tmp_path / "cache" / name).write_bytes(b"not an object")
+    damaged = run(0.4)
+    assert damaged["joined_here"] == 1 and damaged["y"] == edited["y"]
+
+
+def test_only_the_cpu_target_joins():
+    assert JOINS == (settings.TARGET == "cpu")
+    spec = build.KernelSpec("DOP853", 3, lorenz)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(settings, "JOIN", "on")
+        # the kernels other targets run are compiled at once, whatever the setting
+        assert spec.joins() == JOINS
+        assert not build.KernelSpec("Radau", 3, lorenz).joins()
