@@ -106,8 +106,8 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
     Parameters
     ----------
     folder : str or path
-        An existing folder that files can be written in (checked first). Files are named ``CDM_<object 1>_<object 2>_<TCA>`` plus
-        the format's suffix (`FORMATS`).
+        An existing folder that files can be written in (checked first). Files are
+        named ``CDM_<object 1>_<object 2>_<TCA>`` plus the format's suffix (`FORMATS`).
     enc : Encounters
         `hapsira_cowell.propagation.encounters.encounters`' result (km, km/s).
     epoch : astropy Time
