@@ -139,12 +139,13 @@ def nbytes(shapes):
     return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in shapes.values())
 
 
-def check(shapes, n_objects, n_times, what=None):
+def check(shapes, n_objects, n_times, what=None, way_out=None):
     """Refuse (`OutputTooLargeError`) arrays ``{name: (shape, dtype)}`` over the limit.
 
     ``n_objects``, ``n_times``: told in the message, with the size and the way
     out (Dask arrays in, Zarr out); ``what``: the outputs' description instead
-    (step records: ``"N objects x S steps (...)"``).
+    (step records: ``"N objects x S steps (...)"``); ``way_out``: the way out
+    instead, for arrays that are not a propagation's.
     """
     needed = nbytes(shapes)
     if LIMIT is None and not os.environ.get(ENV, "").strip():
@@ -155,9 +156,11 @@ def check(shapes, n_objects, n_times, what=None):
         return
     if what is None:
         what = f"{n_objects} objects x {n_times} output times"
+    if way_out is None:
+        way_out = ("Pass the initial states as Dask arrays chunked along the object axis and "
+                   "write the result to Zarr chunk by chunk (res.to_zarr(path)), see "
+                   "docs/dask.md; or propagate fewer objects or output times per call")
     raise OutputTooLargeError(
         f"the outputs of {what} need "
         f"{format_bytes(needed)}, more than the {format_bytes(allowed)} allowed ({source}); "
-        "nothing was allocated. Pass the initial states as Dask arrays chunked along the "
-        "object axis and write the result to Zarr chunk by chunk (res.to_zarr(path)), "
-        "see docs/dask.md; or propagate fewer objects or output times per call")
+        f"nothing was allocated. {way_out}")

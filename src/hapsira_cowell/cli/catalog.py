@@ -99,16 +99,13 @@ _CSV_OPTIONAL = ("c_d", "area_to_mass")
 def _sniff(path):
     """'csv' or 'tle' from the first meaningful line of the file."""
     try:
-        with open(path, encoding="utf-8-sig") as source:
+        with open(path, encoding="utf-8-sig", errors="replace") as source:
             for line in source:
                 stripped = line.strip()
                 if not stripped or stripped.startswith("#"):
                     continue
                 fields = {f.strip().lower() for f in stripped.split(",")}
                 return "csv" if fields & set(_CSV_REQUIRED) else "tle"
-    except UnicodeDecodeError:
-        raise UsageError(f"catalog {os.fspath(path)!r}: not a text file (expected a TLE "
-                         "catalog or a CSV of state vectors)") from None
     except OSError as error:
         raise UsageError(f"catalog {os.fspath(path)!r}: cannot read it: "
                          f"{error.strerror or error}") from None
@@ -118,7 +115,9 @@ def _sniff(path):
 def _read_csv(path, epoch):
     label = os.path.basename(os.fspath(path))
     names, states, c_d, area_to_mass = [], [], [], []
-    with open(path, encoding="utf-8-sig", newline="") as source:
+    # as `hapsira_cowell.inputs.tle` reads a TLE catalog: bytes that are not UTF-8 (a
+    # Latin-1 name) become U+FFFD, where they would refuse the whole file
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as source:
         rows = csv.reader(line for line in source
                           if line.strip() and not line.lstrip().startswith("#"))
         header = [h.strip().lower() for h in next(rows)]

@@ -139,8 +139,17 @@ def _check_epoch_day(line):
 
 def _kind(line):
     """'1' or '2' for what looks like that TLE line, '?' for a long line that is
-    neither (a TLE line mangled at its start), 'name' for anything else."""
-    if line[:2] in ("1 ", "2 "):
+    neither (a TLE line mangled at its start), 'name' for anything else.
+
+    A TLE line starts with its number and a blank, then the catalog number
+    (columns 3-7) and, on line 1, the classification letter (on line 2 a
+    blank): a name line may start ``1 `` or ``2 `` too (``1 KUZ DEB``). A long
+    line (60 characters or more, where a name has 24) with such a start is
+    taken as a TLE line whatever else it holds, so that its faults are reported.
+    """
+    if line[:2] in ("1 ", "2 ") and (len(line) >= 60 or (
+            len(line) >= 8 and _SATNUM.fullmatch(line[2:7].lstrip())
+            and (line[7] == " " if line[0] == "2" else "A" <= line[7] <= "Z"))):
         return line[0]
     return "?" if len(line) >= 60 else "name"
 

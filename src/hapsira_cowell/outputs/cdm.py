@@ -20,6 +20,7 @@ precession of TEME, is the same for position and velocity).
 import datetime
 import os
 import re
+import tempfile
 
 import numpy as np
 
@@ -84,6 +85,18 @@ def _covariance(cdm, common, P):
     return cdm.CdmCovarianceMatrixType(**entries)
 
 
+def _probe(folder):
+    """ValueError unless a file can be made in ``folder`` (``os.access`` says yes to root
+    for /proc and on a read-only file system): before the work, not at its first file."""
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".hapsira-cowell-probe-", dir=folder)
+    except OSError as error:
+        raise ValueError(f"folder: cannot write in {os.fspath(folder)!r}: "
+                         f"{error.strerror or error}") from None
+    os.close(handle)
+    os.remove(probe)
+
+
 def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, frame="TEME",
                screen=None, threshold=None, originator="HAPSIRA-COWELL",
                covariance_method="DEFAULT", gravity_model="EARTH J2 (TWO-BODY + J2)",
@@ -93,14 +106,15 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
     Parameters
     ----------
     folder : str or path
-        An existing folder. Files are named ``CDM_<object 1>_<object 2>_<TCA>`` plus
-        the format's suffix (`FORMATS`).
+        An existing folder that files can be written in (checked first). Files are
+        named ``CDM_<object 1>_<object 2>_<TCA>`` plus the format's suffix (`FORMATS`).
     enc : Encounters
         `hapsira_cowell.propagation.encounters.encounters`' result (km, km/s).
     epoch : astropy Time
         The time of ``t0``, the zero of ``enc.tca``'s axis.
     names : sequence of str
-        Each object's name (indexed by ``enc.i``, ``enc.j``).
+        Each object's name (indexed by ``enc.i``, ``enc.j``: one for every object up to
+        the highest index).
     designators, numbers : sequence of str, optional
         Each object's international designator (``1997-051C``) and catalogue number
         (``OBJECT_DESIGNATOR``, e.g. a NORAD number); default: unknown / the index.
@@ -127,6 +141,7 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
                          f"states in one of {sorted(FRAMES)}, got {frame!r}")
     if not os.path.isdir(folder):
         raise ValueError(f"folder: {folder!r} is not an existing folder")
+    _probe(folder)
     method = str(covariance_method).upper()
     if method not in ("CALCULATED", "DEFAULT"):
         raise ValueError(f"covariance_method: expected CALCULATED or DEFAULT, got "
@@ -143,6 +158,10 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
         raise ValueError(f"designators, numbers: expected one per name ({n_objects})")
     if len(enc) == 0:
         return []
+    needed = int(max(np.max(enc.i), np.max(enc.j))) + 1
+    if n_objects < needed:
+        raise ValueError(f"names: expected one name per object of enc (indexed by enc.i and "
+                         f"enc.j, up to {needed - 1}): {needed} needed, {n_objects} given")
     bad = np.flatnonzero((enc.status != 0).any(axis=1))
     if bad.size:
         raise ValueError(f"enc: the objects of approach {bad[0]} did not reach its TCA "

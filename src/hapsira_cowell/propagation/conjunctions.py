@@ -913,7 +913,7 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         approach is found whatever dt is (the bounds are rigorous under the
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
-        Windows screened at once: bounds memory, about 150 bytes of host memory per
+        Windows screened at once (at least 1): bounds memory, about 150 bytes of host memory per
         object and window on the host targets (samples 48, the broad phase's
         per-window arrays 76, beside the solver's own) and on cuda 160 bytes of GPU
         memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
@@ -965,9 +965,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     windows = max(1, math.ceil(span / dt - 1e-9))
     times = np.linspace(0.0, span, windows + 1)
     dt = span / windows
-    if chunk is None:
-        chunk = default_chunk(n)
-    chunk = max(1, min(int(chunk), MAX_ITEMS // n))
+    chunk = default_chunk(n) if chunk is None else checks.integer(chunk, "chunk", 1)
+    chunk = max(1, min(chunk, MAX_ITEMS // n))
     out = [], [], [], [], []
     pending = [], [], [], [], [], []  # candidates of chunks not refined yet
     stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,

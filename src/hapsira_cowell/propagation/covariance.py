@@ -14,6 +14,7 @@ returns ``P(t)`` in the unit ``P0`` came in.
 import numpy as np
 from astropy import units as u
 
+from hapsira_core import memory
 from hapsira_core.ivp import checks
 
 from ..units import is_quantity, to_value
@@ -131,7 +132,8 @@ def sample(r0, v0, P0, clones, seed=None):
     P0 : array_like or Quantity, (6, 6) or (N, 6, 6)
         Their covariance (see the module's units); a singular one is fine.
     clones : int
-        Draws per object, at least 2.
+        Draws per object, at least 2. Clones that would not fit in memory are refused
+        (`hapsira_core.memory.OutputTooLargeError`) before anything is drawn.
     seed : int, numpy Generator or None
         For ``numpy.random.default_rng``.
 
@@ -149,6 +151,13 @@ def sample(r0, v0, P0, clones, seed=None):
     n = r0.shape[0]
     clones = checks.integer(clones, "clones", 2)
     values = covariances_in_km(P0, n)
+    # three (N, clones, 6) arrays live at once: the draws, the states, and the states'
+    # offsets from the mean (then r and v)
+    rows = (n, clones, 6)
+    memory.check({"draws": (rows, np.float64), "states": (rows, np.float64),
+                  "offsets, r and v": (rows, np.float64)}, n, None,
+                 what=f"{n} objects x {clones} clones",
+                 way_out="Ask for fewer clones (clones) or fewer objects per call")
     # P0 = V diag(w) V^T: x = mean + V sqrt(w) z (a semidefinite P0 has no Cholesky factor)
     w, V = np.linalg.eigh(values)
     factor = V * np.sqrt(np.clip(w, 0.0, None))[:, None, :]

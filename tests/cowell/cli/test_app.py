@@ -214,6 +214,27 @@ def test_number_options_name_the_bound(option, good, bad):
         assert option in message and expected in message and repr(text) in message
 
 
+def test_a_catalog_is_read_as_the_library_reads_it(tmp_path):
+    """A name line with a byte that is not UTF-8 (Latin-1) and starting ``1 `` costs
+    nothing: the catalog is read as `from_tle` reads it (it used to be refused whole, as
+    not a text file), and the name is a name, not a TLE line 1; a CSV's name too."""
+    from hapsira_cowell.cli.catalog import read_catalog
+    from hapsira_cowell.inputs.tle import from_tle
+
+    lines = (DATA_DIR / "cosmos-1408-debris.tle").read_text().splitlines()[:6]
+    path = tmp_path / "latin1.tle"
+    path.write_bytes(("\n".join(lines[:3]) + "\n").encode("ascii") + b"1 KUZ DEB \xb2\n"
+                     + ("\n".join(lines[4:6]) + "\n").encode("ascii"))
+    catalog = read_catalog(path)
+    assert catalog.names == ["COSMOS 1408 DEB", "1 KUZ DEB \ufffd"] == from_tle(path).names
+    assert list(catalog.numbers) == ["49527", "49537"] and catalog.initial_ok.all()
+    assert not any("skipped" in note for note in catalog.notes)
+    states = tmp_path / "latin1.csv"
+    states.write_bytes(b"name,x,y,z,vx,vy,vz\nD\xe9bris,7000.0,0.0,0.0,0.0,7.546,0.0\n")
+    catalog = read_catalog(states)
+    assert catalog.names == ["D\ufffdbris"] and catalog.r0.tolist() == [[7000.0, 0.0, 0.0]]
+
+
 def _fake_chunks():
     """Two chunks of a (3 objects, 2 times) result: what the writers receive."""
     from types import SimpleNamespace

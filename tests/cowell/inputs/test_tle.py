@@ -434,6 +434,26 @@ def test_bytes_that_are_not_utf8_skip_their_entry(tmp_path):
     assert "U+FFFD" in cat.errors[0][1]
 
 
+def test_names_that_start_like_a_tle_line_are_names(tmp_path):
+    """``1 KUZ DEB`` is a name: a TLE line is told by its number, a blank and the catalog
+    number (line 1: then the classification letter), not by its first two characters."""
+    lines = lines_of("cosmos-1408")
+    renamed = edited(edited(lines, 3, "1 KUZ DEB"), 6, "2 DEB")
+    cat = from_tle(renamed)
+    good = from_tle(lines)
+    assert cat.errors == [] and len(cat) == 10
+    assert cat.names[:4] == ["COSMOS 1408 DEB", "1 KUZ DEB", "2 DEB", "COSMOS 1408 DEB"]
+    np.testing.assert_array_equal(cat.satnums, good.satnums)
+    np.testing.assert_array_equal(cat.r, good.r)
+    # a byte that is not UTF-8 in such a name (Latin-1 superscript two): read, as U+FFFD
+    path = tmp_path / "latin1-name.tle"
+    path.write_bytes(("\n".join(renamed[:3]) + "\n").encode("ascii") + b"1 KUZ DEB \xb2\n"
+                     + ("\n".join(renamed[4:6]) + "\n").encode("ascii"))
+    cat = from_tle(path)
+    assert cat.errors == [] and cat.names == ["COSMOS 1408 DEB", "1 KUZ DEB \ufffd"]
+    np.testing.assert_array_equal(cat.r, good.r[:2])
+
+
 def test_non_ascii_names_are_kept():
     lines = lines_of("cosmos-1408")
     cat = from_tle(edited(lines, 0, "COSMOS 1408 DEB \u00b2 \u00e9"))

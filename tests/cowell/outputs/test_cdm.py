@@ -9,8 +9,10 @@ import pytest
 from astropy import units as u
 from astropy.time import Time
 
-from hapsira_cowell.outputs.cdm import read_cdm, write_cdms
-from hapsira_cowell.propagation.encounters import Encounters
+pytest.importorskip("ccsds_ndm", reason="the cdm extra (ccsds-ndm) is not installed")
+
+from hapsira_cowell.outputs.cdm import read_cdm, write_cdms  # noqa: E402
+from hapsira_cowell.propagation.encounters import Encounters  # noqa: E402
 
 EPOCH = Time("2025-02-15T15:29:14.293248", scale="utc")
 AXES = ("r", "t", "n", "rdot", "tdot", "ndot")
@@ -113,6 +115,15 @@ def test_teme_states_are_rotated_to_gcrf(tmp_path):
         assert read_cdm(path).body.segment[0].metadata.object_designator == str(enc.i[row])
 
 
+def test_a_folder_that_cannot_be_written_is_refused_first():
+    """/proc: os.access says yes to root there; the approaches were rotated and built, and
+    the first file's OSError came at the end."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    with pytest.raises(ValueError, match=r"^folder: cannot write in '/proc': "):
+        write_cdms("/proc", synthetic(), EPOCH, NAMES, frame="TEME")
+
+
 def test_bad_arguments_are_named(tmp_path):
     enc = synthetic()
     with pytest.raises(ValueError, match="frame: a CDM's states are in EME2000, GCRF or ITRF"):
@@ -127,6 +138,11 @@ def test_bad_arguments_are_named(tmp_path):
         write_cdms(tmp_path, enc, EPOCH, ["A", "B\nCOMMENT = injected", "C"])
     with pytest.raises(ValueError, match="designators, numbers: expected one per name"):
         write_cdms(tmp_path, enc, EPOCH, NAMES, numbers=["1"])
+    # objects 0 to 2 need three names: an IndexError at the second approach once
+    with pytest.raises(ValueError, match=r"^names: expected one name per object of enc "
+                                         r"\(indexed by enc.i and enc.j, up to 2\): 3 needed, "
+                                         r"2 given$"):
+        write_cdms(tmp_path, enc, EPOCH, NAMES[:2])
     enc.status[1, 0] = -3
     with pytest.raises(ValueError, match=r"enc: the objects of approach 1 did not reach"):
         write_cdms(tmp_path, enc, EPOCH, NAMES)

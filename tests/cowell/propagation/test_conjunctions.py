@@ -606,6 +606,10 @@ def test_table_columns_csv_and_errors(tmp_path):
         screen(k, r[0], v[0], (0.0, 10.0), 1.0)
     with pytest.raises(ValueError, match="threshold"):
         screen(k, r, v, (0.0, 10.0), 1.0 * u.s)
+    for chunk in (0, -1, 2.5, True):  # windows per chunk: a count, refused before any work
+        with pytest.raises(ValueError, match=f"chunk: expected an integer from 1 to .*, "
+                                             f"got {chunk!r}"):
+            screen(k, r, v, (0.0, 10.0), 1.0, chunk=chunk)
 
 
 # --- the broad phase as it was, one kernel object per window: the reference of the two

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from astropy import units as u
 
-from hapsira_core import settings
+from hapsira_core import memory, settings
 from hapsira_cowell import cowell
 from hapsira_cowell.covariance import propagate, sample, sample_covariance
 
@@ -100,6 +100,21 @@ def test_sample_is_seeded_object_major_and_takes_quantities():
     np.testing.assert_array_equal(v1, np.broadcast_to(V0[0], (4, 3)))
 
 
+def test_clones_too_many_for_memory_are_refused_before_drawing(monkeypatch):
+    """10**9 clones of 2 objects are 3 arrays of 96 GB: numpy's MemoryError (or the
+    process killed) once, the size check's error naming them now."""
+    monkeypatch.setattr(memory, "LIMIT", 8e9)
+    with pytest.raises(memory.OutputTooLargeError,
+                       match=r"^the outputs of 2 objects x 1000000000 clones need 288 GB, more "
+                             r"than the 8 GB allowed \(hapsira_core.memory.LIMIT\); nothing was "
+                             r"allocated. Ask for fewer clones \(clones\)"):
+        sample(R0, V0, P0, 10 ** 9)
+    monkeypatch.setattr(memory, "LIMIT", 3 * 2 * 1000 * 6 * 8)  # 1000 clones: just fits
+    assert sample(R0, V0, P0, 1000, seed=3)[0].shape == (2000, 3)
+    with pytest.raises(memory.OutputTooLargeError, match="2 objects x 1100 clones need 317 kB"):
+        sample(R0, V0, P0, 1100, seed=3)
+
+
 @pytest.mark.parametrize("bad, message", [
     (np.eye(5), r"P0: expected shape \(6, 6\) or \(N, 6, 6\)"),
     (np.stack([P0] * 3), r"P0: expected one matrix per object \(2\), got 3"),
@@ -117,8 +132,10 @@ def test_bad_covariances_are_named(res, bad, message):
 def test_bad_arguments_are_named(res):
     with pytest.raises(ValueError, match="res: has no state transition matrices"):
         propagate(cowell(K, R0, V0, TOFS), P0)
-    with pytest.raises(ValueError, match="clones: expected an integer from 2"):
-        sample(R0, V0, P0, 1)
+    for clones in (1, 0, -5, 2.0, True):
+        with pytest.raises(ValueError, match=f"clones: expected an integer from 2 to .*, got "
+                                             f"{clones!r}"):
+            sample(R0, V0, P0, clones)
     with pytest.raises(ValueError, match=r"P0: expected one matrix per object \(2\)"):
         sample(R0, V0, np.stack([P0] * 3), 4)
     with pytest.raises(ValueError, match="clones: 7 states are not a whole number"):
