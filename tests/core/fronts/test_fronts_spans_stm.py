@@ -148,6 +148,20 @@ def test_jax_bad_per_object_times_name_the_argument(jax_solve):
         jax_solve_ivp(lotka, (t0[:3], tf[:3]), y0, params=params, **TOL)
     with pytest.raises(TypeError, match=r"^stm: expected True or False"):
         jax_solve_ivp(lotka, (0.0, 1.0), y0, params=params, stm=1, **TOL)
+    for times, match in repeated_times():
+        with pytest.raises(ValueError, match=match):
+            jax_solve_ivp(lotka, (t0, tf), y0, t_eval=times, params=params, **TOL)
+
+
+def repeated_times():
+    """Output times with a time repeated, which scipy refuses ("not properly sorted"), and
+    the message each front refuses them with: one object's row (object 1 runs backward)
+    and times shared by all objects."""
+    _, _, t0, tf, rows = problem()
+    rows[1, :2] = [0.5, 0.5]
+    shared = np.array([1.0, 1.0])  # inside every object's span, 1.0 twice
+    return [(rows, r"^t_eval: .*sorted .*, none repeated .*\(object 1"),
+            (shared, r"^t_eval: .*sorted .*, none repeated .*\(object 0")]
 
 
 # ------------------------------------------------------------------------ Dask
@@ -158,6 +172,14 @@ def da():
     import dask.array as da
     with dask.config.set(scheduler="synchronous"):
         yield da
+
+
+def test_dask_repeated_output_times_are_refused(da):
+    y0, params, t0, tf, _ = problem()
+    for times, match in repeated_times():
+        with pytest.raises(ValueError, match=match):
+            solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=times,
+                      params=params, **TOL)
 
 
 @pytest.mark.parametrize("stm", [False, True])
