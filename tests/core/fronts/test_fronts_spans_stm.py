@@ -4,6 +4,7 @@ for bit (the same kernels)."""
 
 import numpy as np
 import pytest
+from extras import need
 
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.jit import hjit
@@ -101,7 +102,7 @@ def test_stm_at_an_event_is_the_matrix_at_that_time():
 
 @pytest.fixture
 def jax_solve(monkeypatch):
-    jax = pytest.importorskip("jax")
+    jax = need("jax")
     jax.config.update("jax_enable_x64", True)
     from . import test_jax  # its launcher under the CUDA simulator
     if test_jax.SIM:
@@ -168,7 +169,7 @@ def repeated_times():
 
 @pytest.fixture
 def da():
-    dask = pytest.importorskip("dask")
+    dask = need("dask")
     import dask.array as da
     with dask.config.set(scheduler="synchronous"):
         yield da
@@ -201,7 +202,7 @@ def test_dask_per_object_times_and_stm_equal_numpy(da, stm):
 
 
 def test_dask_stm_to_zarr(da, tmp_path):
-    pytest.importorskip("zarr")
+    need("zarr")
     y0, params, t0, tf, rows = problem()
     want = numpy_reference(True)
     lazy = solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=rows,

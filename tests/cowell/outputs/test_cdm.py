@@ -6,11 +6,14 @@ import os
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from astropy.time import Time
 
 from hapsira_cowell.outputs.cdm import read_cdm, write_cdms
 from hapsira_cowell.propagation.encounters import Encounters
+
+need("ccsds_ndm")  # in the test extra: never skipped in CI
 
 EPOCH = Time("2025-02-15T15:29:14.293248", scale="utc")
 AXES = ("r", "t", "n", "rdot", "tdot", "ndot")

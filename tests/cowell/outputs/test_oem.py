@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from astropy.time import Time
 
@@ -18,7 +19,7 @@ from hapsira_cowell.cli.writers import open_writer
 from hapsira_cowell.outputs.oem import OemWriter, read_oem, write_oem
 from reference import K_EARTH, R_EARTH
 
-oem = pytest.importorskip("oem")  # in the test extra: never skipped in CI
+oem = need("oem")  # in the test extra: never skipped in CI
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 EPOCH = Time("2025-03-01T06:30:12.345678912", scale="utc")
