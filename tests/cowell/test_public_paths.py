@@ -3,6 +3,7 @@
 import importlib
 
 import pytest
+from extras import need
 
 import hapsira_cowell
 
@@ -25,7 +26,7 @@ def test_documented_paths_re_export_the_same_objects(documented, module):
     """``module``: the module(s), separated by spaces, whose public names the documented
     path re-exports."""
     if documented.endswith(("jax", "dask")):
-        pytest.importorskip(documented.rsplit(".", 1)[1])
+        need(documented.rsplit(".", 1)[1])
     documented = importlib.import_module(documented)
     modules = [importlib.import_module(m) for m in module.split()]
     sources = {name: m for m in modules for name in m.__all__}

@@ -12,7 +12,10 @@ Three kinds of block, told apart by their first line or their shape:
   reader pastes them, in a temporary folder holding links to the debris catalogs
   of ``HAPSIRA_TEST_DATA`` (never the repository); each must hold an ``assert``.
   ``# host only: <reason>`` blocks (thousands of objects) are not run under the
-  CUDA simulator; they run on cpu and parallel.
+  CUDA simulator; they run on cpu and parallel. A block that needs an optional
+  extra (it imports jax, dask, oem..., or calls a writer of one: `NEEDS`) where
+  the extra is not installed ends the page's run there, skipped naming the extra
+  (the blocks after it may use its names).
 """
 
 import ast
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import EXTRAS, installed, reason
 from reference import DATA_DIR
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -34,6 +38,9 @@ MAX_NOT_RUN = 10
 #: Where signature blocks' names are looked up, first match wins.
 MODULES = ["hapsira_cowell", "hapsira_cowell.events", "hapsira_cowell.perturbations",
            "hapsira_core.ivp", "hapsira_cowell.conjunctions"]
+#: Names of the library whose use needs an extra's package, besides imports of it.
+NEEDS = {"write_oem": "oem", "read_oem": "oem", "write_cdms": "ccsds_ndm",
+         "read_cdm": "ccsds_ndm", "to_zarr": "zarr"}
 
 
 def _blocks():
@@ -88,6 +95,21 @@ def _kind(source):
     if HOST_ONLY.match(first):
         return "host only"
     return "run"
+
+
+def _missing_extras(tree):
+    """The extras a block needs (its imports of `EXTRAS`' packages, at any level of a
+    dotted name: ``hapsira_cowell.jax`` needs jax; its uses of `NEEDS`) that are not
+    installed."""
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(part for alias in node.names for part in alias.name.split("."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.update(node.module.split(".") + [alias.name for alias in node.names])
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            modules.add(NEEDS.get(getattr(node, "id", None) or node.attr))
+    return sorted({EXTRAS[m] for m in modules if m in EXTRAS and not installed(m)})
 
 
 def _resolve(name):
@@ -177,6 +199,10 @@ def test_page_examples_run(page, simulated, tmp_path, monkeypatch, capsys):
         tree = ast.parse(source)
         assert (any(isinstance(node, ast.Assert) for node in ast.walk(tree))
                 or not _computes(tree)), f"docs/{page}:{line}: it computes, so it asserts"
+        missing = _missing_extras(tree)
+        if missing:
+            pytest.skip(f"docs/{page}:{line} and after ({ran} blocks ran): "
+                        + "; ".join(reason(extra) for extra in missing))
         filename = f"docs/{page}:{line}"
         # readable by inspect.getsource, as a reader's file or notebook cell is (source
         # transformations: shared reciprocals, guarded reads, automatic Jacobians)

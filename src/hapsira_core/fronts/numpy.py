@@ -49,7 +49,7 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         control, first step and dense output.
     t_eval : array_like, (M,) or (N, M), or "steps", optional
         Output times within ``t_span``, sorted in the direction of
-        integration; default ``[tf]`` (with per-object spans, each object's
+        integration, none repeated (as scipy); default ``[tf]`` (with per-object spans, each object's
         own ``tf``: ``t`` of shape ``(N, 1)``). ``"steps"``: every accepted
         step, as scipy's ``t_eval=None`` gives them (``res[i].t``, ``res[i].y``
         the object's t0, each step's end and a terminal event's time last;
@@ -57,9 +57,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         of any object). Not the default: a million objects' steps rarely fit in
         memory. The kernel runs twice (a first pass counts the steps, then the
         size is checked against the memory limit: `hapsira_core.ivp.dense`). ``(N, M)``: one row per object,
-        within its own span and sorted in its own direction; a row shorter
-        than M is padded with trailing NaN (its states there are NaN, and
-        ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
+        within its own span and sorted in its own direction, none repeated; a
+        row shorter than M is padded with trailing NaN (its states there are
+        NaN, and ``res[i]`` leaves them out). Then ``res.t`` is ``(N, M)``.
     rtol, atol : float or (n,)
         Tolerances as in scipy (rtol below 100 eps is raised to it, with a
         warning).

@@ -371,10 +371,10 @@ def unbounded_end(tf, events, times=None):
 def output_times(t_eval, t0, tf, n_objects):
     """``t_eval`` checked against the spans (`time_spans`): ``(M,)`` for all objects,
     or ``(N, M)``, one row per object: each row's times inside its object's span,
-    sorted in its direction (ties allowed), trailing NaN padding allowed (no output
-    there). Errors name the argument and the first object at fault. None:
-    the end of each span, ``[tf]`` or ``(N, 1)`` (an infinite tf is refused there
-    later, by `unbounded_end`, once the events are known)."""
+    sorted in its direction with no time repeated (scipy refuses a repeated time too),
+    trailing NaN padding allowed (no output there). Errors name the argument and the
+    first object at fault. None: the end of each span, ``[tf]`` or ``(N, 1)`` (an
+    infinite tf is refused there later, by `unbounded_end`, once the events are known)."""
     per_object_span = np.ndim(t0) == 1
     if t_eval is None:
         return tf[:, None].copy() if per_object_span else np.array([tf])
@@ -386,10 +386,10 @@ def output_times(t_eval, t0, tf, n_objects):
             low, high = min(t0, tf), max(t0, tf)
             if not np.all(np.isfinite(times)) or times.min() < low or times.max() > high:
                 raise ValueError(f"t_eval: expected times within t_span [{t0}, {tf}]")
-            direction = 1.0 if tf >= t0 else -1.0
-            if np.any(direction * np.diff(times) < 0):
+            # scipy's test: t0 == tf has no direction (every time is t0 there)
+            if tf != t0 and np.any(np.sign(tf - t0) * np.diff(times) <= 0):
                 raise ValueError("t_eval: expected times sorted in the direction of "
-                                 "integration")
+                                 "integration, none repeated (as scipy's solve_ivp)")
             return times
         if not np.all(np.isfinite(times)):
             raise ValueError("t_eval: expected finite times (NaN padding is for (N, M) rows)")
@@ -418,9 +418,10 @@ def output_times(t_eval, t0, tf, n_objects):
     with np.errstate(invalid="ignore"):
         refuse(((rows < low) | (rows > high)).any(axis=1),
                "expected each object's times within its own t_span")
-        direction = np.where(tfs >= t0s, 1.0, -1.0)[:, None]
-        refuse((direction * np.diff(rows, axis=1) < 0).any(axis=1),
-               "expected each row sorted in its object's direction of integration")
+        direction = np.sign(tfs - t0s)[:, None]
+        refuse(((direction * np.diff(rows, axis=1) <= 0) & (direction != 0)).any(axis=1),
+               "expected each row sorted in its object's direction of integration, "
+               "none repeated (as scipy's solve_ivp)")
     return times
 
 

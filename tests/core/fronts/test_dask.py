@@ -15,10 +15,11 @@ import os
 
 import numpy as np
 import pytest
+from extras import need
 
-dask = pytest.importorskip("dask")
-distributed = pytest.importorskip("distributed")
-zarr = pytest.importorskip("zarr")
+dask = need("dask")
+distributed = need("distributed")
+zarr = need("zarr")
 
 import dask.array as da  # noqa: E402
 

@@ -7,9 +7,10 @@ Functions are defined at module level: Dask workers import them from this module
 
 import numpy as np
 import pytest
+from extras import need
 
-jax = pytest.importorskip("jax")
-da = pytest.importorskip("dask.array")
+jax = need("jax")
+da = need("dask.array")
 
 import hapsira_core.fronts.jax as fronts_jax  # noqa: E402
 import hapsira_core.jax as hcj  # noqa: E402

@@ -4,6 +4,7 @@ for bit (the same kernels)."""
 
 import numpy as np
 import pytest
+from extras import need
 
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.jit import hjit
@@ -101,7 +102,7 @@ def test_stm_at_an_event_is_the_matrix_at_that_time():
 
 @pytest.fixture
 def jax_solve(monkeypatch):
-    jax = pytest.importorskip("jax")
+    jax = need("jax")
     jax.config.update("jax_enable_x64", True)
     from . import test_jax  # its launcher under the CUDA simulator
     if test_jax.SIM:
@@ -148,16 +149,38 @@ def test_jax_bad_per_object_times_name_the_argument(jax_solve):
         jax_solve_ivp(lotka, (t0[:3], tf[:3]), y0, params=params, **TOL)
     with pytest.raises(TypeError, match=r"^stm: expected True or False"):
         jax_solve_ivp(lotka, (0.0, 1.0), y0, params=params, stm=1, **TOL)
+    for times, match in repeated_times():
+        with pytest.raises(ValueError, match=match):
+            jax_solve_ivp(lotka, (t0, tf), y0, t_eval=times, params=params, **TOL)
+
+
+def repeated_times():
+    """Output times with a time repeated, which scipy refuses ("not properly sorted"), and
+    the message each front refuses them with: one object's row (object 1 runs backward)
+    and times shared by all objects."""
+    _, _, t0, tf, rows = problem()
+    rows[1, :2] = [0.5, 0.5]
+    shared = np.array([1.0, 1.0])  # inside every object's span, 1.0 twice
+    return [(rows, r"^t_eval: .*sorted .*, none repeated .*\(object 1"),
+            (shared, r"^t_eval: .*sorted .*, none repeated .*\(object 0")]
 
 
 # ------------------------------------------------------------------------ Dask
 
 @pytest.fixture
 def da():
-    dask = pytest.importorskip("dask")
+    dask = need("dask")
     import dask.array as da
     with dask.config.set(scheduler="synchronous"):
         yield da
+
+
+def test_dask_repeated_output_times_are_refused(da):
+    y0, params, t0, tf, _ = problem()
+    for times, match in repeated_times():
+        with pytest.raises(ValueError, match=match):
+            solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=times,
+                      params=params, **TOL)
 
 
 @pytest.mark.parametrize("stm", [False, True])
@@ -179,7 +202,7 @@ def test_dask_per_object_times_and_stm_equal_numpy(da, stm):
 
 
 def test_dask_stm_to_zarr(da, tmp_path):
-    pytest.importorskip("zarr")
+    need("zarr")
     y0, params, t0, tf, rows = problem()
     want = numpy_reference(True)
     lazy = solve_ivp(lotka, (t0, tf), da.from_array(y0, chunks=2), t_eval=rows,

@@ -16,8 +16,9 @@ import sys
 
 import numpy as np
 import pytest
+from extras import need
 
-jax = pytest.importorskip("jax")
+jax = need("jax")
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402

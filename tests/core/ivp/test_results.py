@@ -4,6 +4,7 @@ the numpy result and its Dask view, on real solves checked against scipy."""
 
 import numpy as np
 import pytest
+from extras import need
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
@@ -142,8 +143,8 @@ def test_fields_are_defined_once():
 
 
 def test_dask_view_is_the_same_result_computed_later(solved):
-    dask = pytest.importorskip("dask")
-    da = pytest.importorskip("dask.array")
+    dask = need("dask")
+    da = need("dask.array")
     from hapsira_core.dask import DaskIVPResult
 
     y0, params, t_eval, res = solved

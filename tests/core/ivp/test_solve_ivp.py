@@ -257,6 +257,9 @@ def test_max_steps_and_object_results_read_like_scipy():
     ({"method": "LSODA"}, ValueError, "method: expected one of 'DOP853', 'RK45', 'RK23'"),
     ({"t_eval": [0.5, 20.0]}, ValueError, r"t_eval: expected times within t_span"),
     ({"t_eval": [2.0, 1.0]}, ValueError, "t_eval: expected times sorted"),
+    # scipy refuses a repeated time ("not properly sorted"); so does every front here
+    ({"t_eval": [0.0, 1.0, 1.0, 2.0]}, ValueError,
+     r"t_eval: expected times sorted in the direction of integration, none repeated"),
     ({"rtol": [1e-6, 1e-6, 1e-6]}, ValueError, r"rtol: expected a scalar or 2 values"),
     ({"atol": -1.0}, ValueError, "atol: expected finite non-negative"),
     ({"params": [[1.0, 2.0]] * 3}, ValueError, r"params: expected shape \(P,\) or \(2, P\)"),

@@ -136,6 +136,11 @@ BAD = [
      r"t_eval: .*within its own t_span \(object 0"),
     (dict(t_span=(0.0, 1.0), t_eval=[[0.0, 1.0], [1.0, 0.5], [0.0, 0.5]]),
      r"t_eval: .*sorted .*object 1"),
+    # a repeated time, as scipy refuses it: backward, in one row and in the shared times
+    (dict(t_span=(np.zeros(3), np.array([1.0, -1.0, 1.0])),
+          t_eval=[[0.0, 1.0], [-0.5, -0.5], [0.0, 1.0]]),
+     r"t_eval: .*sorted .*, none repeated .*object 1"),
+    (dict(t_span=(1.0, 0.0), t_eval=[1.0, 0.5, 0.5]), r"t_eval: .*sorted .*, none repeated"),
     (dict(t_span=(np.zeros(3), np.array([1.0, -1.0, 1.0])), t_eval=[[0, 1], [0, -2], [0, 1]]),
      r"t_eval: .*within its own t_span \(object 1"),
     (dict(t_span=(0.0, 1.0), t_eval=[[0.0, np.nan, 1.0], [0, 1, 1], [0, 1, 1]]),

@@ -11,6 +11,7 @@ and any numba worker started from it gave 7.28e-307 where scipy gives
 
 import numpy as np
 import pytest
+from extras import need
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
@@ -81,7 +82,7 @@ def test_a_flushing_caller_gets_the_ieee_numbers_and_scipys():
 
 
 def test_the_jax_front_on_xla_threads_gives_the_numpy_numbers(monkeypatch):
-    jax = pytest.importorskip("jax")
+    jax = need("jax")
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 

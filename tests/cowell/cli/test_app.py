@@ -24,6 +24,7 @@ from hapsira_core.kernels.errors import CallbackCompileError, user_function_erro
 from hapsira_cowell.models.events import Event
 from hapsira_cowell.models.perturbations import two_body
 
+from extras import need
 from reference import DATA_DIR  # ../shared/data beside the repository (or HAPSIRA_TEST_DATA)
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -467,6 +468,7 @@ def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
 
 
 def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
+    need("oem")
     catalog = tmp_path / "states.csv"
     catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")
     out = str(tmp_path / "oem")
@@ -481,6 +483,7 @@ def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
 
 def test_default_catalog_backward_to_oem(tmp_path):
     """No catalog: the embedded Iridium 33 debris, propagated an hour back, as OEM files."""
+    need("oem")
     from astropy import units as u
     from hapsira_cowell.cli.catalog import DEFAULT_CATALOG
     from hapsira_cowell.inputs.tle import from_tle
@@ -594,18 +597,22 @@ def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path, monk
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc here")
     monkeypatch.chdir(tmp_path)
-    for out in ("/proc/x.npz", "/proc/x.csv", "/proc/oem"):
-        fmt = ["--format", "oem"] if out.endswith("oem") else []
-        assert cli.main(["propagate", "--out", out, *fmt]) == 2
+    for out in ("/proc/x.npz", "/proc/x.csv"):
+        assert cli.main(["propagate", "--out", out]) == 2
         one_line_naming(capsys, f"--out {out!r}", "cannot write in the folder '/proc'")
     assert cli.main(["propagate", "--out", "/dev/null/x.npz"]) == 2  # not a folder
     one_line_naming(capsys, "--out '/dev/null/x.npz'", "does not exist")
     assert cli.main(["propagate", "--plot", "/proc/x.png"]) == 2  # drawn after propagating
     one_line_naming(capsys, "--plot '/proc/x.png'", "cannot write in the folder '/proc'")
     assert list(tmp_path.iterdir()) == []  # the probes are gone
+    need("oem")  # last: --format oem is refused first where the oem package is missing
+    assert cli.main(["propagate", "--out", "/proc/oem", "--format", "oem"]) == 2
+    one_line_naming(capsys, "--out '/proc/oem'", "cannot write in the folder '/proc'")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_oem_into_a_folder_with_files_needs_force(tmp_path, capsys, no_propagation):
+    need("oem")
     out = tmp_path / "oem"
     out.mkdir()
     (out / "00000-OTHER-RUN.oem").write_text("another run's file")
@@ -617,6 +624,7 @@ def test_oem_into_a_folder_with_files_needs_force(tmp_path, capsys, no_propagati
 def test_oem_header_values_from_the_command_line_are_checked(tmp_path, capsys,
                                                               no_propagation):
     """A newline in --frame or in a CSV name became a header key of its own."""
+    need("oem")
     catalog = tmp_path / "states.csv"
     catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")
     out = str(tmp_path / "oem")

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from astropy.time import Time
 
@@ -13,6 +14,8 @@ pytest.importorskip("ccsds_ndm", reason="the cdm extra (ccsds-ndm) is not instal
 
 from hapsira_cowell.outputs.cdm import read_cdm, write_cdms  # noqa: E402
 from hapsira_cowell.propagation.encounters import Encounters  # noqa: E402
+
+need("ccsds_ndm")  # in the test extra: never skipped in CI
 
 EPOCH = Time("2025-02-15T15:29:14.293248", scale="utc")
 AXES = ("r", "t", "n", "rdot", "tdot", "ndot")

@@ -3,6 +3,7 @@ each object as the same call with its own row of tofs, and as scipy's solve_ivp.
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
@@ -105,7 +106,7 @@ def test_jax_and_dask_fronts_take_step_sizes_and_per_object_tofs(monkeypatch):
     """The JAX and Dask fronts: (N, M) rows (concrete on JAX, numpy on Dask) and max_step
     as the numpy call, bit for bit."""
     numpy = cowell(K_EARTH, R0, V0, TOFS, max_step=400.0)
-    jax = pytest.importorskip("jax")
+    jax = need("jax")
     jax.config.update("jax_enable_x64", True)
     import hapsira_core.fronts.jax as front
     from hapsira_cowell.propagation.jax import cowell as jax_cowell
@@ -115,7 +116,7 @@ def test_jax_and_dask_fronts_take_step_sizes_and_per_object_tofs(monkeypatch):
     got = jax_cowell(K_EARTH, R0, V0, TOFS, max_step=400.0)
     np.testing.assert_array_equal(np.asarray(got.rr), numpy.rr)
     np.testing.assert_array_equal(np.asarray(got.nsteps), numpy.nsteps)
-    da = pytest.importorskip("dask.array")
+    da = need("dask.array")
     import dask
     shared = np.array([1000.0, 5000.0])
     with dask.config.set(scheduler="synchronous"):

@@ -11,9 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from extras import need
 
-jax = pytest.importorskip("jax")
-da = pytest.importorskip("dask.array")
+jax = need("jax")
+da = need("dask.array")
 
 import hapsira_core.fronts.jax as fronts_jax  # noqa: E402
 import hapsira_cowell.propagation.dask as cowell_dask  # noqa: E402

@@ -4,6 +4,7 @@ propagated from there; ``res.epoch`` per object, and OEM files with each object'
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from astropy.time import Time, TimeDelta
 from reference import K_EARTH, Reference, relative_error, two_body_rhs
@@ -74,7 +75,7 @@ def test_per_object_epochs_of_the_wrong_shape_name_epoch():
 
 
 def test_oem_files_carry_each_objects_epoch(tmp_path):
-    pytest.importorskip("oem")
+    need("oem")
     from hapsira_cowell.outputs.oem import read_oem, write_oem
     orbits, _, _, _, target, _ = own_and_target_epochs(seed=23)
     tofs = np.array([0.0, 60.0, 3600.0])

@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 from astropy.time import Time
 from reference import K_EARTH, R_EARTH, varied_orbits
@@ -85,8 +86,8 @@ def test_quantities_and_matrices_per_object(cloud):
 
 
 def test_dask_view_indexes_and_computes_the_same(cloud):
-    dask = pytest.importorskip("dask")
-    da = pytest.importorskip("dask.array")
+    dask = need("dask")
+    da = need("dask.array")
     from hapsira_cowell.dask import DaskCowellResult
 
     r0, v0, res = cloud

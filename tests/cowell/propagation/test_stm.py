@@ -9,6 +9,7 @@ argument checked; the JAX and Dask fronts giving the numpy front's matrices bit 
 
 import numpy as np
 import pytest
+from extras import need
 from astropy import units as u
 
 from hapsira_core import settings
@@ -169,7 +170,7 @@ def _front(name, monkeypatch):
     """``cowell`` of the JAX or Dask front, as a function of numpy arguments returning a
     numpy-like result (the JAX kernel under the CUDA simulator: its XLA launcher)."""
     if name == "jax":
-        jax = pytest.importorskip("jax")
+        jax = need("jax")
         jax.config.update("jax_enable_x64", True)
         import hapsira_core.fronts.jax as fronts_jax
         from hapsira_cowell.jax import cowell as jax_cowell
@@ -178,7 +179,7 @@ def _front(name, monkeypatch):
         if test_fronts_agree.SIM:
             monkeypatch.setattr(fronts_jax, "xla_kernel", test_fronts_agree._simulated_kernel)
         return jax_cowell
-    da = pytest.importorskip("dask.array")
+    da = need("dask.array")
 
     def dask_cowell(k, r0, v0, tofs, **kwargs):
         lazy = cowell(k, da.from_array(r0, chunks=(2, 3) if np.ndim(r0) == 2 else -1), v0, tofs,
@@ -241,8 +242,8 @@ def test_jax_and_dask_fronts_check_stm_as_the_numpy_call(front, monkeypatch):
 
 
 def test_dask_stm_to_zarr(tmp_path):
-    da = pytest.importorskip("dask.array")
-    zarr = pytest.importorskip("zarr")
+    da = need("dask.array")
+    zarr = need("zarr")
     lazy = cowell(K, da.from_array(R0, chunks=(1, 3)), V0, TOFS, stm=True)
     lazy.to_zarr(tmp_path / "out.zarr", scheduler="synchronous")
     group = zarr.open_group(tmp_path / "out.zarr", mode="r")
@@ -272,7 +273,7 @@ class _SynchronousClient:
 def test_map_chunks_returns_each_chunk_s_matrices():
     """The chunks that a batch run yields (`propagation.dask.map_chunks`) carry Phi
     when the packed call asks for it, equal to the numpy call's; without it, none."""
-    pytest.importorskip("distributed")
+    need("distributed")
     from hapsira_cowell.propagation import dask as on_cluster
 
     params = np.zeros((len(R0), 0))
