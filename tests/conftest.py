@@ -54,6 +54,11 @@ NOT_IN_REDUCED_STAGE = {
     # the docs' examples are checked as documentation; every feature they show has
     # its own tests on each target
     "tests/docs/test_examples.py::test_page_examples_run": ("parallel", "simulator"),
+    # the site's build and the README's examples are the same on every target
+    "tests/docs/test_site.py::test_every_page_renders_its_tables": ("parallel", "simulator"),
+    "tests/docs/test_readme.py::test_readme_examples_run": ("parallel", "simulator"),
+    # the README's first command: the same catalog run as test_app.py's (kept on parallel)
+    "tests/docs/test_readme.py::test_readme_first_propagate_runs": ("parallel", "simulator"),
     # the command line's propagation and screening run under the simulator with
     # --target cpu (the simulator is far too slow for a catalog): the cpu stage's runs
     "tests/cowell/cli/test_app.py": ("simulator",),
