@@ -46,6 +46,7 @@ def run_cli(*args, cwd, timeout=600, cache=True):
 def assert_ok(done):
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
+    assert "UnitsWarning" not in done.stderr  # (the compile warm-up drew one: issue 51)
 
 
 def assert_png(path, min_bytes=20_000):
@@ -639,3 +640,23 @@ def test_summary_counts_writing_apart_from_propagation():
     rate = 3 * 1200.0 / 86400.0 / run.seconds
     assert lines[-1] == (f"throughput: {rate:,.0f} object-days per second of propagation "
                          "(writing not counted)")
+
+
+def test_the_compile_warm_up_draws_no_units_warning():
+    """Issue 51 item 1: the warm-up's own 1 s flight drew 'tofs: ... it looks like days,
+    hours or minutes' on every run; a catalog's own flight that short still draws it."""
+    import warnings
+
+    from hapsira_cowell import UnitsWarning
+    from hapsira_cowell.cli import batch
+    from hapsira_cowell.cli.catalog import Catalog
+
+    catalog = Catalog(["a", "b"], np.array([[7000.0, 0.0, 0.0], [0.0, 7100.0, 0.0]]),
+                      np.array([[0.0, 7.5, 0.0], [0.0, 0.0, 7.4]]), "CSV", "GCRF")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = batch.propagate(catalog, np.array([0.0, 600.0, 1200.0]), [], progress=False)
+    assert run.status.tolist() == [0, 0]
+    assert [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)] == []
+    with pytest.warns(UnitsWarning, match="tofs: the longest time of flight is 2 s"):
+        batch.propagate(catalog, np.array([0.0, 1.0, 2.0]), [], progress=False)
