@@ -20,18 +20,30 @@ from .inputs import UsageError
 __all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
            "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
 
-_DISTANCE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(km|m)?\s*$")
+_DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                       r"\s*([A-Za-z]*)\s*$")
+_DISTANCE_UNITS = {"km": 1.0, "m": 1e-3}
 
 
 def parse_distance(text, name="--threshold"):
-    """Kilometres in ``text``: ``5km``, ``500m`` or a bare number of km."""
+    """Kilometres in ``text``: a number and a unit, ``5km`` or ``500m``.
+
+    A bare number is refused, as a duration without a unit is (`parse_duration`):
+    ``5`` could be km or m. Anything else raises `UsageError` naming ``name``.
+    """
     match = _DISTANCE.match(str(text))
+    hint = "expected a positive number and a unit (km or m), e.g. 5km or 500m"
     if not match:
-        raise UsageError(f"{name}: cannot read {text!r} as a distance; expected a number "
-                         "and km or m, e.g. 5km or 500m")
-    value = float(match.group(1)) * (1e-3 if match.group(2) == "m" else 1.0)
-    if not (value > 0 and math.isfinite(value)):
-        raise UsageError(f"{name}: {text!r} is not a positive distance")
+        raise UsageError(f"{name}: cannot read {text!r} as a distance; {hint}")
+    unit = match.group(3).lower()
+    if unit not in _DISTANCE_UNITS:
+        what = "has no unit" if not unit else f"has the unknown unit {match.group(3)!r}"
+        raise UsageError(f"{name}: {text!r} {what}; {hint}")
+    value = float(match.group(1) + match.group(2)) * _DISTANCE_UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"{name}: {text!r} is not a finite distance; {hint}")
+    if not value > 0:
+        raise UsageError(f"{name}: {text!r} must be positive; {hint}")
     return value
 
 

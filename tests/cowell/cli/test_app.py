@@ -446,6 +446,24 @@ def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
     assert not (tmp_path / "out.npz").exists()
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["--every", "-10min"], "--every: '-10min' must be positive; expected a positive number "
+                            "and a unit (s, min, h or d), e.g. 30s, 90min, 6h, 1.5d"),
+    (["--every=-2h"], "--every: '-2h' must be positive;"),
+    (["--every", "0s"], "--every: '0s' must be positive;"),
+    (["--every", "1e999s"], "--every: '1e999s' is not a finite duration;"),
+    (["--every", "10"], "--every: '10' has no unit;"),
+    (["--tof", "-0d"], "--tof: '-0d' must not be zero; expected a number and a unit (s, min, "
+                       "h or d), e.g. 1d, or -1d to propagate backward"),
+])
+def test_durations_that_must_be_positive_say_so(flags, says, tmp_path, capsys):
+    """Issue 51 item 3: ``--every -10min`` said 'cannot read'."""
+    assert cli.main(["propagate", *flags, "--out", str(tmp_path / "out.npz")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"hapsira-cowell: error: {says}") and error.count("\n") == 1
+    assert inputs.parse_duration("- 1d", "--tof", allow_negative=True) == -86400.0
+
+
 def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
     catalog = tmp_path / "states.csv"
     catalog.write_text("name,x,y,z,vx,vy,vz\na,7000.0,0.0,0.0,0.0,7.546,0.0\n")

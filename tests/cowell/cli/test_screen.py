@@ -77,16 +77,35 @@ def test_screen_writes_the_library_result_as_csv_and_a_histogram(tmp_path):
     np.testing.assert_array_equal(miss, table.miss)
 
 
-@pytest.mark.parametrize("text, km", [("5km", 5.0), ("500m", 0.5), ("2.5", 2.5), (" 1e1 km", 10.0)])
+@pytest.mark.parametrize("text, km", [("5km", 5.0), ("500m", 0.5), ("2.5 KM", 2.5),
+                                      (" 1e1 km", 10.0)])
 def test_thresholds(text, km):
     assert parse_distance(text) == km
 
 
-@pytest.mark.parametrize("bad", ["5 parsecs", "-1km", "0m", "km"])
-def test_bad_threshold_is_one_line_and_exit_2(bad, capsys):
-    assert cli.main(["screen", str(IRIDIUM), f"--threshold={bad}"]) == 2
+@pytest.mark.parametrize("bad, says", [
+    ("5", "'5' has no unit"),  # km or m? refused as --tof 1 is (issue 51)
+    ("5 parsecs", "'5 parsecs' has the unknown unit 'parsecs'"),
+    ("-1km", "'-1km' must be positive"),
+    ("0m", "'0m' must be positive"),
+    ("1e999km", "'1e999km' is not a finite distance"),
+    ("km", "cannot read 'km' as a distance"),
+])
+@pytest.mark.parametrize("joined", [True, False])
+def test_bad_threshold_is_one_line_and_exit_2(bad, says, joined, capsys):
+    flags = [f"--threshold={bad}"] if joined else ["--threshold", bad]
+    assert cli.main(["screen", str(IRIDIUM), *flags]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("hapsira-cowell: error: --threshold") and error.count("\n") == 1
+    assert error == (f"hapsira-cowell: error: --threshold: {says}; expected a positive number "
+                     "and a unit (km or m), e.g. 5km or 500m\n")
+
+
+def test_a_bare_cdm_below_is_refused_naming_it(tmp_path, capsys):
+    pytest.importorskip("ccsds_ndm", reason="the cdm extra (ccsds-ndm) checks first")
+    assert cli.main(["screen", str(IRIDIUM), "--cdm", str(tmp_path / "cdm"), "--sigma",
+                     "1,2,3", "--cdm-below", "1"]) == 2
+    assert capsys.readouterr().err.startswith("hapsira-cowell: error: --cdm-below: '1' has "
+                                              "no unit; expected a positive number and a unit")
 
 
 CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
