@@ -327,7 +327,8 @@ def _screen_command(args, started):
     written = None
     if args.cdm is not None:
         written = screening.write_cdm_files(args, catalog, table, stats)
-    for line in screening.describe(table, stats, time.perf_counter() - started):
+    for line in screening.describe(table, stats, time.perf_counter() - started,
+                                       catalog):
         print(line)
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "")
           + ("" if written is None else f"; {written} CDMs in {args.cdm}"))

@@ -18,7 +18,7 @@ import numpy as np
 from .inputs import UsageError
 
 __all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
-           "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
+           "object_label", "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
 
 _DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z]*)\s*$")
@@ -74,9 +74,12 @@ def miss_histogram(path, table, threshold, title=None):
     from .plots import _pyplot, _save
 
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.hist(table.miss, bins=np.linspace(0.0, threshold, 21), color="tab:blue",
             edgecolor="white")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 approaches
     ax.set_xlabel("miss distance (km)")
     ax.set_ylabel("approaches")
     ax.set_title(title or f"{len(table)} approaches below {threshold:g} km")
@@ -99,13 +102,27 @@ def run_screen(catalog, days, threshold, dt=None):
     return table, stats
 
 
-def describe(table, stats, seconds):
-    """Summary lines printed by the command line."""
+def object_label(catalog, i):
+    """How the summary names row ``i`` of ``catalog``: its name and a TLE's catalog
+    number (``IRIDIUM 33 DEB (#33772)``), or a CSV's row (``A (row 0)``, as the CSV's
+    ``i``, ``j``)."""
+    where = f"#{catalog.numbers[i]}" if catalog.kind == "TLE" else f"row {i}"
+    return f"{catalog.names[i]} ({where})"
+
+
+def describe(table, stats, seconds, catalog=None):
+    """Summary lines printed by the command line; with ``catalog``, the closest pair
+    named by its objects' names and numbers (`object_label`), else by row."""
     lines = [(f"{len(table)} approaches; {stats['windows']} windows of {stats['dt']:.1f} s, "
               f"{stats['grid_pairs']} grid pairs, {stats['candidates']} refined")]
     if len(table):
-        lines.append(f"closest: objects {table.i[np.argmin(table.miss)]} and "
-                     f"{table.j[np.argmin(table.miss)]}, {table.miss.min():.3f} km")
+        k = int(np.argmin(table.miss))
+        i, j = int(table.i[k]), int(table.j[k])
+        pair = (f"{object_label(catalog, i)} and {object_label(catalog, j)}"
+                if catalog is not None else f"objects {i} and {j}")
+        utc = _utc(table.tca[k:k + 1], getattr(catalog, "epoch", None))[0]
+        when = f" at {utc} UTC" if utc else f" at {table.tca[k]:.1f} s"
+        lines.append(f"closest: {pair}, {table.miss[k]:.3f} km{when}")
     lines.append(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s, "
                  f"refinement {stats['narrow_s']:.2f} s"
                  + (f", CDMs {stats['cdm_s']:.2f} s" if "cdm_s" in stats else "")

@@ -678,3 +678,31 @@ def test_the_compile_warm_up_draws_no_units_warning():
     assert [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)] == []
     with pytest.warns(UnitsWarning, match="tofs: the longest time of flight is 2 s"):
         batch.propagate(catalog, np.array([0.0, 1.0, 2.0]), [], progress=False)
+
+
+def test_many_objects_in_orbit_are_a_median_and_a_band(tmp_path, monkeypatch):
+    """Issue 51 item 7: hundreds of grey lines made a grey band; the plot draws their
+    median and 5-95% band, and names the lowest and the highest object."""
+    pytest.importorskip("matplotlib", reason="plots need the cli extra (matplotlib)")
+    from hapsira_cowell.cli import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    n, tofs = 200, np.linspace(0.0, 86400.0, 25)
+    heights = np.linspace(400.0, 1200.0, n)  # object i at a constant altitude
+    rr = np.zeros((n, tofs.size, 3))
+    rr[..., 0] = (6378.0 + heights)[:, None]
+    names = [f"DEB {i}" for i in range(n)]
+    res = dict(rr=rr, status=np.zeros(n, int), reentry=np.full(n, np.nan), names=names)
+    plots.altitude_vs_time(res, tofs, 6378.0, tmp_path / "a.png", reentry_altitude=100.0)
+    ax = figures[0].axes[0]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels[:4] == ["in orbit at the end (200): 5-95% of altitudes", "median",
+                          "lowest: DEB 0", "highest: DEB 199"]
+    median = ax.get_lines()[0].get_ydata()
+    np.testing.assert_allclose(median, np.median(heights))
+    assert len(ax.get_lines()) <= 5  # median, two named objects, re-entry altitude
+    # a few objects keep their own lines
+    few = dict(res, rr=rr[:5], status=np.zeros(5, int), reentry=np.full(5, np.nan))
+    plots.altitude_vs_time(few, tofs, 6378.0, tmp_path / "b.png")
+    assert len(figures[1].axes[0].get_lines()) == 5
