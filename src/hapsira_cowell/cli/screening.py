@@ -18,7 +18,8 @@ import numpy as np
 from .inputs import UsageError
 
 __all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
-           "object_label", "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
+           "object_label", "parse_distance", "parse_sigma", "run_screen", "write_cdm_files",
+           "write_csv"]
 
 _DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z]*)\s*$")
