@@ -18,6 +18,7 @@ from ..jit import hjit
 from ..kernels.kernel import Columns
 from . import build
 from . import dense as dense_output_module
+from .checks import shown
 from .layout import ICONF, INFO, RECORD_DENSE, RECORD_STATES, config_row
 from .state import fun_form
 
@@ -58,7 +59,8 @@ def _terminal_count(terminal):
         return int(terminal)
     if isinstance(terminal, (int, np.integer)) and terminal >= 0:
         return int(terminal)
-    raise ValueError(f"terminal: expected True, False or a non-negative int, got {terminal!r}")
+    raise ValueError(f"terminal: expected True, False or a non-negative int, "
+                     f"got {shown(terminal)}")
 
 
 def _direction(direction):
@@ -67,7 +69,7 @@ def _direction(direction):
     except (TypeError, ValueError):
         value = math.nan
     if value not in (-1.0, 0.0, 1.0):
-        raise ValueError(f"direction: expected -1, 0 or +1, got {direction!r}")
+        raise ValueError(f"direction: expected -1, 0 or +1, got {shown(direction)}")
     return value
 
 

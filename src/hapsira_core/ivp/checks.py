@@ -26,6 +26,16 @@ class ArgumentTypeError(TypeError, ValueError):
     as bad arguments were before these checks told them apart."""
 
 
+def shown(value):
+    """``value`` as an error message shows it: a numpy scalar or 0-d array as the number it
+    holds (``-398600.4418``, not ``array(-398600.4418)`` or ``np.float64(-398600.4418)``),
+    anything else by its repr."""
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0 \
+            and value.dtype.kind in "biufc":
+        return repr(value.item())
+    return repr(value)
+
+
 def real_array(value, name, what="real numbers"):
     """``value`` as a float64 array; complex, bool, text, object and masked input refused."""
     if isinstance(value, np.ma.MaskedArray):
@@ -64,7 +74,8 @@ def tolerance(value, name, n):
         raise ValueError(f"{name}: expected a scalar or {n} values (one per state "
                          f"component), got shape {array.shape}")
     if not np.all(np.isfinite(array)) or np.any(array < 0):
-        raise ValueError(f"{name}: expected finite non-negative tolerances, got {value!r}")
+        raise ValueError(f"{name}: expected finite non-negative tolerances, "
+                         f"got {shown(value)}")
     return array
 
 
@@ -188,13 +199,13 @@ def integer(value, name, minimum, maximum=MAX_INT):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
             or not minimum <= value <= maximum:
         raise ValueError(f"{name}: expected an integer from {minimum} to {maximum}, "
-                         f"got {value!r}")
+                         f"got {shown(value)}")
     return int(value)
 
 
 def _real_scalar(value, name, what):
     if isinstance(value, (bool, np.bool_, str, bytes)) or _has_unit(value):
-        raise ArgumentTypeError(f"{name}: expected {what}, got {value!r}")
+        raise ArgumentTypeError(f"{name}: expected {what}, got {shown(value)}")
     array = real_array(value, name, what)
     if array.ndim != 0:
         raise ValueError(f"{name}: expected {what} (one value shared by all objects), got "
@@ -248,7 +259,7 @@ def extra_args(args):
                 np.ndim(value) != 0 or not isinstance(np.asarray(value).item(),
                                                       (int, float)):
             raise ArgumentTypeError(f"args[{index}]: expected a number shared by all objects, "
-                                    f"got {type(value).__name__} {value!r}; {hint}")
+                                    f"got {type(value).__name__} {shown(value)}; {hint}")
         values.append(float(value))
     return tuple(values)
 
@@ -338,7 +349,7 @@ def time_spans(t_span, n_objects):
     if bad.any():
         i = int(np.argmax(bad))
         raise ValueError(f"t_span: expected a finite t0 and a finite or infinite tf (no NaN), "
-                         f"got t0 = {t0[i]!r}, tf = {tf[i]!r} for object {i} "
+                         f"got t0 = {shown(t0[i])}, tf = {shown(tf[i])} for object {i} "
                          f"({int(bad.sum())} objects with NaN or an infinite t0)")
     return t0, tf
 
@@ -407,7 +418,8 @@ def output_times(t_eval, t0, tf, n_objects):
     def refuse(mask, what):
         if mask.any():
             i = int(np.argmax(mask))
-            raise ValueError(f"t_eval: {what} (object {i}: t_span [{t0s[i]!r}, {tfs[i]!r}], "
+            raise ValueError(f"t_eval: {what} (object {i}: t_span [{shown(t0s[i])}, "
+                             f"{shown(tfs[i])}], "
                              f"times {rows[i]!r}; {int(mask.sum())} objects in all)")
 
     nan = np.isnan(rows)
@@ -436,7 +448,7 @@ def flag(value, name):
     """``value`` if it is True or False (numpy's bools too); a TypeError naming ``name``
     otherwise (``stm``, ``dense_output``: a truthy array or string is a mistake)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected True or False, got {value!r}")
+        raise TypeError(f"{name}: expected True or False, got {shown(value)}")
     return value
 
 

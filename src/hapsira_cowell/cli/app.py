@@ -166,12 +166,16 @@ def build_parser():
 _SIGNED = re.compile(r"^-\.?\d")  # '-1d', '-.5h': a value, not an option
 
 
+_SIGNED_OPTIONS = ("--tof", "--every", "--threshold", "--cdm-below")
+
+
 def _join_negative_values(argv):
     """``--tof -1d`` -> ``--tof=-1d``: argparse takes '-1d' for an option (it only
-    knows plain negative numbers) and would say 'expected one argument'."""
+    knows plain negative numbers) and would say 'expected one argument' (for
+    ``--every -10min``, ``--threshold -1km``: the checks say they must be positive)."""
     out = []
     for item in argv:
-        if out and out[-1] in ("--tof", "--every") and _SIGNED.match(item):
+        if out and out[-1] in _SIGNED_OPTIONS and _SIGNED.match(item):
             out[-1] = f"{out[-1]}={item}"
         else:
             out.append(item)
@@ -323,7 +327,8 @@ def _screen_command(args, started):
     written = None
     if args.cdm is not None:
         written = screening.write_cdm_files(args, catalog, table, stats)
-    for line in screening.describe(table, stats, time.perf_counter() - started):
+    for line in screening.describe(table, stats, time.perf_counter() - started,
+                                       catalog):
         print(line)
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "")
           + ("" if written is None else f"; {written} CDMs in {args.cdm}"))

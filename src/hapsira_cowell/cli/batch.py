@@ -100,6 +100,7 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     from hapsira_core.jit import TARGET
 
     from ..propagation.api import cowell
+    from ..propagation.forms import units_unchecked
     from ..models.events import AltitudeCrossEvent
 
     n = len(catalog)
@@ -125,8 +126,9 @@ def propagate(catalog, tofs, perturbations, *, c_d=2.2, area_to_mass=0.01,
     if client is None:
         if not _kernel_ready(f, events):
             compile_notice(model)
-        cowell(K_EARTH, np.array([R_EARTH + 500.0, 0.0, 0.0]), np.array([0.0, 7.6, 0.0]),
-               [math.copysign(1.0, tofs[-1])], f=f, params=params[:1], events=events)
+        with units_unchecked():  # a 1 s flight of our own, not the user's days as s
+            cowell(K_EARTH, np.array([R_EARTH + 500.0, 0.0, 0.0]), np.array([0.0, 7.6, 0.0]),
+                   [math.copysign(1.0, tofs[-1])], f=f, params=params[:1], events=events)
         chunks = _local_chunks(cowell, catalog, tofs, params, chunk, dict(
             rtol=rtol, atol=atol, f=f, events=events))
         where = TARGET

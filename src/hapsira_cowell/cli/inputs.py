@@ -18,7 +18,8 @@ __all__ = ["UsageError", "parse_duration", "format_duration", "make_tofs", "outp
 
 _UNITS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0,
           "day": 86400.0, "days": 86400.0}
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_DURATION = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                       r"\s*([A-Za-z]*)\s*$")
 
 
 class UsageError(ValueError):
@@ -31,30 +32,32 @@ def parse_duration(text, name="duration", *, allow_negative=False):
 
     Units: ``s``, ``min``, ``h``, ``d`` (also ``sec``, ``hr``, ``day``,
     ``days``). The result must be positive and finite (with
-    ``allow_negative``, ``-1d`` gives -86400: a backward time of flight);
-    anything else raises `UsageError` naming ``name``.
+    ``allow_negative``, non-zero and finite: ``-1d`` gives -86400, a backward
+    time of flight); anything else raises `UsageError` naming ``name`` and
+    saying what is wrong (no unit, not positive, ...).
     """
     text = str(text)
-    if allow_negative and text.strip().startswith("-"):
-        try:
-            return -parse_duration(text.strip()[1:], name)
-        except UsageError:
-            raise UsageError(f"{name}: cannot read {text!r} as a duration; expected a number "
-                             "and a unit (s, min, h or d), e.g. 1d, or -1d to propagate "
-                             "backward") from None
+    if allow_negative:
+        hint = ("expected a number and a unit (s, min, h or d), e.g. 1d, or -1d to propagate "
+                "backward")
+    else:
+        hint = ("expected a positive number and a unit (s, min, h or d), e.g. 30s, 90min, 6h, "
+                "1.5d")
     match = _DURATION.match(text)
-    hint = "expected a positive number and a unit (s, min, h or d), e.g. 30s, 90min, 6h, 1.5d"
     if not match:
         raise UsageError(f"{name}: cannot read {text!r} as a duration; {hint}")
-    number, unit = float(match.group(1)), match.group(2).lower()
+    number, unit = float(match.group(1) + match.group(2)), match.group(3).lower()
     if unit == "m":
         raise UsageError(f"{name}: {text!r} is ambiguous; write minutes as 'min'")
     if unit not in _UNITS:
         what = "has no unit" if not unit else f"has the unknown unit {unit!r}"
         raise UsageError(f"{name}: {text!r} {what}; {hint}")
     seconds = number * _UNITS[unit]
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise UsageError(f"{name}: {text!r} is not a positive duration; {hint}")
+    if not math.isfinite(seconds):
+        raise UsageError(f"{name}: {text!r} is not a finite duration; {hint}")
+    if seconds == 0 or (seconds < 0 and not allow_negative):
+        what = "must be positive" if not allow_negative else "must not be zero"
+        raise UsageError(f"{name}: {text!r} {what}; {hint}")
     return seconds
 
 

@@ -10,6 +10,7 @@ none).
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -75,18 +76,31 @@ def _evenly(indices, count):
     return indices[np.unique(np.linspace(0, indices.size - 1, count).astype(int))]
 
 
+#: From this many objects in orbit at the end on, `altitude_vs_time` draws their median
+#: and a 5-95% band instead of one grey line each (hundreds of lines make a grey band).
+BAND_FROM = 20
+
+
+def _label(names, i):
+    return str(names[i]) if names is not None else f"object {i}"
+
+
 def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300,
                      max_reentries=40, title=None):
     """Altitude ``|r| - R`` (km) of each object against time, re-entries marked.
 
     Objects that stayed in orbit are thin grey lines (at most ``max_lines`` of
-    them, evenly picked), objects that re-entered (status 1) coloured lines
+    them, evenly picked); from `BAND_FROM` of them on, their median altitude and
+    the band of the 5th to 95th percentiles instead, with the lowest and the
+    highest object (by mean altitude) drawn and named. Objects that re-entered
+    (status 1) are coloured lines
     (at most ``max_reentries``) ending at a cross at their re-entry time, on ``reentry_altitude`` (km;
     drawn as a dashed line) when given. Objects that failed (status < 0) are
     drawn in red up to their failure.
     """
     plt = _pyplot()
     rr, status, reentry = _states(res)
+    names = _field(res, "names")
     tofs = np.asarray(getattr(tofs, "value", tofs), dtype=float)
     scale, xlabel = _time_axis(tofs)
     t = tofs / scale
@@ -94,12 +108,28 @@ def altitude_vs_time(res, tofs, R, path, reentry_altitude=None, max_lines=300,
 
     fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
     stayed = np.flatnonzero(status == 0)
-    shown = _evenly(stayed, max_lines)
-    for k, i in enumerate(shown):
-        ax.plot(t, altitude[i], color="0.55", lw=0.5, alpha=0.5,
-                label=(f"in orbit at the end ({stayed.size}"
-                       + (f", {shown.size} shown" if shown.size < stayed.size else "") + ")")
-                if k == 0 else None)
+    if stayed.size >= BAND_FROM:
+        alts = altitude[stayed]
+        with warnings.catch_warnings():  # a time where no object has a number: a gap
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, median, high = np.nanpercentile(alts, [5, 50, 95], axis=0)
+            mean = np.nanmean(alts, axis=1)
+        ax.fill_between(t, low, high, color="0.7", alpha=0.5, lw=0,
+                        label=f"in orbit at the end ({stayed.size}): 5-95% of altitudes")
+        ax.plot(t, median, color="0.2", lw=1.4, label="median")
+        if np.isfinite(mean).any():
+            for which, k, colour in (("lowest", np.nanargmin(mean), "tab:blue"),
+                                     ("highest", np.nanargmax(mean), "tab:green")):
+                i = stayed[k]
+                ax.plot(t, altitude[i], color=colour, lw=0.9,
+                        label=f"{which}: {_label(names, i)}")
+    else:
+        shown = _evenly(stayed, max_lines)
+        for k, i in enumerate(shown):
+            ax.plot(t, altitude[i], color="0.55", lw=0.5, alpha=0.5,
+                    label=(f"in orbit at the end ({stayed.size}"
+                           + (f", {shown.size} shown" if shown.size < stayed.size else "")
+                           + ")") if k == 0 else None)
     all_down = np.flatnonzero(status == 1)
     down = _evenly(all_down, max_reentries)
     colours = plt.cm.plasma(np.linspace(0.0, 0.85, max(down.size, 1)))

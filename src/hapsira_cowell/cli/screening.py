@@ -18,20 +18,33 @@ import numpy as np
 from .inputs import UsageError
 
 __all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
-           "parse_distance", "parse_sigma", "run_screen", "write_cdm_files", "write_csv"]
+           "object_label", "parse_distance", "parse_sigma", "run_screen", "write_cdm_files",
+           "write_csv"]
 
-_DISTANCE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(km|m)?\s*$")
+_DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                       r"\s*([A-Za-z]*)\s*$")
+_DISTANCE_UNITS = {"km": 1.0, "m": 1e-3}
 
 
 def parse_distance(text, name="--threshold"):
-    """Kilometres in ``text``: ``5km``, ``500m`` or a bare number of km."""
+    """Kilometres in ``text``: a number and a unit, ``5km`` or ``500m``.
+
+    A bare number is refused, as a duration without a unit is (`parse_duration`):
+    ``5`` could be km or m. Anything else raises `UsageError` naming ``name``.
+    """
     match = _DISTANCE.match(str(text))
+    hint = "expected a positive number and a unit (km or m), e.g. 5km or 500m"
     if not match:
-        raise UsageError(f"{name}: cannot read {text!r} as a distance; expected a number "
-                         "and km or m, e.g. 5km or 500m")
-    value = float(match.group(1)) * (1e-3 if match.group(2) == "m" else 1.0)
-    if not (value > 0 and math.isfinite(value)):
-        raise UsageError(f"{name}: {text!r} is not a positive distance")
+        raise UsageError(f"{name}: cannot read {text!r} as a distance; {hint}")
+    unit = match.group(3).lower()
+    if unit not in _DISTANCE_UNITS:
+        what = "has no unit" if not unit else f"has the unknown unit {match.group(3)!r}"
+        raise UsageError(f"{name}: {text!r} {what}; {hint}")
+    value = float(match.group(1) + match.group(2)) * _DISTANCE_UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"{name}: {text!r} is not a finite distance; {hint}")
+    if not value > 0:
+        raise UsageError(f"{name}: {text!r} must be positive; {hint}")
     return value
 
 
@@ -62,9 +75,12 @@ def miss_histogram(path, table, threshold, title=None):
     from .plots import _pyplot, _save
 
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.hist(table.miss, bins=np.linspace(0.0, threshold, 21), color="tab:blue",
             edgecolor="white")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 approaches
     ax.set_xlabel("miss distance (km)")
     ax.set_ylabel("approaches")
     ax.set_title(title or f"{len(table)} approaches below {threshold:g} km")
@@ -87,13 +103,27 @@ def run_screen(catalog, days, threshold, dt=None):
     return table, stats
 
 
-def describe(table, stats, seconds):
-    """Summary lines printed by the command line."""
+def object_label(catalog, i):
+    """How the summary names row ``i`` of ``catalog``: its name and a TLE's catalog
+    number (``IRIDIUM 33 DEB (#33772)``), or a CSV's row (``A (row 0)``, as the CSV's
+    ``i``, ``j``)."""
+    where = f"#{catalog.numbers[i]}" if catalog.kind == "TLE" else f"row {i}"
+    return f"{catalog.names[i]} ({where})"
+
+
+def describe(table, stats, seconds, catalog=None):
+    """Summary lines printed by the command line; with ``catalog``, the closest pair
+    named by its objects' names and numbers (`object_label`), else by row."""
     lines = [(f"{len(table)} approaches; {stats['windows']} windows of {stats['dt']:.1f} s, "
               f"{stats['grid_pairs']} grid pairs, {stats['candidates']} refined")]
     if len(table):
-        lines.append(f"closest: objects {table.i[np.argmin(table.miss)]} and "
-                     f"{table.j[np.argmin(table.miss)]}, {table.miss.min():.3f} km")
+        k = int(np.argmin(table.miss))
+        i, j = int(table.i[k]), int(table.j[k])
+        pair = (f"{object_label(catalog, i)} and {object_label(catalog, j)}"
+                if catalog is not None else f"objects {i} and {j}")
+        utc = _utc(table.tca[k:k + 1], getattr(catalog, "epoch", None))[0]
+        when = f" at {utc} UTC" if utc else f" at {table.tca[k]:.1f} s"
+        lines.append(f"closest: {pair}, {table.miss[k]:.3f} km{when}")
     lines.append(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s, "
                  f"refinement {stats['narrow_s']:.2f} s"
                  + (f", CDMs {stats['cdm_s']:.2f} s" if "cdm_s" in stats else "")

@@ -162,7 +162,7 @@ def check_gm(k):
     """GM as a 0-d float64 array: positive and finite."""
     k = to_value(k, _GM_UNIT, "k")
     if k.ndim != 0 or not np.isfinite(k) or k <= 0:
-        raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {k!r}")
+        raise ValueError(f"k: expected a positive finite GM in km^3/s^2, got {checks.shown(k)}")
     return k
 
 
@@ -521,7 +521,7 @@ def check_stm(stm):
     """``stm`` as a bool: True or False only (a matrix of 36 numbers per output time is
     not something to ask for by accident with a truthy value)."""
     if not isinstance(stm, (bool, np.bool_)):
-        raise TypeError(f"stm: expected True or False, got {stm!r}")
+        raise TypeError(f"stm: expected True or False, got {checks.shown(stm)}")
     return bool(stm)
 
 

@@ -48,6 +48,48 @@ def test_bad_argument_raises_naming_it(kwargs, match):
         cowell(args.pop("k"), args.pop("r0"), args.pop("v0"), args.pop("tofs"), **args)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(k=-398600.4418), "k: expected a positive finite GM in km^3/s^2, got -398600.4418"),
+    (dict(k=np.float64(-398600.4418)), "got -398600.4418"),
+    (dict(k=np.array(np.nan)), "got nan"),
+    (dict(atol=np.float64(-1.0)), "atol: expected finite non-negative tolerances, got -1.0"),
+    (dict(max_steps=np.float64(-1.0)), "max_steps: expected an integer from 1 to "
+                                       "9223372036854775807, got -1.0"),
+    (dict(stm=np.array(1)), "stm: expected True or False, got 1"),
+])
+def test_numpy_scalars_in_messages_read_as_numbers(kwargs, message):
+    # not array(-398600.4418) or np.float64(-1.0): the numbers as the user wrote them
+    args = dict(k=K, r0=R0, v0=V0, tofs=T)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError)) as info:
+        cowell(args.pop("k"), args.pop("r0"), args.pop("v0"), args.pop("tofs"), **args)
+    assert str(info.value).endswith(message), str(info.value)
+    assert "array(" not in str(info.value) and "np." not in str(info.value)
+
+
+@pytest.mark.parametrize("option, says", [
+    ("dense_output", "dense_output: not an argument of cowell (solve_ivp's); ask for the "
+                     "times you need in tofs"),
+    ("t_eval", "t_eval: not an argument of cowell (solve_ivp's); cowell's output times are "
+               "tofs"),
+    ("method", "method: not an argument of cowell (solve_ivp's); cowell integrates with DOP853"),
+])
+def test_scipy_options_cowell_does_not_take_say_what_to_use(option, says):
+    with pytest.raises(TypeError) as info:
+        cowell(K, R0, V0, T, **{option: True})
+    assert str(info.value).startswith(says), str(info.value)
+    if option == "dense_output":
+        assert "solve_ivp(..., dense_output=True)" in str(info.value)
+
+
+def test_a_misspelt_keyword_of_cowell_gets_the_nearest():
+    with pytest.raises(TypeError, match="^cowell\\(\\) got an unexpected keyword argument "
+                                        "'max_stesp'; did you mean 'max_step'\\?$"):
+        cowell(K, R0, V0, T, max_stesp=10.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'zzz'$"):
+        cowell(K, R0, V0, T, zzz=1)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda: AltitudeCrossEvent(100.0, -1.0), "R: expected a positive"),
     (lambda: AltitudeCrossEvent(100.0 * u.s, 6378.0), "alt: expected a quantity in km"),

@@ -255,6 +255,10 @@ def test_max_steps_and_object_results_read_like_scipy():
 
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"method": "LSODA"}, ValueError, "method: expected one of 'DOP853', 'RK45', 'RK23'"),
+    ({"method": "radau"}, ValueError, r"got 'radau'; did you mean 'Radau'\?$"),
+    ({"method": "rodas"}, ValueError, r"got 'rodas'; did you mean 'Rodas5P'\?$"),
+    ({"method": "RK54"}, ValueError, r"got 'RK54'; did you mean 'RK45'\?$"),
+    ({"method": "xyz"}, ValueError, r"'Rodas5P', got 'xyz'$"),
     ({"t_eval": [0.5, 20.0]}, ValueError, r"t_eval: expected times within t_span"),
     ({"t_eval": [2.0, 1.0]}, ValueError, "t_eval: expected times sorted"),
     # scipy refuses a repeated time ("not properly sorted"); so does every front here
@@ -262,6 +266,8 @@ def test_max_steps_and_object_results_read_like_scipy():
      r"t_eval: expected times sorted in the direction of integration, none repeated"),
     ({"rtol": [1e-6, 1e-6, 1e-6]}, ValueError, r"rtol: expected a scalar or 2 values"),
     ({"atol": -1.0}, ValueError, "atol: expected finite non-negative"),
+    ({"atol": np.float64(-1.0)}, ValueError, "atol: expected finite non-negative "
+                                             "tolerances, got -1.0$"),
     ({"params": [[1.0, 2.0]] * 3}, ValueError, r"params: expected shape \(P,\) or \(2, P\)"),
     ({"params": ["a", "b"]}, TypeError, "params: expected real numbers, got text"),
     ({"max_steps": 0}, ValueError, "max_steps: expected an integer from 1 to"),
@@ -270,6 +276,12 @@ def test_max_steps_and_object_results_read_like_scipy():
 def test_bad_arguments_name_themselves(kwargs, error, match):
     with pytest.raises(error, match=match):
         solve_ivp(lotka, (0.0, 10.0), [[1.0, 2.0], [3.0, 4.0]], **kwargs)
+
+
+def test_per_object_times_in_messages_read_as_numbers():
+    # the object's t0 and tf as numbers, not np.float64(0.0)
+    with pytest.raises(ValueError, match=r"got t0 = 0\.0, tf = nan for object 1 \("):
+        solve_ivp(lotka, (np.zeros(2), np.array([10.0, np.nan])), [[1.0, 2.0], [3.0, 4.0]])
 
 
 @pytest.mark.parametrize("y0, error, match", [

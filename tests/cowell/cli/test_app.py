@@ -47,6 +47,7 @@ def run_cli(*args, cwd, timeout=600, cache=True):
 def assert_ok(done):
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
+    assert "UnitsWarning" not in done.stderr  # (the compile warm-up drew one: issue 51)
 
 
 def assert_png(path, min_bytes=20_000):
@@ -467,6 +468,24 @@ def test_negative_tof_is_backward_and_bad_ones_name_tof(tmp_path, capsys):
     assert not (tmp_path / "out.npz").exists()
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["--every", "-10min"], "--every: '-10min' must be positive; expected a positive number "
+                            "and a unit (s, min, h or d), e.g. 30s, 90min, 6h, 1.5d"),
+    (["--every=-2h"], "--every: '-2h' must be positive;"),
+    (["--every", "0s"], "--every: '0s' must be positive;"),
+    (["--every", "1e999s"], "--every: '1e999s' is not a finite duration;"),
+    (["--every", "10"], "--every: '10' has no unit;"),
+    (["--tof", "-0d"], "--tof: '-0d' must not be zero; expected a number and a unit (s, min, "
+                       "h or d), e.g. 1d, or -1d to propagate backward"),
+])
+def test_durations_that_must_be_positive_say_so(flags, says, tmp_path, capsys):
+    """Issue 51 item 3: ``--every -10min`` said 'cannot read'."""
+    assert cli.main(["propagate", *flags, "--out", str(tmp_path / "out.npz")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"hapsira-cowell: error: {says}") and error.count("\n") == 1
+    assert inputs.parse_duration("- 1d", "--tof", allow_negative=True) == -86400.0
+
+
 def test_oem_of_a_csv_catalog_needs_its_epoch_and_frame(tmp_path, capsys):
     need("oem")
     catalog = tmp_path / "states.csv"
@@ -668,3 +687,51 @@ def test_summary_counts_writing_apart_from_propagation():
     rate = 3 * 1200.0 / 86400.0 / run.seconds
     assert lines[-1] == (f"throughput: {rate:,.0f} object-days per second of propagation "
                          "(writing not counted)")
+
+
+def test_the_compile_warm_up_draws_no_units_warning():
+    """Issue 51 item 1: the warm-up's own 1 s flight drew 'tofs: ... it looks like days,
+    hours or minutes' on every run; a catalog's own flight that short still draws it."""
+    import warnings
+
+    from hapsira_cowell import UnitsWarning
+    from hapsira_cowell.cli import batch
+    from hapsira_cowell.cli.catalog import Catalog
+
+    catalog = Catalog(["a", "b"], np.array([[7000.0, 0.0, 0.0], [0.0, 7100.0, 0.0]]),
+                      np.array([[0.0, 7.5, 0.0], [0.0, 0.0, 7.4]]), "CSV", "GCRF")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = batch.propagate(catalog, np.array([0.0, 600.0, 1200.0]), [], progress=False)
+    assert run.status.tolist() == [0, 0]
+    assert [str(w.message) for w in caught if issubclass(w.category, UnitsWarning)] == []
+    with pytest.warns(UnitsWarning, match="tofs: the longest time of flight is 2 s"):
+        batch.propagate(catalog, np.array([0.0, 1.0, 2.0]), [], progress=False)
+
+
+def test_many_objects_in_orbit_are_a_median_and_a_band(tmp_path, monkeypatch):
+    """Issue 51 item 7: hundreds of grey lines made a grey band; the plot draws their
+    median and 5-95% band, and names the lowest and the highest object."""
+    pytest.importorskip("matplotlib", reason="plots need the cli extra (matplotlib)")
+    from hapsira_cowell.cli import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    n, tofs = 200, np.linspace(0.0, 86400.0, 25)
+    heights = np.linspace(400.0, 1200.0, n)  # object i at a constant altitude
+    rr = np.zeros((n, tofs.size, 3))
+    rr[..., 0] = (6378.0 + heights)[:, None]
+    names = [f"DEB {i}" for i in range(n)]
+    res = dict(rr=rr, status=np.zeros(n, int), reentry=np.full(n, np.nan), names=names)
+    plots.altitude_vs_time(res, tofs, 6378.0, tmp_path / "a.png", reentry_altitude=100.0)
+    ax = figures[0].axes[0]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels[:4] == ["in orbit at the end (200): 5-95% of altitudes", "median",
+                          "lowest: DEB 0", "highest: DEB 199"]
+    median = ax.get_lines()[0].get_ydata()
+    np.testing.assert_allclose(median, np.median(heights))
+    assert len(ax.get_lines()) <= 5  # median, two named objects, re-entry altitude
+    # a few objects keep their own lines
+    few = dict(res, rr=rr[:5], status=np.zeros(5, int), reentry=np.full(5, np.nan))
+    plots.altitude_vs_time(few, tofs, 6378.0, tmp_path / "b.png")
+    assert len(figures[1].axes[0].get_lines()) == 5

@@ -79,16 +79,35 @@ def test_screen_writes_the_library_result_as_csv_and_a_histogram(tmp_path):
     np.testing.assert_array_equal(miss, table.miss)
 
 
-@pytest.mark.parametrize("text, km", [("5km", 5.0), ("500m", 0.5), ("2.5", 2.5), (" 1e1 km", 10.0)])
+@pytest.mark.parametrize("text, km", [("5km", 5.0), ("500m", 0.5), ("2.5 KM", 2.5),
+                                      (" 1e1 km", 10.0)])
 def test_thresholds(text, km):
     assert parse_distance(text) == km
 
 
-@pytest.mark.parametrize("bad", ["5 parsecs", "-1km", "0m", "km"])
-def test_bad_threshold_is_one_line_and_exit_2(bad, capsys):
-    assert cli.main(["screen", str(IRIDIUM), f"--threshold={bad}"]) == 2
+@pytest.mark.parametrize("bad, says", [
+    ("5", "'5' has no unit"),  # km or m? refused as --tof 1 is (issue 51)
+    ("5 parsecs", "'5 parsecs' has the unknown unit 'parsecs'"),
+    ("-1km", "'-1km' must be positive"),
+    ("0m", "'0m' must be positive"),
+    ("1e999km", "'1e999km' is not a finite distance"),
+    ("km", "cannot read 'km' as a distance"),
+])
+@pytest.mark.parametrize("joined", [True, False])
+def test_bad_threshold_is_one_line_and_exit_2(bad, says, joined, capsys):
+    flags = [f"--threshold={bad}"] if joined else ["--threshold", bad]
+    assert cli.main(["screen", str(IRIDIUM), *flags]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("hapsira-cowell: error: --threshold") and error.count("\n") == 1
+    assert error == (f"hapsira-cowell: error: --threshold: {says}; expected a positive number "
+                     "and a unit (km or m), e.g. 5km or 500m\n")
+
+
+def test_a_bare_cdm_below_is_refused_naming_it(tmp_path, capsys):
+    pytest.importorskip("ccsds_ndm", reason="the cdm extra (ccsds-ndm) checks first")
+    assert cli.main(["screen", str(IRIDIUM), "--cdm", str(tmp_path / "cdm"), "--sigma",
+                     "1,2,3", "--cdm-below", "1"]) == 2
+    assert capsys.readouterr().err.startswith("hapsira-cowell: error: --cdm-below: '1' has "
+                                              "no unit; expected a positive number and a unit")
 
 
 CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
@@ -122,3 +141,44 @@ def test_bad_cdm_options_are_one_line_and_exit_2(flags, message, tmp_path, capsy
     assert error.startswith("hapsira-cowell: error: " + message.format(tmp=tmp_path)), error
     assert error.count("\n") == 1
     assert not (tmp_path / "cdm").exists()
+
+
+def test_the_summary_names_the_closest_pair_by_name_and_number():
+    """Issue 51 item 7: 'closest: objects 3 and 7' named catalog rows."""
+    from astropy import units as u
+
+    from hapsira_cowell.cli.catalog import Catalog
+    from hapsira_cowell.cli.screening import describe
+    from hapsira_cowell.propagation.conjunctions import ConjunctionTable
+
+    catalog = read_catalog(IRIDIUM)
+    table = ConjunctionTable(np.array([0, 3]), np.array([5, 7]), np.array([60.0, 120.0]),
+                             np.array([2.5, 0.125]), np.array([10.0, 11.0]))
+    stats = dict(windows=4, dt=30.0, grid_pairs=9, candidates=2, propagate_s=0.5,
+                 broad_s=0.25, narrow_s=0.125)
+    closest = describe(table, stats, 1.0, catalog)[1]
+    utc = (catalog.epoch + 120.0 * u.s).utc.isot
+    assert closest == (f"closest: {catalog.names[3]} (#{catalog.numbers[3]}) and "
+                       f"{catalog.names[7]} (#{catalog.numbers[7]}), 0.125 km at {utc} UTC")
+    assert catalog.numbers[3] != "4" and catalog.numbers[3].isdigit()  # not a row number
+    states = Catalog(["A", "B", "C"], np.ones((3, 3)), np.ones((3, 3)), "CSV", "GCRF")
+    table = ConjunctionTable(np.array([1]), np.array([2]), np.array([60.0]),
+                             np.array([0.5]), np.array([10.0]))
+    assert describe(table, stats, 1.0, states)[1] == ("closest: B (row 1) and C (row 2), "
+                                                      "0.500 km at 60.0 s")
+
+
+def test_the_histogram_counts_on_integer_ticks(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="plots need the cli extra (matplotlib)")
+    from hapsira_cowell.cli import plots
+    from hapsira_cowell.cli.screening import miss_histogram
+    from hapsira_cowell.propagation.conjunctions import ConjunctionTable
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    miss = np.array([0.5, 1.2, 3.3])  # 1 approach per bin at most: matplotlib drew 0.2 steps
+    table = ConjunctionTable(np.zeros(3, int), np.ones(3, int), np.arange(3.0), miss,
+                             np.ones(3))
+    miss_histogram(tmp_path / "h.png", table, 5.0)
+    ticks = figures[0].axes[0].get_yticks()
+    assert len(ticks) >= 2 and np.all(ticks == np.round(ticks)), ticks
