@@ -133,9 +133,28 @@ def entry_call(arity):
 _TRAMPOLINES = {}
 
 
-def trampoline(arity):
+def trampoline(arity, argtypes):
     """``trampoline(address, a1..an)``: a numba function (from the disk cache where it
-    can) that runs the joined entry at ``address`` on the arrays."""
+    can) that runs the joined entry at ``address`` on the arrays, compiled for the
+    arrays' numba types ``argtypes``. A damaged cache entry is removed, with a warning,
+    and compiled again."""
+    for attempt in range(2):
+        function, name = _trampoline(arity, cached=attempt == 0)
+        try:
+            function.compile((types.int64,) + tuple(argtypes))
+            return function
+        except Exception as error:
+            if name is None or attempt or not cache.is_corruption(error):
+                raise
+            warnings.warn(f"hapsira cache: the entry {name} could not be loaded "
+                          f"({type(error).__name__}: {error}); rebuilding it",
+                          cache.CacheWarning, stacklevel=3)
+            cache.remove(name)
+            _TRAMPOLINES.pop(arity, None)
+
+
+def _trampoline(arity, cached):
+    """``(function, its cache entry's name or None)``."""
     if arity not in _TRAMPOLINES:
         names = ", ".join(f"a{i}" for i in range(arity))
         source = ("import numba\n"
@@ -144,46 +163,41 @@ def trampoline(arity):
                   "@numba.njit(error_model='numpy', cache=__cached__)\n"
                   f"def trampoline(address, {names}):\n"
                   f"    _call(address, {names})\n")
-        module = None
-        if settings.CACHE:
+        module = name = None
+        if settings.CACHE and cached:
             key = cache.key("trampoline", source, code_options=())
-            module = cache.load_module(f"trampoline_{key}",
-                                       source.replace("__cached__", "True"))
+            name = f"trampoline_{key}"
+            module = cache.load_module(name, source.replace("__cached__", "True"))
         if module is None:
             namespace = {}
             exec(compile(source.replace("__cached__", "False"),
                          f"<hapsira trampoline of {arity}>", "exec"), namespace)
-            _TRAMPOLINES[arity] = namespace["trampoline"]
+            _TRAMPOLINES[arity] = namespace["trampoline"], None
         else:
-            _TRAMPOLINES[arity] = module.trampoline
+            _TRAMPOLINES[arity] = module.trampoline, cache._PREFIX + name
     return _TRAMPOLINES[arity]
 
 
 def wrapper(role, function, argtypes, restype):
-    """``function`` compiled as the stub of ``role`` with these types: a result of the
-    stub's type as it is; a tuple of as many numbers, or a number for a float, converted
-    (the loop's arithmetic would have converted them); anything else is the user's
-    function returning what the loop cannot take, a typing error as in a kernel
-    compiled at once."""
-    from numba.core.errors import TypingError
-
-    arity = len(argtypes)
-    names = ", ".join(f"a{i}" for i in range(arity))
-    returned = _compiled(role, f"    return function({names})\n", names, function, argtypes)
-    found = returned.signature.return_type
-    if found == restype:
-        return returned
-    if isinstance(restype, types.BaseTuple) and isinstance(found, types.BaseTuple) \
-            and len(found) == len(restype) and all(isinstance(t, types.Number) for t in found):
-        items = "".join(f"float(r[{i}]), " for i in range(len(restype)))
-        body = f"    r = function({names})\n    return ({items})\n"
+    """``function`` compiled as the stub of ``role`` with these types: its result
+    unpacked and converted to the stub's type (a tuple's items to floats, an event's
+    value to a float), as the loop's own arithmetic would convert it, so that it has
+    the stub's exact calling convention; a result the loop cannot take (a tuple of
+    another length) fails to compile in numba's words, as in a kernel compiled at once."""
+    names = ", ".join(f"a{i}" for i in range(len(argtypes)))
+    if isinstance(restype, types.BaseTuple):
+        items = [f"r{i}" for i in range(len(restype))]
+        body = (f"    {', '.join(items)}, = function({names})\n"
+                f"    return ({''.join(f'float({item}), ' for item in items)})\n")
     elif restype == types.none:
         body = f"    function({names})\n"
-    elif restype == types.float64 and isinstance(found, types.Number):
-        body = f"    return float(function({names}))\n"
     else:
-        raise TypingError(f"{role}: returns {found}, where the solver expects {restype}")
-    return _compiled(role, body, names, function, argtypes)
+        body = f"    return float(function({names}))\n"
+    result = _compiled(role, body, names, function, argtypes)
+    if result.signature.return_type != restype:
+        raise TypeError(f"{role}: the wrapper returns {result.signature.return_type}, "
+                        f"the stub {restype}")
+    return result
 
 
 def _compiled(role, body, names, function, argtypes):
@@ -288,7 +302,16 @@ def _read_generic(name):
     if found is None:
         return None
     meta, data = found
-    return Generic(data, meta["entry"], meta["arguments"])
+    made = Generic(data, meta["entry"], meta["arguments"])
+    try:
+        made.module()  # readable bitcode, or a damaged entry
+    except Exception as error:
+        warnings.warn(f"hapsira cache: the entry {name} could not be read "
+                      f"({type(error).__name__}: {error}); rebuilding it", cache.CacheWarning,
+                      stacklevel=4)
+        cache.remove(name)
+        return None
+    return made
 
 
 def join(generic_code, functions, entry):
@@ -393,7 +416,8 @@ class JoinedKernel(kernel.ObjectKernel):
                            else f"memory{next(_COUNT)}.{os.getpid()}"))
         if entry in _JOINED:  # another kernel of the same recipe in this process
             self._library = _JOINED[entry]
-            return self._library.get_pointer_to_function(entry), trampoline(len(self.args))
+            return (self._library.get_pointer_to_function(entry),
+                    trampoline(len(self.args), self._signature()))
         library = None
         if self.recipe is not None:
             found = _read(self.cache_name)
@@ -416,7 +440,7 @@ class JoinedKernel(kernel.ObjectKernel):
         if not address:
             raise RuntimeError(f"hapsira: the joined kernel {entry} has no entry")
         self._library = _JOINED[entry] = library  # its code must outlive the calls
-        return address, trampoline(len(self.args))
+        return address, trampoline(len(self.args), self._signature())
 
     def _run(self, compiled, arrays):
         address, call = compiled

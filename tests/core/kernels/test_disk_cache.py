@@ -19,6 +19,11 @@ import pytest
 from hapsira_core import settings
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+#: The cpu target joins a generic solve loop to each function (`hapsira_core.targets._join`):
+#: besides each kernel's own entry the folder holds the loop ("generic") and the
+#: function that calls a joined kernel ("trampoline"), shared by every kernel of a form.
+JOINS = settings.TARGET == "cpu" and settings.JOIN == "on"
+SHARED = ("hapsira_kernel_generic_", "hapsira_kernel_trampoline_")
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -117,7 +122,8 @@ def test_warm_runs_load_the_kernel_and_give_the_same_numbers(project):
         assert state == ("fresh" if SIMULATED else "cached-before")
         assert "hapsira cache" not in stderr
     modules = [f for f in cache_files(folder / "cache") if f.endswith(".py")]
-    assert len(modules) == 1
+    own = [f for f in modules if not f.startswith(SHARED)]
+    assert len(own) == 1 and len(modules) == (3 if JOINS else 1), modules
 
 
 def test_edited_functions_and_helpers_never_run_a_stale_kernel(project):
@@ -148,11 +154,16 @@ def test_damaged_entries_are_rebuilt_with_a_warning(project, warm_folder, kind, 
     shutil.copytree(warm_folder, folder / "cache")
     good, state, _ = run()
     assert state == ("fresh" if SIMULATED else "cached-before")
-    suffix = {"module": ".py", "index": ".nbi", "data": ".nbc"}[kind]
-    files = [f for f in (folder / "cache").rglob("*" + suffix)]
-    # one module; numba's index and data once per compiled function (the parallel
-    # target's gufunc has two: the kernel and its gufunc wrapper)
-    assert len(files) == 1 if kind == "module" else len(files) >= 1
+    suffixes = {"module": (".py",), "index": (".nbi",), "data": (".nbc", ".bin")}[kind]
+    files = [f for f in (folder / "cache").rglob("*") if f.suffix in suffixes]
+    # one module (three where cpu joins: the kernel's, the loop's and the trampoline's);
+    # numba's index and data once per compiled function (the parallel target's gufunc
+    # has two: the kernel and its gufunc wrapper); the joined kernel's and the loop's
+    # code in a .bin each
+    if kind == "module":
+        assert len(files) == (3 if JOINS else 1), files
+    else:
+        assert len(files) >= (2 if JOINS and kind == "data" else 1), files
     for file in files:
         data = file.read_bytes()
         file.write_bytes(data[: len(data) // 3] if damage == "truncate"
@@ -194,7 +205,11 @@ def test_functions_that_cannot_be_imported_run_without_the_cache(tmp_path):
     assert done.returncode == 0, done.stderr
     np.testing.assert_allclose(np.array(eval(done.stdout.splitlines()[-2])), expected(0.1, 0.5),
                                rtol=1e-9)
-    assert not [f for f in cache_files(tmp_path) if f.endswith(".py")]
+    # no entry of this kernel; where cpu joins, the loop and the trampoline it shares with
+    # every function of its form are cached (a new process compiles only the function)
+    modules = [f for f in cache_files(tmp_path) if f.endswith(".py")]
+    assert not [f for f in modules if not f.startswith(SHARED)]
+    assert len(modules) == (2 if JOINS else 0), modules
 
 
 def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
@@ -206,7 +221,9 @@ def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
     info = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "cache", "info"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert info.returncode == 0, info.stderr
-    assert "entries:   2 (" in info.stdout and str(folder / "cache") in info.stdout
+    # the two kernels, and where cpu joins the loop and the trampoline they share
+    entries = 4 if JOINS else 2
+    assert f"entries:   {entries} (" in info.stdout and str(folder / "cache") in info.stdout
     from hapsira_core.kernels import cache
     if not SIMULATED:
         assert len(cache_files(folder / "cache")) >= 6  # module, index, data per entry
