@@ -1,13 +1,43 @@
 """Progress bars for long runs: ``solve_ivp(..., progress=True)``, ``cowell(...,
-progress=True)`` and the ``hapsira-cowell`` command line share `bar`.
+progress=True)`` and the ``hapsira-cowell`` command line share `bar`; a word when
+a compile takes long (`compiling`).
 
 tqdm is imported only when a bar is asked for (``pip install 'hapsira-cowell[progress]'``;
 the ``cli`` extra has it too).
 """
 
+import contextlib
+import logging
 import sys
+import threading
 
-__all__ = ["bar", "check"]
+__all__ = ["bar", "check", "compiling", "LOG", "NOTICE_AFTER"]
+
+#: The logger of the compile notices (`compiling`): shown on stderr by default, as
+#: Python shows any warning-level record where no logging is configured; silenced with
+#: ``logging.getLogger("hapsira").setLevel(logging.ERROR)``.
+LOG = logging.getLogger("hapsira")
+#: Seconds a compile runs before the user is told of it.
+NOTICE_AFTER = 1.0
+
+
+@contextlib.contextmanager
+def compiling(what):
+    """Tell the user once, on the ``hapsira`` logger, when the compile of ``what`` inside
+    this block runs past `NOTICE_AFTER` seconds (a first call; never a silent minute);
+    nothing where it ends sooner (a kernel loaded from the disk cache)."""
+    from . import settings
+
+    where = (f"cached in {settings.CACHE_DIR} for later processes" if settings.CACHE
+             else "HAPSIRA_CACHE=0: compiled again in every process")
+    timer = threading.Timer(NOTICE_AFTER, LOG.warning,
+                            ("hapsira: compiling %s (a first call; %s)...", what, where))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def check(progress):

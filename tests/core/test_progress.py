@@ -83,3 +83,46 @@ def test_progress_must_be_a_bool(value):
         solve_ivp(lotka, (0.0, 1.0), [1.0, 1.0], params=[1.0, 1.0, 1.0, 1.0], progress=value)
     with pytest.raises(ValueError, match="progress: expected True or False"):
         cowell(K_EARTH, [7000.0, 0.0, 0.0], [0.0, 7.5, 0.0], [60.0], progress=value)
+
+
+def test_a_long_compile_is_told_once_and_a_short_one_never(monkeypatch, caplog):
+    import logging
+    import time
+
+    from hapsira_core import progress
+
+    monkeypatch.setattr(progress, "NOTICE_AFTER", 0.05)
+    with caplog.at_level(logging.WARNING, logger="hapsira"):
+        with progress.compiling("the DOP853 solver for 3-component states"):
+            time.sleep(0.4)
+        told = [r.getMessage() for r in caplog.records if r.name == "hapsira"]
+        assert len(told) == 1
+        assert told[0].startswith("hapsira: compiling the DOP853 solver for 3-component states")
+        assert settings.CACHE_DIR in told[0] or "HAPSIRA_CACHE=0" in told[0]
+        caplog.clear()
+        with progress.compiling("a kernel loaded from the cache"):
+            pass
+        time.sleep(0.2)  # past the notice's time: it was cancelled
+        assert not [r for r in caplog.records if r.name == "hapsira"]
+
+
+def test_a_first_call_that_compiles_says_what(monkeypatch, caplog):
+    import logging
+
+    from hapsira_core import progress
+
+    monkeypatch.setattr(progress, "NOTICE_AFTER", 0.0)
+    monkeypatch.setattr(build, "KERNELS", {})
+
+    @hjit
+    def decay_told(t, y, p):
+        return (-p[0] * y[0], -y[1])
+
+    with caplog.at_level(logging.WARNING, logger="hapsira"):
+        res = solve_ivp(decay_told, (0.0, 1.0), np.array([[1.0, 2.0], [3.0, 4.0]]),
+                        method="RK23", rtol=1e-8, atol=1e-10, params=[[0.5], [1.5]])
+    np.testing.assert_allclose(res.y[:, 0, -1], [np.exp(-0.5), 3 * np.exp(-1.5)], rtol=1e-6)
+    told = [r.getMessage() for r in caplog.records if r.name == "hapsira"]
+    if settings.TARGET == "cuda" and settings.cuda_simulator_enabled():
+        return  # the simulator compiles nothing: there is nothing to tell
+    assert told and all("RK23 solver for 2-component states" in m for m in told), told

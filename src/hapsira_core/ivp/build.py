@@ -132,11 +132,19 @@ class KernelSpec:
                          interleaves_work(self.method, self.fun))
         if self.lanes:
             scalar = dataclasses.replace(self, lanes=0)
-            return target.LaneKernel(self.body(), args, self.recipe(),
+            made = target.LaneKernel(self.body(), args, self.recipe(),
                                      lambda: _built(scalar))
-        if self.joins():
-            return self._joined(args)
-        return ObjectKernel(self.body(), args, self.recipe())
+        elif self.joins():
+            made = self._joined(args)
+        else:
+            made = ObjectKernel(self.body(), args, self.recipe())
+        made.description = self.description()
+        return made
+
+    def description(self):
+        """What the kernel is, in the user's words (the notice of a long compile)."""
+        lanes = f", {self.lanes} objects per core at once" if self.lanes else ""
+        return f"the {self.method} solver for {self.n}-component states{lanes}"
 
     def joins(self):
         """Whether the kernel is a generic loop joined to the user's functions: on a

@@ -11,7 +11,7 @@ import warnings
 import numba
 import numpy as np
 
-from .. import settings
+from .. import progress, settings
 from . import cache
 
 
@@ -91,6 +91,8 @@ class ObjectKernel:
     """
 
     TARGET = None  # set by each target's subclass: its name
+    #: what the kernel is, in the user's words (the notice of a long compile)
+    description = "a solver kernel"
 
     @staticmethod
     def code_options():
@@ -158,7 +160,8 @@ class ObjectKernel:
             try:
                 compiled = self._compile(function, cached)
                 if cached:  # load (or compile and save) now, where errors are ours
-                    self._eager(compiled)
+                    with progress.compiling(self.description):
+                        self._eager(compiled)
                 return compiled
             except Exception as error:
                 if not cached or attempt or not cache.is_corruption(error):

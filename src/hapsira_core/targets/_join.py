@@ -27,7 +27,7 @@ import warnings
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .. import settings
+from .. import progress, settings
 from ..kernels import cache, kernel
 from ..kernels.cache import factory
 
@@ -431,8 +431,13 @@ class JoinedKernel(kernel.ObjectKernel):
                     cache.remove(self.cache_name)
                     library = None
         if library is None:
-            generic_code = generic(self.generic_key, self.make_generic)
-            library = join(generic_code, self.functions, entry)
+            with progress.compiling(f"the loop of {self.description} (once for every "
+                                    "function of this form)"):
+                generic_code = generic(self.generic_key, self.make_generic)
+            name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
+                           "the user's function")
+            with progress.compiling(f"{self.description} for {name}"):
+                library = join(generic_code, self.functions, entry)
             if self.recipe is not None:
                 _write(self.cache_name, {"entry": entry},
                        pickle.dumps(library.serialize_using_object_code()))

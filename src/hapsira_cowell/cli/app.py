@@ -11,6 +11,7 @@ already imported on another target, runs the command in a child process).
 
 import argparse
 import importlib
+import logging
 import os
 import re
 import sys
@@ -354,6 +355,8 @@ def _demo_command(args, started):
 def main(argv=None):
     """Entry point of the ``hapsira-cowell`` console script; returns the exit status."""
     started = time.perf_counter()
+    # the command says itself when it compiles (batch.compile_notice), with its model
+    logging.getLogger("hapsira").setLevel(logging.ERROR)
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     UsageError = _lib("inputs").UsageError
     try:

@@ -47,10 +47,10 @@ _NOTIFIED = set()  # (target, model) pairs this process has announced compiling
 def compile_notice(model, stream=None):
     """Say on stderr, once per process and model, that kernels are being compiled.
 
-    The first solver call compiles the kernels for the active target
-    (numba; 10-30 s on a CPU, about 20 s for a GPU), during which nothing
-    else shows; later calls, and later processes through the on-disk cache
-    (``HAPSIRA_CACHE``), reuse them. Returns whether it printed.
+    The first solver call compiles the kernels for the active target (numba),
+    during which nothing else shows; later calls, and later processes through the
+    on-disk cache (``HAPSIRA_CACHE``), reuse them; the run's summary says how long
+    the compile took. Returns whether it printed.
     """
     from hapsira_core.jit import TARGET
 
@@ -58,8 +58,9 @@ def compile_notice(model, stream=None):
     if key in _NOTIFIED:
         return False
     _NOTIFIED.add(key)
-    print(f"{PROG}: compiling kernels for target {TARGET} ({model}; 10-30 s, "
-          "cached for later runs)...", file=stream or sys.stderr, flush=True)
+    print(f"{PROG}: compiling kernels for target {TARGET} ({model}; once, cached for "
+          "later runs: the summary gives the time it took)...", file=stream or sys.stderr,
+          flush=True)
     return True
 
 
