@@ -53,6 +53,16 @@ def _decode(symbol):
 _RESOLVED = set()
 
 
+def _for_this_machine(key):
+    """``key`` joined with what numba's own cache checks of the machine (triple, CPU name
+    and features): a cache folder shared by two machines never serves one the other's code."""
+    from numba.core import registry
+
+    from ..kernels.fingerprint import fingerprint
+
+    return fingerprint(key, registry.cpu_target.target_context.codegen().magic_tuple())[:24]
+
+
 def _resolvable(symbol):
     """Let the JIT resolve ``symbol`` in the generic library (which is never run):
     a call to it would abort through numba's own unresolved-symbol handler."""
@@ -234,7 +244,7 @@ def generic(key, make_kernel):
     with _LOCK:
         if key in _GENERIC:
             return _GENERIC[key]
-        name = f"{cache._PREFIX}generic_{key}"
+        name = f"{cache._PREFIX}generic_{_for_this_machine(key)}"
         found = _read_generic(name)
         if found is None:
             found = _compile_generic(make_kernel())
@@ -390,7 +400,9 @@ class JoinedKernel(kernel.ObjectKernel):
 
     @property
     def cache_name(self):
-        return None if self.recipe is None else f"{cache._PREFIX}joined_{self.recipe[0]}"
+        if self.recipe is None:
+            return None
+        return f"{cache._PREFIX}joined_{_for_this_machine(self.recipe[0])}"
 
     def on_disk(self):
         if self._compiled is not None:
