@@ -13,6 +13,7 @@ arithmetic per dimension (`.state`), step-size control
 from .api import Event, EventBase, Problem, integrate  # noqa: F401
 from .layout import (  # noqa: F401
     BAD_INITIAL_STATE,
+    JACOBIAN_NOT_FINITE,
     MAX_STEPS,
     STATUS_MESSAGES,
     STEP_TOO_SMALL,

@@ -258,6 +258,10 @@ class Problem:
                                        on_device=on_device))
         if on_device:
             raise ValueError("on_device: not with step records")
+        fewest = self.fewest_steps(t0, tf)
+        if fewest:  # records that cannot fit are refused before the counting pass
+            self._check_memory(self.output_shapes(y0.shape[0], fewest), y0.shape[0], fewest,
+                               self.step_records, at_least=True)
         # How many steps to record: a first pass that only counts them (`.dense`)
         counted = self._run(y0, params, t0, tf, rtol, atol, progress, 0, 0)
         steps = int(counted["info"][:, INFO.nsteps].max(initial=0))
@@ -265,6 +269,34 @@ class Problem:
         trimmed = self.trim(outputs)
         trimmed["steps"], trimmed["dense"] = outputs["steps"], outputs["dense"]
         return trimmed
+
+    def fewest_steps(self, t0, tf):
+        """A lower bound of the most steps an object takes: ``|tf - t0| / max_step``
+        (each accepted step is at most ``max_step``), at most ``max_steps``; 0 where
+        it is unknown (no ``max_step``, or a terminal event may stop objects early).
+        An object that fails before ``tf`` takes fewer; the bound assumes they arrive."""
+        if not math.isfinite(self.max_step) or self.max_step <= 0.0 or any(
+                e.max_occurrences for e in self.events):
+            return 0
+        span = np.abs(np.asarray(tf, dtype=np.float64) - np.asarray(t0, dtype=np.float64))
+        longest = float(np.max(span, initial=0.0))
+        if not math.isfinite(longest):
+            return 0
+        return int(min(math.floor(longest / self.max_step), self.max_steps))
+
+    def _check_memory(self, host_shapes, n_objects, steps, records, at_least=False):
+        """`memory.check` of one run's host outputs; with step records the message
+        names ``steps`` (``at least``: `fewest_steps`, checked before the counting pass)."""
+        if not records:
+            memory.check(host_shapes, n_objects, self.t_eval.shape[-1])
+            return
+        k1 = host_shapes["dense"][0][2]
+        what = (f"{n_objects} objects x " + (f"at least {steps} steps (|tf - t0| / max_step, "
+                                             if at_least else f"{steps} steps (")
+                + (f"an interpolant of {k1} x {self.n} numbers"
+                   if records & RECORD_DENSE else f"a state of {self.n} numbers")
+                + " per step)")
+        memory.check(host_shapes, n_objects, self.t_eval.shape[-1], what=what)
 
     def _run(self, y0, params, t0, tf, rtol, atol, progress, steps=0, records=None,
              on_device=()):
@@ -278,15 +310,7 @@ class Problem:
         if unknown:
             raise ValueError(f"on_device: no output named {sorted(unknown)}")
         host_shapes = {name: shape for name, shape in shapes.items() if name not in on_device}
-        if records:
-            k1 = shapes["dense"][0][2]
-            what = (f"{y0.shape[0]} objects x {steps} steps ("
-                    + (f"an interpolant of {k1} x {self.n} numbers"
-                       if records & RECORD_DENSE else f"a state of {self.n} numbers")
-                    + " per step)")
-            memory.check(host_shapes, y0.shape[0], self.t_eval.shape[-1], what=what)
-        else:
-            memory.check(host_shapes, y0.shape[0], self.t_eval.shape[-1])
+        self._check_memory(host_shapes, y0.shape[0], steps, records)
         outputs = {name: (np.empty if name in host_shapes else active.device_empty)(shape, dtype)
                    for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol, records)

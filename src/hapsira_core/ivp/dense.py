@@ -14,6 +14,10 @@ memory limit (`hapsira_core.memory.check`: the error names the number) and runs
 again: twice the time of one run, but memory for the steps actually taken. A
 bound from ``max_steps`` (100,000 by default) would need a hundred times more
 memory than typical runs use, and a million objects' steps rarely fit anyway.
+A lower bound is checked before the counting pass, though: with ``max_step``
+every object reaching ``tf`` takes at least ``|tf - t0| / max_step`` steps
+(`hapsira_core.ivp.Problem.fewest_steps`; not with terminal events), so records
+that cannot fit are refused before any object is integrated.
 Both runs are the same compiled code on the same data, so they take the same
 steps.
 """

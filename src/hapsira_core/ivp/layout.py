@@ -68,6 +68,7 @@ TERMINATED = 1  # stopped by a terminal event
 STEP_TOO_SMALL = -1  # step size fell below 10 ulp of t: a singularity
 MAX_STEPS = -2  # max_steps accepted steps were not enough
 BAD_INITIAL_STATE = -3  # initial state or its derivative not finite
+JACOBIAN_NOT_FINITE = -4  # an implicit method's Jacobian (the user's jac=) had NaN or inf
 
 STATUS_MESSAGES = {
     SUCCESS: "reached the end of the time span",
@@ -76,6 +77,8 @@ STATUS_MESSAGES = {
                     "is no longer finite)",
     MAX_STEPS: "max_steps accepted steps were not enough",
     BAD_INITIAL_STATE: "initial state or its derivative is not finite",
+    JACOBIAN_NOT_FINITE: "the Jacobian (jac, or the one derived from fun) returned a "
+                         "matrix with NaN or inf entries",
 }
 
 

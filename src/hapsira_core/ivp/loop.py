@@ -30,6 +30,11 @@ def _no_counts(work):
 
 
 @hjit
+def _step_too_small(work):
+    return STEP_TOO_SMALL
+
+
+@hjit
 def interpolant_needed(t_out, t_new, direction, end_free):
     """Whether the next output time ``t_out`` of an accepted step ending at ``t_new``
     needs the step's interpolant: it lies inside the step, or at its end where no end
@@ -173,11 +178,13 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     fun = rhs(f, shape, n)  # fun(t, y, p, dst) -> state, in either shape
     # A method may bring its own step (an implicit method: Newton iterations, its own
     # step-size rule) and memory that lives from step to step in ``work`` (``begin``
-    # fills it once per object; ``counts`` reads scipy's njev and nlu from it);
-    # the explicit pairs share `make_step` and need neither.
+    # fills it once per object; ``counts`` reads scipy's njev and nlu from it;
+    # ``failure`` reads why a step failed, a status: `layout.STEP_TOO_SMALL` unless
+    # it knows better); the explicit pairs share `make_step` and need none.
     step = getattr(parts, "step", None) or make_step(parts)
     begin = getattr(parts, "begin", None) or _no_begin
     counts = getattr(parts, "counts", None) or _no_counts
+    failure = getattr(parts, "failure", None) or _step_too_small
     initial_step = make_initial_step(ops, rows, method.error_estimator_order, fun)
     roots = make_roots(parts.evaluate, g, ops.store_row, event_states)
     coefficients, evaluate = parts.coefficients, parts.evaluate
@@ -282,7 +289,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
                 t, y, fy, h_abs, t_end, direction, max_step, conf, TOL, p, work)
             nfev += step_nfev
             if not ok:
-                status = STEP_TOO_SMALL
+                status = failure(work)
                 break
             nsteps += 1
 

@@ -12,11 +12,21 @@ recursively, everything a function can reach:
 * functions it reaches (plain or jitted, and numba intrinsics by their
   definition): their fingerprint, and for a dispatcher its compile options
   (``fastmath``, ``boundscheck``...),
-* modules: a library module (the standard library, anything installed in
-  site-packages) by its name and version; any other module (the user's) by
-  the attributes the code reads from it, that is every name of the code
-  looked up on the module, followed through submodules and attribute chains
-  (``consts.RATE``, ``helpers.g``, ``pkg.sub.VALUE``); cycles are cut,
+* modules: a module of the standard library by its name and Python's version;
+  any other module (the user's) by the attributes the code reads from it, that
+  is every name of the code looked up on the module, followed through
+  submodules and attribute chains (``consts.RATE``, ``helpers.g``,
+  ``pkg.sub.VALUE``); cycles are cut. A module installed in site-packages
+  (``pip install .``, not editable) is keyed by content too, since a package
+  can change under one version: its version, the digest of its distribution's
+  ``RECORD`` (the hashes of every file pip installed), its own file (a source
+  file's bytes, a compiled one's path, size and modification time), and of the
+  attributes the code reads only the plain ones (numbers, strings, arrays,
+  tuples of these), its jitted functions and its submodules (keyed alike). Its
+  other attributes (ufuncs, classes, plain functions) are not walked, which
+  keeps numpy or scipy as cheap as one file's digest each; they are covered by
+  the file digests and ``RECORD``. Every installed module reached has a file
+  (a module without one, a namespace package, is keyed as the user's),
 * numbers and strings by their exact ``repr``, numpy arrays and scalars by
   dtype, shape and bytes, tuples item by item, other objects by type and
   ``repr``.
@@ -88,22 +98,55 @@ def _library_folders():
 
 @functools.lru_cache(maxsize=None)
 def _library_version(top):
-    """The version of an installed top-level package or module, or None for a
-    module of the user's (not in the standard library nor in site-packages)."""
+    """``"python ..."`` for the standard library; for a top-level package or module
+    installed in site-packages its version and the digest of its distribution's
+    ``RECORD``; None for a module of the user's."""
     if top in sys.stdlib_module_names or top in sys.builtin_module_names:
         return "python " + sys.version
     module = sys.modules.get(top)
     path = getattr(module, "__file__", None)
     if not path or not os.path.realpath(path).startswith(_library_folders()):
         return None
+    try:
+        distribution = importlib.metadata.distribution(top)
+    except Exception:  # no metadata under the module's name: its files alone key it
+        distribution = None
     version = getattr(module, "__version__", None)
     if not isinstance(version, str):
-        try:
-            version = importlib.metadata.version(top)
-        except Exception:  # a module without metadata: its file's stamp
-            stat = os.stat(path)
-            version = f"{path} {stat.st_size} {stat.st_mtime_ns}"
-    return version
+        version = distribution.version if distribution is not None else "no version"
+    record = distribution.read_text("RECORD") if distribution is not None else None
+    if record:
+        version += " record " + hashlib.sha256(record.encode()).hexdigest()
+    return "installed " + version
+
+
+@functools.lru_cache(maxsize=None)
+def _file_stamp(path):
+    """A source file's digest; a compiled module's path, size and modification time."""
+    try:
+        if path.endswith(".py"):
+            with open(path, "rb") as source:
+                return hashlib.sha256(source.read()).hexdigest()
+        stat = os.stat(path)
+        return f"{path} {stat.st_size} {stat.st_mtime_ns}"
+    except OSError:
+        return f"{path} unreadable"
+
+
+def _plain(value):
+    """A value an installed module's attribute is hashed by: data, or a tuple of data."""
+    if isinstance(value, tuple):
+        return all(_plain(item) for item in value)
+    return isinstance(value, (int, float, complex, str, bytes, bool, type(None),
+                              np.ndarray, np.generic))
+
+
+def _read_from_installed(value):
+    """Whether an installed module's attribute is walked: plain data, a submodule, or a
+    jitted function (a dispatcher or intrinsic, not a plain Python function)."""
+    return (_plain(value) or isinstance(value, types.ModuleType)
+            or (not isinstance(value, types.FunctionType)
+                and _python_function(value) is not None))
 
 
 def _module(module, update, seen, names):
@@ -113,9 +156,14 @@ def _module(module, update, seen, names):
         update(own.encode())
         return
     version = _library_version(module.__name__.split(".")[0])
+    installed = version is not None and version.startswith("installed ")
     if version is not None:
         update(version.encode())
-        return
+        if not installed:
+            return
+        path = getattr(module, "__file__", None)
+        if path:
+            update(b"file " + _file_stamp(path).encode())
     if not names:  # reached by no code: nothing of it is read
         return
     if (id(module), names) in seen:
@@ -125,6 +173,8 @@ def _module(module, update, seen, names):
     attributes = vars(module)
     for name in sorted(names):
         if name in attributes:
+            if installed and not _read_from_installed(attributes[name]):
+                continue
             update(b"." + name.encode())
             _value(attributes[name], update, seen, names)
 

@@ -23,6 +23,7 @@ STATUS_MESSAGES = {
     ivp.MAX_STEPS: "max_steps accepted steps were not enough",
     ivp.BAD_INITIAL_STATE: "initial state or its derivative is not finite "
                            "(NaN or inf input, or r = 0)",
+    ivp.JACOBIAN_NOT_FINITE: ivp.STATUS_MESSAGES[ivp.JACOBIAN_NOT_FINITE],
 }
 
 RR = core.Field("rr", core.ROWS, "``(N, M, 3)``: positions at ``tofs``, km (NaN where the "

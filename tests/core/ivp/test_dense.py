@@ -196,6 +196,27 @@ def test_step_records_over_the_memory_limit_are_refused_with_their_size(monkeypa
         solve_ivp(lotka, (0.0, 6.0), y0, params=params, rtol=RTOL, atol=ATOL, dense_output=True)
 
 
+def test_step_records_that_max_step_makes_too_many_are_refused_before_any_run(monkeypatch):
+    """max_step=1e-3 over (0, 6): at least 6000 steps per object, 30 x 6000 x 8 x 2
+    numbers (23 MB) over a 1 MB limit: refused with that bound, no kernel run (before,
+    the counting pass integrated every object first: minutes at 1e5 objects)."""
+    from hapsira_core.ivp import build
+
+    monkeypatch.setattr(memory, "LIMIT", 1e6)
+    runs = []
+    monkeypatch.setattr(build, "run", lambda *args, **kwargs: runs.append(args))
+    y0 = np.repeat(Y0, 10, axis=0)
+    params = np.repeat(PARAMS, 10, axis=0)
+    for options, per_step in (({"dense_output": True}, "an interpolant of 8 x 2 numbers"),
+                              ({"t_eval": "steps"}, "a state of 2 numbers")):
+        with pytest.raises(memory.OutputTooLargeError,
+                           match=r"30 objects x at least 6000 steps \(\|tf - t0\| / max_step, "
+                                 + per_step + r" per step\) need [\d.]+ MB, more than the 1 MB"):
+            solve_ivp(lotka, (0.0, 6.0), y0, params=params, rtol=RTOL, atol=ATOL,
+                      max_step=1e-3, **options)
+    assert runs == []
+
+
 def test_bad_options_name_themselves():
     with pytest.raises(TypeError, match="dense_output: expected True or False"):
         solve_ivp(lotka, (0.0, 1.0), Y0, params=PARAMS, dense_output="yes")

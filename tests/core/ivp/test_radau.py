@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
 from hapsira_core.ivp import Event, solve_ivp
-from hapsira_core.ivp.layout import STEP_TOO_SMALL
+from hapsira_core.ivp.layout import JACOBIAN_NOT_FINITE, STATUS_MESSAGES, STEP_TOO_SMALL
 from hapsira_core.jit import hjit
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -318,6 +318,40 @@ def test_a_given_jac_as_scipy_s(form):
     assert res.nsteps == len(ref.t) - 1 == 78
     assert (res.nfev, res.njev, res.nlu) == (ref.nfev, ref.njev, ref.nlu)
     np.testing.assert_allclose(res.y[:, -1], ref.y[:, -1], rtol=1e-9)
+
+
+@hjit
+def robertson_jac_nan_from(t, y, p):
+    """Robertson's Jacobian, with a NaN entry from t = p[3] on."""
+    bad = math.nan if t >= p[3] else 0.0
+    return (-p[0] + bad, p[1] * y[2], p[1] * y[1],
+            p[0], -p[1] * y[2] - 2.0 * p[2] * y[1], -p[1] * y[1],
+            0.0, 2.0 * p[2] * y[1], 0.0)
+
+
+def test_a_jacobian_not_finite_stops_its_object_naming_the_jacobian():
+    """A jac= with NaN from t0 or from t = 1 on stops that object with its own status
+    and a message naming the Jacobian (before: "step size fell below 10 ulp", status
+    -1, after Newton failed on it at every halved step); the object whose jac stays
+    finite takes scipy's 78 steps with its counts, its numbers those of a run alone."""
+    params = np.array([[0.04, 1e4, 3e7, math.inf], [0.04, 1e4, 3e7, 0.0],
+                       [0.04, 1e4, 3e7, 1.0]])
+    y0 = np.array([[1.0, 0.0, 0.0]] * 3)
+    options = dict(method="Radau", rtol=1e-6, atol=1e-10, jac=robertson_jac_nan_from)
+    res = solve_ivp(robertson, (0.0, 40.0), y0, params=params, **options)
+    np.testing.assert_array_equal(res.status, [0, JACOBIAN_NOT_FINITE, JACOBIAN_NOT_FINITE])
+    assert JACOBIAN_NOT_FINITE < 0 and not res.success[1:].any()
+    message = res.messages()[1]
+    assert message == STATUS_MESSAGES[JACOBIAN_NOT_FINITE] and "Jacobian (jac" in message
+    assert res.nsteps[1] == 0 and 0 < res.nsteps[2] < 78
+    assert np.isnan(res.y[1:, :, -1]).all()  # tf not reached
+    alone = solve_ivp(robertson, (0.0, 40.0), y0[:1], params=params[:1], **options)
+    scipy_fun, scipy_jac = robertson_np(params[0, :3])
+    ref = scipy_solve_ivp(scipy_fun, (0.0, 40.0), y0[0], method="Radau", rtol=1e-6,
+                          atol=1e-10, jac=scipy_jac)
+    assert res.nsteps[0] == len(ref.t) - 1 == 78
+    assert (res.nfev[0], res.njev[0], res.nlu[0]) == (ref.nfev, ref.njev, ref.nlu)
+    np.testing.assert_array_equal(res.y[0], alone.y[0])
 
 
 def test_a_fun_without_readable_source_names_jac():

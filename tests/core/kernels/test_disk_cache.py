@@ -8,9 +8,11 @@ alone and every run starts "fresh"; the tests check that runs are right there.
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import numpy as np
@@ -359,6 +361,64 @@ def test_edited_module_attributes_and_default_arguments_never_run_a_stale_kernel
     assert run(0.5, 1.0) == "fresh"
     assert run(0.8, 1.0) == "fresh"  # a module attribute: a new kernel
     assert run(0.8, 1.5) == "fresh"  # a default argument: a new kernel
+
+
+INSTALLED_MODEL = textwrap.dedent("""
+    import numpy as np
+    from hapsira_core.jit import hjit
+    from hapsira_core.ivp import build, solve_ivp
+    import ratepkg
+    import ratepkg.tools
+
+    @hjit
+    def decay(t, y, p):
+        return (-ratepkg.RATE * ratepkg.tools.g(y[0]),)
+
+    warm = build.kernel("RK23", 1, decay, ()).on_disk()
+    res = solve_ivp(decay, (0.0, 1.0), np.array([[1.0], [2.0]]), method="RK23", rtol=1e-8,
+                    atol=1e-10)
+    print(repr([res.y[:, 0, -1].tolist(), res.status.tolist()]))
+    print("cached-before" if warm else "fresh")
+""")
+
+
+def test_an_installed_package_changed_under_one_version_never_runs_a_stale_kernel(tmp_path):
+    """f reads ``ratepkg.RATE`` and calls ``ratepkg.tools.g`` of a package installed in
+    site-packages (``pip install .``, not editable) whose version stays 1.0 while its
+    files change: each change gives the new numbers (before, an installed module was
+    keyed by its name and version: status 0 and the first RATE's answer)."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "model.py").write_text(INSTALLED_MODEL)
+    base = tmp_path / "userbase"  # PYTHONUSERBASE: its site-packages is a library folder
+    installed = pathlib.Path(sysconfig.get_path("purelib", "posix_user",
+                                                vars={"userbase": str(base)}))
+    package = installed / "ratepkg"
+    package.mkdir(parents=True)
+    info = installed / "ratepkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ratepkg\nVersion: 1.0\n")
+
+    def run(rate, c):
+        (package / "__init__.py").write_text(f"RATE = {rate!r}\n")
+        (package / "tools.py").write_text(
+            f"from hapsira_core.jit import hjit\n\n@hjit\ndef g(x):\n    return {c!r} * x\n")
+        shutil.rmtree(package / "__pycache__", ignore_errors=True)
+        env = dict(os.environ, HAPSIRA_CACHE="1", HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
+                   PYTHONUSERBASE=str(base),
+                   PYTHONPATH=os.pathsep.join([str(installed), os.environ.get("PYTHONPATH", "")]))
+        done = subprocess.run([sys.executable, str(tmp_path / "model.py")], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.strip().splitlines()
+        result, status = eval(lines[-2])
+        assert status == [0, 0]
+        np.testing.assert_allclose(result, decay_expected(rate, c), rtol=1e-7)
+        return lines[-1]
+
+    assert run(1.0, 1.0) == "fresh"
+    assert run(3.0, 1.0) == "fresh"  # the package's constant, same version: a new kernel
+    assert run(3.0, 0.5) == "fresh"  # its submodule's jitted helper: a new kernel
+    assert run(3.0, 0.5) == ("fresh" if SIMULATED else "cached-before")  # unchanged: warm
 
 
 UNUSABLE_FOLDER = textwrap.dedent("""

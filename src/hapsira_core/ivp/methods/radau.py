@@ -31,14 +31,17 @@ one in two parts: `Radau.rows_for`), and the previous step's interpolant
 automatic derivative of a tuple-form ``fun``
 (`..sensitivities.method_jacobian`, the choice every implicit method makes);
 a constant one (``jac=`` a matrix, or one whose source reads neither t nor y) is
-evaluated once and kept, as scipy keeps a constant ``jac``.
+evaluated once and kept, as scipy keeps a constant ``jac``. A Jacobian with an
+entry that is not finite stops its object there with status
+`..layout.JACOBIAN_NOT_FINITE` (scipy's Newton iterations would fail on it until the
+step size fell below 10 ulp); the other objects never read it.
 """
 
 import math
 
 from ...jit import hjit
 from ..control import ulp_toward
-from ..layout import WorkRows
+from ..layout import JACOBIAN_NOT_FINITE, STEP_TOO_SMALL, WorkRows
 from ..linalg import lu_factor, lu_factor_complex, lu_solve, lu_solve_complex
 from ..state import returns_a_view, rhs
 from .base import Method
@@ -95,7 +98,8 @@ NJEV = 25
 NLU = 26
 T_PREV = 27  # the previous step's start
 H_PREV = 28  # the previous step's size (signed)
-J_ROW = 29  # J, then the real LU, then the complex LU's real and imaginary parts (n rows each)
+JAC_BAD = 29  # 1: the last J had an entry that is not finite (the object stops)
+J_ROW = 30  # J, then the real LU, then the complex LU's real and imaginary parts (n rows each)
 
 
 class Radau(Method):
@@ -191,6 +195,18 @@ def _build(ops, fun, jac, rows):
         ok_complex = lu_factor_complex(work[LUR_ROW:LUR_ROW + n], work[LUI_ROW:LUI_ROW + n],
                                        work[PIV_COMPLEX], n)
         return ok_real and ok_complex
+
+    @hjit
+    def jacobian(t, y, p, work):
+        """J at (t, y) into its rows; False, and JAC_BAD set, where an entry is not
+        finite: Newton would only fail on it until the step size is below 10 ulp."""
+        jac_into(t, y, p, work[J_ROW:J_ROW + n])
+        for i in range(n):
+            for j in range(n):
+                if not math.isfinite(work[J_ROW + i, j]):
+                    work[JAC_BAD, 0] = 1.0
+                    return False
+        return True
 
     @hjit
     def solve_real(b, work):
@@ -328,7 +344,8 @@ def _build(ops, fun, jac, rows):
 
     @hjit
     def begin(t, y, fy, h_abs, direction, conf, tol_start, p, work):
-        jac_into(t, y, p, work[J_ROW:J_ROW + n])
+        work[JAC_BAD, 0] = 0.0
+        jacobian(t, y, p, work)
         work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
         work[CURRENT_JAC, 0] = 1.0
@@ -342,11 +359,18 @@ def _build(ops, fun, jac, rows):
     def counts(work):
         return int(work[NJEV, 0]), int(work[NLU, 0])
 
+    @hjit
+    def failure(work):
+        """The status of a failed step: a Jacobian not finite, or a step too small."""
+        return JACOBIAN_NOT_FINITE if work[JAC_BAD, 0] != 0.0 else STEP_TOO_SMALL
+
     @hjit(**view_options)
     def step(t, y, fy, h_abs_in, t_end, direction, max_step, conf, tol_start, p, work):
         rtol = conf[tol_start]
         newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
         min_step = 10.0 * ulp_toward(t, direction)
+        if work[JAC_BAD, 0] != 0.0:  # J at the start or the last step's end: `failure`
+            return False, t, y, fy, 0.0, h_abs_in, 0
         h_abs_old = work[H_ABS_OLD, 0]
         error_old = work[ERROR_OLD, 0]
         if h_abs_in > max_step:
@@ -397,8 +421,10 @@ def _build(ops, fun, jac, rows):
                 if not converged:
                     if current_jac:
                         break
-                    jac_into(t, y, p, work[J_ROW:J_ROW + n])
                     work[NJEV, 0] += 1.0
+                    if not jacobian(t, y, p, work):
+                        work[LU_VALID, 0] = 0.0
+                        return False, t, y, fy, h, h_abs, nfev
                     current_jac = True
                     lu_valid = False
             if not converged:
@@ -441,7 +467,7 @@ def _build(ops, fun, jac, rows):
         f_new = f(t_new, y_new, p, work[F_NEW])
         nfev += 1
         if recompute_jac:
-            jac_into(t_new, y_new, p, work[J_ROW:J_ROW + n])
+            jacobian(t_new, y_new, p, work)  # not finite: the next step stops (`failure`)
             work[NJEV, 0] += 1.0
             current_jac = True
         else:
@@ -472,7 +498,7 @@ def _build(ops, fun, jac, rows):
         return y, y, y
 
     return types.SimpleNamespace(
-        step=step, begin=begin, counts=counts, coefficients=coefficients,
+        step=step, begin=begin, counts=counts, failure=failure, coefficients=coefficients,
         placeholder=placeholder, evaluate=make_evaluate(n), step_nfev=0, dense_nfev=0,
         error_exponent=-0.25)
 
