@@ -106,13 +106,17 @@ def test_a_long_compile_is_told_once_and_a_short_one_never(monkeypatch, caplog):
         assert not [r for r in caplog.records if r.name == "hapsira"]
 
 
-def test_a_first_call_that_compiles_says_what(monkeypatch, caplog):
+def test_a_first_call_that_compiles_says_what(monkeypatch, caplog, tmp_path):
     import logging
 
     from hapsira_core import progress
 
     monkeypatch.setattr(progress, "NOTICE_AFTER", 0.0)
     monkeypatch.setattr(build, "KERNELS", {})
+    # the disk cache's path, where every target compiles a kernel eagerly (without a
+    # cache a kernel compiles at its first launch: HAPSIRA_CACHE=0 tells nothing)
+    monkeypatch.setattr(settings, "CACHE", True)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
 
     @hjit
     def decay_told(t, y, p):
