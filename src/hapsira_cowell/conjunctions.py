@@ -2,7 +2,9 @@
 covariances at the TCA (`encounters`, for CCSDS CDMs): the public names of
 `hapsira_cowell.propagation.conjunctions` and `hapsira_cowell.propagation.encounters`."""
 
-from .propagation.conjunctions import ConjunctionTable, screen, two_body_j2
+from .propagation.conjunctions import (ConjunctionTable, IdenticalObjectsWarning, screen,
+                                       two_body_j2)
 from .propagation.encounters import Encounters, encounters
 
-__all__ = ["ConjunctionTable", "Encounters", "encounters", "screen", "two_body_j2"]
+__all__ = ["ConjunctionTable", "Encounters", "IdenticalObjectsWarning", "encounters", "screen",
+           "two_body_j2"]

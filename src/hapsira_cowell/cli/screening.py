@@ -6,20 +6,23 @@ catalog, drops the objects SGP4 could not place, writes one CSV line per
 approach (with the objects' names and the TCA in UTC), and on request a
 miss-distance histogram (matplotlib) and one Conjunction Data Message per
 approach (`hapsira_cowell.outputs.cdm`, with the covariance ``--sigma`` gives).
+Objects that repeat an earlier object's state (one entry given twice) are screened
+once, and the summary names them (`identical_line`).
 """
 
 import csv
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
 from .inputs import UsageError
 
-__all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "miss_histogram",
-           "object_label", "parse_distance", "parse_sigma", "run_screen", "write_cdm_files",
-           "write_csv"]
+__all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "identical_line",
+           "miss_histogram", "object_label", "parse_distance", "parse_sigma", "run_screen",
+           "write_cdm_files", "write_csv"]
 
 _DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z]*)\s*$")
@@ -89,17 +92,22 @@ def miss_histogram(path, table, threshold, title=None):
 
 def run_screen(catalog, days, threshold, dt=None):
     """Screen the catalog's objects with a finite state for ``days`` days; returns the
-    table with indices into the catalog's rows and the stats of `screen`."""
-    from ..propagation.conjunctions import ConjunctionTable, screen
+    table with indices into the catalog's rows and the stats of `screen`, whose
+    ``identical`` (objects screened as an earlier one: `screen`'s warning, told by
+    `describe` instead) holds catalog rows too."""
+    from ..propagation.conjunctions import ConjunctionTable, IdenticalObjectsWarning, screen
     from ..constants import K_EARTH
 
     rows = np.flatnonzero(catalog.initial_ok)
     if len(rows) < 2:
         raise UsageError("catalog: fewer than two objects with a state to screen")
     stats = {}
-    table = screen(K_EARTH, catalog.r0[rows], catalog.v0[rows], (0.0, days * 86400.0),
-                   threshold, dt=dt, stats=stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdenticalObjectsWarning)
+        table = screen(K_EARTH, catalog.r0[rows], catalog.v0[rows], (0.0, days * 86400.0),
+                       threshold, dt=dt, stats=stats)
     table = ConjunctionTable(rows[table.i], rows[table.j], table.tca, table.miss, table.speed)
+    stats["identical"] = rows[stats["identical"]]
     return table, stats
 
 
@@ -111,11 +119,32 @@ def object_label(catalog, i):
     return f"{catalog.names[i]} ({where})"
 
 
+def identical_line(identical, catalog=None, shown=5):
+    """The summary's warning on the objects screened as an earlier one: ``identical``
+    ``(M, 2)`` catalog rows ``(row, first row)`` (`run_screen`), each group named by its
+    first object (`object_label`) with the rows of the CSV's ``i``, ``j``."""
+    groups = {}
+    for row, first in np.asarray(identical).reshape(-1, 2):
+        groups.setdefault(int(first), []).append(int(row))
+    listed = []
+    for first, rows in list(groups.items())[:shown]:
+        label = f"{object_label(catalog, first)}: " if catalog is not None else ""
+        listed.append(f"{label}{'rows' if len(rows) > 1 else 'row'} "
+                      f"{', '.join(map(str, rows))} = row {first}")
+    more = f"; and {len(groups) - shown} more" if len(groups) > shown else ""
+    return (f"warning: {len(identical)} object(s) repeat an earlier object's state (one "
+            f"entry given twice?), screened once, as the first, and reported under its row "
+            f"only: {'; '.join(listed)}{more}")
+
+
 def describe(table, stats, seconds, catalog=None):
     """Summary lines printed by the command line; with ``catalog``, the closest pair
-    named by its objects' names and numbers (`object_label`), else by row."""
+    named by its objects' names and numbers (`object_label`), else by row; objects
+    screened as an earlier one (`identical_line`)."""
     lines = [(f"{len(table)} approaches; {stats['windows']} windows of {stats['dt']:.1f} s, "
               f"{stats['grid_pairs']} grid pairs, {stats['candidates']} refined")]
+    if len(stats.get("identical", ())):
+        lines.append(identical_line(stats["identical"], catalog))
     if len(table):
         k = int(np.argmin(table.miss))
         i, j = int(table.i[k]), int(table.j[k])

@@ -53,6 +53,7 @@ holds under any perturbation the chord margin allows.
 """
 
 import math
+import warnings
 
 import numpy as np
 from astropy import units as u
@@ -69,6 +70,8 @@ from .forms import check_gm, check_states, orbit_rhs
 
 __all__ = [
     "ConjunctionTable",
+    "IdenticalObjectsWarning",
+    "identical_objects",
     "broad_phase",
     "chord_candidates",
     "radius_bounds",
@@ -784,11 +787,16 @@ OVERLAP = 0.05
 
 
 def refine(k, f, rows, r_i, v_i, r_j, v_j, i, j, t_a, t_b, threshold, rtol, atol,
-           t_end=None):
+           t_end=None, t_start=None):
     """The narrow phase: each (pair, window) integrated as one 12-component ODE from
     ``t_a`` to ``t_b`` (s from the epoch), the minima of distance found as events.
 
-    Returns the arrays ``i, j, tca, miss, speed`` of the minima below ``threshold``.
+    Returns the arrays ``i, j, tca, miss, speed`` of the minima below ``threshold``
+    inside ``(t_start, t_end]`` (default: the first window's start, the last one's
+    end). Not minima, so never returned: an event at ``t_start`` (the distance rises
+    from the span's start: the range rate is 0 there and grows), and one where the two
+    states are the same, bit for bit (the range rate is 0 throughout: two copies of
+    one object, `identical_objects`).
     """
     empty = np.empty(0)
     if len(i) == 0:
@@ -806,6 +814,8 @@ def refine(k, f, rows, r_i, v_i, r_j, v_j, i, j, t_a, t_b, threshold, rtol, atol
     t_a, t_b = np.asarray(t_a, dtype=float), np.asarray(t_b, dtype=float)
     if t_end is None:
         t_end = float(t_b.max())
+    if t_start is None:
+        t_start = float(t_a.min())
     res = solve_ivp(pair_rhs(f, width), (t_a, t_b + OVERLAP * (t_b - t_a)), y0, rtol=rtol,
                     atol=atol, params=p, events=[CLOSEST_APPROACH], max_event_records=RECORDS)
     # (pairs, RECORDS) times, NaN past each pair's minima, and (pairs, RECORDS, 12) states:
@@ -817,7 +827,8 @@ def refine(k, f, rows, r_i, v_i, r_j, v_j, i, j, t_a, t_b, threshold, rtol, atol
     rel, rel_v = at[:, 0:3] - at[:, 6:9], at[:, 3:6] - at[:, 9:12]
     # np.linalg.norm's own arithmetic: the square root of the reduced squares
     miss = np.sqrt(np.add.reduce(rel * rel, axis=1))
-    keep = (miss < threshold) & (tca <= t_end)
+    apart = np.any(at[:, 0:6] != at[:, 6:12], axis=1)
+    keep = (miss < threshold) & (tca <= t_end) & (tca > t_start) & apart
     rel_v = rel_v[keep]
     speed = np.sqrt(np.add.reduce(rel_v * rel_v, axis=1))
     return i[pair[keep]], j[pair[keep]], tca[keep], miss[keep], speed
@@ -838,6 +849,78 @@ def _dedupe(i, j, tca, miss, speed, tolerance=1e-3):
     drop[:-1][same & ~later_worse] = True
     keep = ~drop
     return i[keep], j[keep], tca[keep], miss[keep], speed[keep]
+
+
+class IdenticalObjectsWarning(UserWarning):
+    """`screen` was given objects that it cannot tell apart (the same state within the
+    solver's tolerances: one catalog entry given twice); each group is screened once."""
+
+
+def identical_objects(r0, v0, rtol, atol):
+    """Each object's first row among the objects whose states it cannot be told from.
+
+    Two objects are identical when every one of their six components (km, km/s) differs
+    by at most ``atol + rtol * max(|a|, |b|)``: the error the solver is allowed per step
+    (scipy's error scale), so within the accuracy asked for they are one object. Groups
+    are the connected sets of identical pairs (a chain of pairs is one group).
+
+    Returns ``(N,)`` int64: for each object the smallest row of its group (itself when
+    it has no twin).
+    """
+    y = np.concatenate((r0, v0), axis=1)
+    n = len(y)
+    rtol = checks.tolerance(rtol, "rtol", 6)
+    atol = checks.tolerance(atol, "atol", 6)
+    # sorted along one projection, twins are within the projected tolerance of each
+    # other; the gap between sorted neighbours only grows with their distance in the
+    # order, so the offsets stop at the first one where no gap is that small
+    weights = np.array([1.0, math.sqrt(2.0), math.sqrt(3.0), 1e3, 1e3 * math.sqrt(5.0),
+                        1e3 * math.sqrt(7.0)])
+    projection = y @ weights
+    largest = np.abs(y).max(axis=0)
+    # (and the projections' own rounding: a few units in the last place of their terms)
+    reach = float(weights @ (atol + (rtol + 8 * checks.EPS) * largest))
+    order = np.argsort(projection, kind="stable")
+    sorted_projection = projection[order]
+    a_rows, b_rows = [], []
+    for offset in range(1, n):
+        near = np.flatnonzero(sorted_projection[offset:] - sorted_projection[:-offset]
+                              <= reach)
+        if len(near) == 0:
+            break
+        a, b = order[near], order[near + offset]
+        scale = atol + rtol * np.maximum(np.abs(y[a]), np.abs(y[b]))
+        same = np.all(np.abs(y[a] - y[b]) <= scale, axis=1)
+        a_rows.append(a[same])
+        b_rows.append(b[same])
+    first = np.arange(n, dtype=np.int64)
+    if not a_rows or not sum(len(a) for a in a_rows):
+        return first
+    a, b = np.concatenate(a_rows), np.concatenate(b_rows)
+    while True:  # the smallest row of each group spread along its pairs
+        low = np.minimum(first[a], first[b])
+        before = first.copy()
+        np.minimum.at(first, a, low)
+        np.minimum.at(first, b, low)
+        first = first[first]
+        if np.array_equal(first, before):
+            return first
+
+
+def _identical_message(first, shown=5):
+    """The warning naming the rows that repeat an earlier row."""
+    repeats = np.flatnonzero(first != np.arange(len(first)))
+    groups = {}
+    for row in repeats:
+        groups.setdefault(int(first[row]), []).append(int(row))
+    listed = "; ".join(f"{'rows' if len(rows) > 1 else 'row'} "
+                       f"{', '.join(map(str, rows))} = row {kept}"
+                       for kept, rows in list(groups.items())[:shown])
+    more = f"; and {len(groups) - shown} more groups" if len(groups) > shown else ""
+    return (f"r0, v0: {len(repeats)} object(s) repeat an earlier object's state (within "
+            f"the tolerances rtol, atol: one entry given twice?): {listed}{more}; each "
+            f"group is screened once, as its first row, and its approaches are reported "
+            f"under that row only")
 
 
 def default_dt(k, r, v, threshold):
@@ -922,13 +1005,38 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         one solver call.
     stats : dict, optional
         Filled with the time per phase (s), the number of windows, grid pairs, pairs
-        chord-tested (through the radius test) and candidates (the benchmark reads it).
+        chord-tested (through the radius test) and candidates (the benchmark reads it),
+        and ``identical``: ``(M, 2)`` rows ``(row, first row)`` of the objects screened
+        as an earlier one (below).
 
     Returns
     -------
     ConjunctionTable
         Columns ``i``, ``j``, ``tca`` (s, on the axis of ``t_span``), ``miss`` (km),
         ``speed`` (km/s), sorted by ``tca``.
+
+    Warns
+    -----
+    IdenticalObjectsWarning
+        Some objects repeat an earlier object's state (`identical_objects`: every
+        component within ``atol + rtol * |y|``, what the solver cannot tell apart; one
+        catalog entry given twice, as merged catalogs often hold). The warning names
+        them (``row 12 = row 0``). Each group is screened once, as its first row: the
+        table holds the approaches the catalog without the copies has, under the first
+        row's index, bit for bit, and no row for the copies (two copies of one object
+        are never an approach: their distance is 0 throughout). With all the objects
+        one, the table is empty.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, named; and identical objects with different ``params`` rows.
+
+    Notes
+    -----
+    An approach is a minimum of the distance inside the span: none is reported at
+    ``t0`` itself (a distance rising from ``t0``: two objects with the same velocity
+    there), nor one where the two states coincide bit for bit.
     """
     import time
 
@@ -954,8 +1062,10 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         raise ValueError("r0, v0: expected finite states (NaN rows: drop the objects SGP4 "
                          "could not place)")
     f = two_body_j2 if f is None else f
-    n = r0.shape[0]
-    rows = _rows(params, n)
+    rows = _rows(params, r0.shape[0])
+    kept = _distinct(r0, v0, rows, rtol, atol, stats)
+    r0, v0, rows = r0[kept], v0[kept], rows[kept]
+    n = len(kept)
     if dt is None:
         dt = default_dt(k, r0, v0, threshold)
     dt = float(dt)
@@ -967,6 +1077,11 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     dt = span / windows
     chunk = default_chunk(n) if chunk is None else checks.integer(chunk, "chunk", 1)
     chunk = max(1, min(chunk, MAX_ITEMS // n))
+    if n < 2:  # the objects are all one
+        stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,
+                     windows=0, grid_pairs=0, chord_tests=0, candidates=0, dt=dt)
+        empty = np.empty(0)
+        return ConjunctionTable(empty, empty, empty, empty, empty)
     out = [], [], [], [], []
     pending = [], [], [], [], [], []  # candidates of chunks not refined yet
     stats.update(propagate_s=0.0, broad_s=0.0, broad_cpu_s=0.0, narrow_s=0.0,
@@ -1006,10 +1121,33 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
             for column in pending:
                 column.clear()
             found = refine(k, f, rows, at_i[:, :3], at_i[:, 3:], at_j[:, :3], at_j[:, 3:],
-                           i, j, t_a, t_b, threshold, rtol, atol, t_end=span)
+                           i, j, t_a, t_b, threshold, rtol, atol, t_end=span,
+                           t_start=0.0)
             for column, values in zip(out, found):
                 column.append(values)
         stats["narrow_s"] += clock() - now
     i, j, tca, miss, speed = _dedupe(*(np.concatenate(c) for c in out))
-    return ConjunctionTable(i, j, tca + t0, miss, speed)
+    return ConjunctionTable(kept[i], kept[j], tca + t0, miss, speed)
+
+
+def _distinct(r0, v0, rows, rtol, atol, stats):
+    """The rows `screen` screens: one of each group of `identical_objects` (its first),
+    with an `IdenticalObjectsWarning` naming the others; ``stats["identical"]`` gets
+    their ``(row, first row)`` pairs. Copies with other params are refused."""
+    n = len(r0)
+    first = identical_objects(r0, v0, rtol, atol)
+    repeats = np.flatnonzero(first != np.arange(n))
+    stats["identical"] = np.column_stack((repeats, first[repeats]))
+    if len(repeats) == 0:
+        return np.arange(n)
+    a, b = rows[first[repeats]], rows[repeats]
+    differ = np.flatnonzero(np.any((a != b) & ~(np.isnan(a) & np.isnan(b)), axis=1))
+    if len(differ):
+        row = int(repeats[differ[0]])
+        raise ValueError(f"params: rows {int(first[row])} and {row} have the same state "
+                         f"(r0, v0 within the tolerances rtol, atol) but different params "
+                         f"rows ({len(differ)} such row(s)); one object has one force "
+                         f"model: drop the copies or give them the same params")
+    warnings.warn(_identical_message(first), IdenticalObjectsWarning, stacklevel=3)
+    return np.flatnonzero(first == np.arange(n))
 

@@ -182,3 +182,29 @@ def test_the_histogram_counts_on_integer_ticks(tmp_path, monkeypatch):
     miss_histogram(tmp_path / "h.png", table, 5.0)
     ticks = figures[0].axes[0].get_yticks()
     assert len(ticks) >= 2 and np.all(ticks == np.round(ticks)), ticks
+
+
+def test_an_entry_given_twice_is_screened_once_and_named(tmp_path, capsys):
+    """Review finding: a catalog entry given twice gave hundreds of rows of miss 0 (the
+    refinement's steps), without a word. The CSV is the catalog's without the copy, and
+    the summary names the copy by its object and rows (the CSV's i, j)."""
+    with open(DATA_DIR / "fengyun-1c-debris.tle") as handle:
+        lines = handle.read().splitlines()
+    entries = [lines[x:x + 3] for x in range(0, 90, 3)]  # 30 objects: name, line 1, line 2
+    assert all(entry[1].startswith("1 ") for entry in entries)
+    tables = []
+    for name, listed in (("plain", entries), ("twice", entries + [entries[6]])):
+        path, out = tmp_path / f"{name}.tle", tmp_path / f"{name}.csv"
+        path.write_text("\n".join(line for entry in listed for line in entry) + "\n")
+        assert cli.main(["screen", str(path), "--days", str(1800 / 86400), "--threshold",
+                         "100km", "--out", str(out)]) == 0
+        with open(out) as handle:
+            tables.append(list(csv.reader(handle)))
+        printed = capsys.readouterr()
+        assert "IdenticalObjectsWarning" not in printed.err  # told once, in the summary
+    assert tables[1] == tables[0] and len(tables[0]) > 1  # a header and approaches
+    number = entries[6][1][2:7].strip()
+    assert f"{entries[6][0].strip()} (#{number}): row 30 = row 6" in printed.out
+    assert printed.out.count("warning: 1 object(s) repeat an earlier object's state (one "
+                             "entry given twice?), screened once, as the first, and "
+                             "reported under its row only: ") == 1

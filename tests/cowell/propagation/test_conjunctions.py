@@ -589,6 +589,85 @@ def test_real_debris_equal_brute_force(simulated):
         np.testing.assert_array_equal(table[column], brute[column])
 
 
+def test_a_catalog_given_twice_or_thrice_has_its_approaches_once(simulated):
+    """Review finding: an entry given twice gave 240 rows of miss 0 over an hour (events at
+    the refinement's steps), three copies of a catalog 11,538 rows for its 2 approaches,
+    without a word (here, half an hour: 123 rows, and 10,818 for three copies). Each
+    group of identical objects is screened once, as its first row, the others named by a
+    warning: the table is the catalog's without copies, bit for bit."""
+    if simulated:  # the simulator is slow: two planted objects, one approach
+        r, v = planted_pair(300.0, 1.0, 7000.0, 0.3, 1.2, 0.4)
+        span, threshold, pairs = 600.0, 5.0, {(0, 1)}
+    else:  # 30 Fengyun-1C fragments: two approaches within 100 km in half an hour
+        r, v = _catalog(30)
+        span, threshold, pairs = 1800.0, 100.0, {(6, 11), (22, 26)}
+    n = len(r)
+    base = screen(k, r, v, (0.0, span), threshold)
+    assert set(zip(base.i.tolist(), base.j.tolist())) == pairs
+
+    def same_as_base(table):
+        for column in ConjunctionTable.columns:
+            np.testing.assert_array_equal(table[column], base[column])
+
+    tail = ("each group is screened once, as its first row, and its approaches are "
+            "reported under that row only")
+    head = ("r0, v0: {} object(s) repeat an earlier object's state (within the tolerances "
+            "rtol, atol: one entry given twice?): ")
+    # an object of an approach given again after the catalog (row n)
+    again = min(pairs)[0]
+    rows = np.r_[np.arange(n), again]
+    stats = {}
+    with pytest.warns(conjunctions.IdenticalObjectsWarning) as caught:
+        table = screen(k, r[rows], v[rows], (0.0, span), threshold, stats=stats)
+    assert [str(w.message) for w in caught] == [head.format(1) + f"row {n} = row {again}; "
+                                                + tail]
+    same_as_base(table)
+    np.testing.assert_array_equal(stats["identical"], [[n, again]])
+    # a copy one unit in the last place off (a unit conversion's rounding) is one object:
+    # screened as two, they gave 10 rows of miss 1e-12 to 2e-12 km (Fengyun-1C's row 6)
+    r_ulp = r[rows]
+    r_ulp[n] = np.nextafter(r_ulp[n], np.inf)
+    with pytest.warns(conjunctions.IdenticalObjectsWarning, match=f"row {n} = row {again};"):
+        same_as_base(screen(k, r_ulp, v[rows], (0.0, span), threshold))
+    # three copies of the catalog
+    with pytest.warns(conjunctions.IdenticalObjectsWarning) as caught:
+        table = screen(k, np.tile(r, (3, 1)), np.tile(v, (3, 1)), (0.0, span), threshold,
+                       stats=stats)
+    groups = "; ".join(f"rows {x + n}, {x + 2 * n} = row {x}" for x in range(min(n, 5)))
+    more = f"; and {n - 5} more groups" if n > 5 else ""
+    assert [str(w.message) for w in caught] == [head.format(2 * n) + groups + more + "; "
+                                                + tail]
+    same_as_base(table)
+    copies = np.arange(n, 3 * n)
+    np.testing.assert_array_equal(stats["identical"], np.column_stack((copies, copies % n)))
+    # one object under two force models is refused, naming the rows
+    with pytest.raises(ValueError, match=rf"params: rows {again} and {n} have the same state "
+                                         r"\(r0, v0 within the tolerances rtol, atol\) but "
+                                         r"different params rows \(1 such row\(s\)\)"):
+        screen(k, r[rows], v[rows], (0.0, span), threshold, params=np.arange(n + 1.0)[:, None])
+
+
+def test_the_refinement_reports_no_minimum_at_the_start_or_between_copies():
+    """Two copies of one object have a range rate of 0 throughout: the solver reported its
+    'crossings' at its steps (0, 0.043, 0.42, 4.2 s, ...), none a minimum. Nor is an event
+    at the span's start one: two objects with the same velocity, 7 km apart radially,
+    separate from t0 (it was reported at t0, miss 7 km)."""
+    r, v = circular(7000.0, 0.3, 0.4)
+    r, v = r[None], v[None]
+    i, j, rows = np.array([0]), np.array([1]), np.zeros((2, 0))
+    for r_j in (r, r * (1 + 1e-3)):
+        found = conjunctions.refine(k, two_body_j2, rows, r, v, r_j, v, i, j, [0.0], [60.0],
+                                    10.0, 1e-11, 1e-12)
+        assert [len(column) for column in found] == [0] * 5
+    # the same objects from 30 s on: the minimum at 30 s is no longer at the start
+    back = cowell(k, np.concatenate((r, r * (1 + 1e-3))), np.concatenate((v, v)), [-30.0] * u.s,
+                  f=two_body_j2)
+    rr, vv = back.rr[:, 0].to_value(u.km), back.vv[:, 0].to_value(u.km / u.s)
+    found = conjunctions.refine(k, two_body_j2, rows, rr[:1], vv[:1], rr[1:], vv[1:], i, j,
+                                [0.0], [60.0], 10.0, 1e-11, 1e-12)
+    assert len(found[2]) == 1 and abs(found[2][0] - 30.0) < 1e-3
+    assert abs(found[3][0] - 7.0) < 1e-6
+
 def test_table_columns_csv_and_errors(tmp_path):
     table = ConjunctionTable([3, 0], [5, 1], [20.0, 10.0], [1.5, 0.25], [7.0, 3.0])
     assert len(table) == 2 and list(table.i) == [0, 3] and list(table["tca"]) == [10.0, 20.0]
