@@ -16,8 +16,8 @@ memory, `hapsira_core.ivp.Problem.output_shapes`) must not exceed the
    ``/proc/meminfo``), lowered to what a cgroup (container) limit still allows.
 
 A result is a view of those arrays (no copy), so the limit applies once. Reading the
-available memory took 0.2 ms of each call (psutil, H200 host): a reading under
-`RECENT_S` old decides a call that needs at most a tenth of it without reading again.
+available memory costs time at each call, so a reading under `RECENT_S` old decides
+a call that needs at most a tenth of it without reading again.
 """
 
 import math

@@ -122,23 +122,17 @@ JOIN = "on" if _boolean("HAPSIRA_JOIN", "1") else "off"
 FASTMATH = {"auto": "auto", **{k: ("on" if v else "off") for k, v in _BOOLEANS.items()}}.get(
     _choice("HAPSIRA_FASTMATH", "auto", ("auto",) + tuple(_BOOLEANS)))
 CUDA_BLOCK = _integer("HAPSIRA_CUDA_BLOCK", 128)
-# 2^17 against 2^18 on an H100, reference workload at 10^6: 75 against 79 ms in
-# three paired runs (smaller chunks pace the copies better; 2^16 and below cost
-# kernel time): benchmarks/results/h100_launch_sweep.json
+# 2^17: smaller chunks pace the copies better, and smaller still cost kernel time
 CUDA_CHUNK = _integer("HAPSIRA_CUDA_CHUNK", 1 << 17)
 #: Registers per thread the cuda target's kernels may use (0: as many as ptxas wants, up
 #: to 255). 168 leaves 12 warps per SM (65,536 registers each on sm_70 to sm_90) where
-#: the solver kernels of small states took 244-255 and left 8: one process, caps
-#: alternated call by call, kernels alone (H200, 2026-11-29, main at 632e558,
-#: `benchmarks/investigations/register_cap.py`): the reference workload -7.6%, its
-#: textbook f -6.0%, Van der Pol -3.4%, the state transition matrix -0.4%, the drag
-#: variant +1.9%; the same bits in every call.
+#: the solver kernels of small states, uncapped, leave 8: most workloads run faster
+#: with the extra warps, with the same bits.
 CUDA_MAX_REGISTERS = _integer("HAPSIRA_CUDA_MAX_REGISTERS", 168, minimum=0)
 #: Whether a cuda kernel launches only the threads that can be resident at once, each
 #: taking its next object from an atomic counter until none is left
 #: (`hapsira_core.targets.cuda.launch`), instead of one thread per object: a lane whose
 #: object ends early takes another instead of idling while its warp's longest object runs
-#: (one thread per object: 91.1% of a warp's lane-steps did work, H200, reference workload)
 CUDA_FETCH = _boolean("HAPSIRA_CUDA_FETCH", "1")
 #: Where the cuda target lays an explicit method's ``work`` rows out with the object axis
 #: last (`hapsira_core.ivp.build.interleaves_work`): ``auto`` for the variational equations

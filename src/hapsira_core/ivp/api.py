@@ -328,7 +328,7 @@ class Problem:
         # body raised (a bounds check, `checks.bounds_checked`) and numba's parallel
         # gufunc dropped the exception, as it does outside a thread's first object. Only
         # there: elsewhere the exception arrives or nothing raises (cuda), and the prefill
-        # and check cost 8-14 ms at 10^6 objects (the H200's call, first touch of `info`).
+        # and check would cost a pass over many objects' `info` (its first touch).
         drops_exceptions = getattr(active, "DROPS_EXCEPTIONS", False)
         if drops_exceptions:
             outputs["info"][:, INFO.status] = ABORTED

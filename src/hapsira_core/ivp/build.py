@@ -200,15 +200,12 @@ def interleaves_work(method, fun=None):
     """Whether the kernel's ``work`` rows may be interleaved across objects (a target
     that can lays them out ``(rows, n, N)``: the cuda target, `HAPSIRA_CUDA_INTERLEAVE`).
 
-    Measured on an H200 (2026-11-28, `ci/gpu/core.sh interleave stm stm_interleave`,
-    ``benchmarks/results/h200_*interleave*.json``): ``stm=True`` at 10^6 LEO objects
-    12.9 against 20.2 us/object-day (1.57x; 1.55x at 10^5), so the variational
-    equations (``hapsira_interleave_work``, straight-line code at constant indices)
-    take it under ``auto``; a loop-based array-form ``fun`` (Lorenz-96) was slower
-    interleaved: 1.32x at n = 28 and 10^6 objects, 1.16-1.22x at n = 28, 200, 1000,
-    so it keeps per-object rows (``on`` interleaves it too). Only the explicit
-    methods: interleaved, BDF failed on an H200 (status -1 after four steps, 7 tests
-    of test_dense_implicit.py; the simulator and the host passed, 2026-11-27)."""
+    Interleaved rows make the variational equations' loads coalesce on a GPU
+    (``hapsira_interleave_work``, straight-line code at constant indices), so they take
+    it under ``auto``; a loop-based array-form ``fun`` was slower interleaved, so it
+    keeps per-object rows (``on`` interleaves it too). Only the explicit methods:
+    interleaved, BDF failed on a GPU where the simulator and the host passed
+    (docs/benchmarks.md, "Measurements behind the defaults")."""
     if methods.get(method).state_shape is not None or settings.CUDA_INTERLEAVE == "off":
         return False
     return settings.CUDA_INTERLEAVE == "on" or bool(getattr(fun, "hapsira_interleave_work",

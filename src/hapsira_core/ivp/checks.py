@@ -2,7 +2,7 @@
 
 Each check names the argument, what was expected and what was received, and
 returns the value in the form the kernel takes (float64, C-ordered, no
-stride-0 views, which made the cuda kernel 8x slower on an H100).
+stride-0 views, which make the cuda kernel much slower).
 """
 
 import collections
@@ -51,7 +51,7 @@ def real_array(value, name, what="real numbers"):
                 "m": "timedeltas"}.get(array.dtype.kind, f"dtype {array.dtype}")
         raise ArgumentTypeError(f"{name}: expected {what}, got {kind}")
     # a copy only where one is needed (kernels take writable C-ordered float64):
-    # copying 10^6 states anyway cost the GPU path 8 ms per call on an H100's host
+    # copying many states anyway would add a pass over them to every call
     array = np.asarray(array, dtype=np.float64, order="C")
     return array if array.flags.writeable else array.copy()
 
@@ -644,7 +644,7 @@ _SIMPLE_LOADS = ("LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_C
 @functools.lru_cache(maxsize=512)
 def _instructions(code):
     """A code object's instructions (immutable, so read once: the checks of every call
-    read the user's functions again, 1 ms of a ``cowell`` call on an H200's host)."""
+    read the user's functions again)."""
     import dis
     return tuple(i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "NOP"))
 
@@ -769,11 +769,8 @@ def bounds_checked(function, position, output=None):
     (`checked_helpers`), recursively; ``p`` reaching a helper another way
     (inside a tuple, through a slice ``p[2:]``) is followed by neither.
 
-    Cost, measured on a shared 2-core host (cpu target, 10^4 Lotka-Volterra
-    objects reading ``p[int(p[4])]`` at each evaluation, DOP853, rtol = atol =
-    1e-9 over [0, 15], best of 5 in two alternating rounds): 447 and 531 ms
-    without the checks, 496 and 508 ms with them, no difference above the
-    machine's noise (docs/api.md, "Params reads are checked").
+    The checks cost no more than a run's noise (docs/benchmarks.md, "Checked
+    reads of params"; docs/api.md, "Params reads are checked").
     """
     from ..kernels import guard
     from ..targets import active

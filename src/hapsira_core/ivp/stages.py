@@ -20,8 +20,7 @@ The code is generated once per method and state dimension, from the
 numbers in the method's tableau. Where the dense output will need the stages
 again (the host targets keep them; see `.methods.base`), each stage is
 also written to a small per-object work array: on a CPU a store to L1 costs
-far less than carrying 13 states through the step loop as values (measured:
-the reference workload 25% slower that way).
+far less than carrying 13 states through the step loop as values.
 """
 
 from ..jit import hjit

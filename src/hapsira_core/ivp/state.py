@@ -25,11 +25,9 @@ from ..jit import hjit, reciprocal
 from ..kernels import twins
 from ..kernels.cache import factory
 
-#: Largest n for which a tuple-form ``fun(t, y, p) -> tuple`` is accepted. Measured
-#: (docs/benchmarks.md, "State size", 2-core shared machine): cold compile of DOP853
-#: in the tuple shape 6.4 s at n = 6, 12.2 s at 16, 206 s at 32; in the array shape
-#: 6.6 s at n = 6 and 8.0 s at n = 1000. Up to 16 the tuple shape runs within 15% of
-#: the array shape on the host (faster at 6); above it only its compile time grows.
+#: Largest n for which a tuple-form ``fun(t, y, p) -> tuple`` is accepted: the tuple
+#: shape's compile time grows steeply with n while the array shape's hardly does, and
+#: above this the tuple shape no longer runs faster (docs/benchmarks.md, "State size").
 TUPLE_MAX_N = 16
 
 SHAPES = ("tuple", "array")

@@ -4,9 +4,8 @@ written three times becomes one reciprocal and three products.
 On a GPU a float64 division is a reciprocal refined by Newton steps, with a
 slow path: tens of instructions, and numba-cuda neither combines repeated
 divisors nor turns ``1 / sqrt`` into a reciprocal square root. A right-hand
-side written as in a textbook (``-k * x / r3``, ``-k * y / r3``, ...) ran
-2.3x slower on an H200 than the library's own, written with one
-``rsqrt`` (issue 29: 0.166 against 0.071 s for 10^6 orbits).
+side written as in a textbook (``-k * x / r3``, ``-k * y / r3``, ...) runs
+much slower than the library's own, written with one ``rsqrt`` (issue 29).
 
 The rewrite reads the function's source (as `hapsira_core.kernels.guard`
 does) and, for the names that divisions divide by (``a / d``, ``a / (r2 * r)``,
@@ -168,7 +167,7 @@ class _Divisions(ast.NodeTransformer):
 
 #: `rewritten_source`'s answers by function (while it lives), with the code object they
 #: were made from: each ``cowell()`` call on cuda asks for its ``f`` again, and reading,
-#: parsing and rewriting the source took 1.7 ms of the H200 host's 72 ms call.
+#: parsing and rewriting the source each time would add to every call.
 _REWRITTEN = weakref.WeakKeyDictionary()
 
 

@@ -193,13 +193,8 @@ def xla_handler(xla, loop, parallel):
     ``xla.pointers``) it reads from a table found by a symbol name
     (``llvmlite.binding.add_symbol``), never from a constant frozen in.
 
-    Measured on the shared 2-core machine (other test suites running), a new
-    process with a warm cache, first ``jax.jit`` cowell call (2 objects, 2
-    output times, cpu): 66 to 82 s before (the loop and the handler compiled
-    in every process; load average 5 to 7), 2.4 to 2.9 s after (load 7 to
-    7.4; the numpy call 1.1 to 1.8 s then; 1.7 to 2.3 s of it loading the
-    kernel, 0.04 s the handler, 0.7 to 0.9 s JAX's own compile). Details in
-    docs/jax.md ("Start-up").
+    So a new process with a warm cache loads the loop and the handler instead of
+    compiling them again (docs/jax.md, "Start-up").
     """
     compiled = loop.compile()
     signature = loop._signature()
@@ -523,10 +518,11 @@ def lane_compiler():
 def cpu_features():
     """The CPU name and LLVM features that numba compiles for, lane kernels included: the
     host's, or ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` where set (an AVX2 build on
-    an AVX-512 host, say: ``NUMBA_CPU_NAME=znver3`` with the host's features less
-    ``avx512*``), the AVX features off under ``NUMBA_ENABLE_AVX=0``, as numba's own
-    code generator reads them. So the lane width of ``auto`` (`vector_doubles`) and the
-    cache key (`lane_code_options`) follow the code actually compiled."""
+    an AVX-512 host, say: ``NUMBA_CPU_NAME`` an AVX2 CPU's LLVM name, with the host's
+    features less ``avx512*``), the AVX features off under ``NUMBA_ENABLE_AVX=0``, as
+    numba's own code generator reads them. So the lane width of ``auto``
+    (`vector_doubles`) and the cache key (`lane_code_options`) follow the code actually
+    compiled."""
     import llvmlite.binding as llvm
     from numba.core import codegen, config
 
@@ -556,8 +552,8 @@ def lane_width():
     return settings.LANES
 
 
-#: auto's width in vectors: see docs/benchmarks.md ("Lanes") for the widths measured (on
-#: AVX-512, 2026-11-28: W = 8 beat 4 on every workload; 16 was slower on Van der Pol)
+#: auto's width in vectors: one vector register's doubles, the width that did best on
+#: AVX-512 (docs/benchmarks.md, "Lanes")
 AUTO_LANES_PER_VECTOR = 1
 
 #: Under ``HAPSIRA_LANES=auto``, calls with fewer objects run the per-object kernel, lane
@@ -568,12 +564,9 @@ AUTO_LANES_MIN_OBJECTS = 1024
 #: Under ``HAPSIRA_LANES=auto``, a lane kernel that is neither compiled in this process nor
 #: in the disk cache is compiled only for a call of at least this many objects per thread
 #: (one on ``cpu``, numba's thread count on ``parallel``: the compile runs on one core,
-#: the saving is spread over all). Measured on the shared 2-core znver4 box (2026-11-28,
-#: docs/benchmarks.md "Lanes"): a first compile of cowell's lane kernel at W = 8 took
-#: 52-132 s, Van der Pol's 20-49 s, beside the per-object kernel's own; one core saved
-#: 167 us per LEO object-day (202 -> 35) and 30 us per Van der Pol object (35 -> 5.7). So
-#: 10^6 objects save 167 s per day of LEO propagation (more than the compile) and 30 s on
-#: the cheapest ensemble (about the compile): below that a first compile does not pay.
+#: the saving is spread over all). It is about where the time lanes save one core equals
+#: a first compile of the lane kernel: below that a first compile does not pay
+#: (docs/benchmarks.md, "Lanes").
 AUTO_LANES_COMPILE_OBJECTS = 1_000_000
 
 

@@ -49,9 +49,9 @@ _ISQ = np.concatenate(([0.0], 1.0 / _SQ[1:]))
 
 
 # One function reads each table: numba-cuda makes a copy of a global array in
-# constant memory at every place that reads it (21 reads of these tables took
-# 41 KB, and with EGM96's 40 KB the kernel did not link on an H100: "too much
-# global constant data, 0x14280 bytes, 0x10000 max"); through these, one copy each.
+# constant memory at every place that reads it, and a copy per read of these tables
+# with EGM96's beside them overflows constant memory's 64 KB (the kernel does not
+# link: "too much global constant data"); through these, one copy each.
 @hjit
 def _sq(i):
     return _SQ[i]

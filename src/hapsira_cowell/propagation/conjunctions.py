@@ -687,8 +687,8 @@ def _sorted_windows(samples, conf, items, windows, n, size):
     counting sort: objects by hash slot, and where each slot starts) and `_SLOT` (keys
     and radius intervals in slot order). The same numbers as `_sort_window`'s, but for
     the order of the objects within a hash slot (the target's), which no candidate or
-    count depends on. ``items``: the ``(W N, 1)`` column ``0, 1, ...``. Measured
-    (H200, 20,000 objects): one thread per window took 0.170 s per 2,000 windows."""
+    count depends on. ``items``: the ``(W N, 1)`` column ``0, 1, ...``. One thread per
+    window would run each window's O(N) passes one after another, which is slower."""
     empty = active.device_empty
     margin, bounds, extent = (empty((windows * n, width), np.float64) for width in (1, 2, 1))
     _OBJECT(items, samples, conf, margin, bounds, extent)
@@ -773,8 +773,8 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
 
     i, j, row, sums = _candidates(run, cap)
     w = row // n if per_slot else row
-    # each (window, pair) once, in (w, i, j) order (np.unique's answer; its hash pass took
-    # 0.29 s of 1.38 million candidates on an H200's host, a sort and a comparison less)
+    # each (window, pair) once, in (w, i, j) order (np.unique's answer without its hash
+    # pass, which costs more than this sort and comparison)
     keys = np.sort((w * n + i) * n + j)
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
     w, rest = np.divmod(keys, n * n)
@@ -805,9 +805,9 @@ def refine(k, f, rows, r_i, v_i, r_j, v_j, i, j, t_a, t_b, threshold, rtol, atol
     width = rows.shape[1]
     p = np.concatenate((np.full((len(i), 1), float(k)), rows[i], rows[j]), axis=1)
     # A minimum at a sample time sits on the border of two windows, and each window
-    # starts from its own sample: rounding can put g's sign change in neither (seen on
-    # an H100, whose fused multiply-adds round otherwise: a planted 4.5 km approach
-    # at a sample time was lost). Each window runs on past its end by OVERLAP of its
+    # starts from its own sample: rounding can put g's sign change in neither (a GPU's
+    # fused multiply-adds round otherwise, and can lose an approach at a sample time).
+    # Each window runs on past its end by OVERLAP of its
     # length, where g has grown by about |v_rel|^2 per s: such a minimum is found at
     # least once (twice: `_dedupe`). Minima past ``t_end`` (default: the last window's
     # end) are not the screen's.
@@ -819,8 +819,8 @@ def refine(k, f, rows, r_i, v_i, r_j, v_j, i, j, t_a, t_b, threshold, rtol, atol
     res = solve_ivp(pair_rhs(f, width), (t_a, t_b + OVERLAP * (t_b - t_a)), y0, rtol=rtol,
                     atol=atol, params=p, events=[CLOSEST_APPROACH], max_event_records=RECORDS)
     # (pairs, RECORDS) times, NaN past each pair's minima, and (pairs, RECORDS, 12) states:
-    # the distances of the minima found only (norms of every record, NaN ones too, took
-    # 0.3 s of 1.38 million pairs on an H200's host)
+    # the distances of the minima found only (norms of every record, NaN ones too, cost
+    # a pass over all the records)
     pair, record = np.nonzero(np.isfinite(res.t_events[0]))
     tca = res.t_events[0][pair, record]
     at = res.y_events[0][pair, record]
@@ -938,14 +938,12 @@ def default_dt(k, r, v, threshold):
 #: Object-windows per chunk by default on the host targets, and at most on a target with
 #: memory of its own (cuda): there each chunk's first kernel runs its windows' O(N) passes
 #: one thread per window, so larger chunks run fewer of those passes one after another
-#: (its time per launch hardly grows with the windows: 0.19 s for 1,000 windows of 20,000
-#: objects on an H100, 0.18 s for 200).
+#: (its time per launch hardly grows with the windows).
 CHUNK_HOST = 2_000_000
 CHUNK_DEVICE = 40_000_000
 #: Candidates refined at once (`screen`): several chunks' together, so that the solver
-#: runs once for many (measured on an H200, 20,000 objects x 7 days: nine calls of
-#: ~150,000 pairs, one a chunk, took 1.4 to 2.3 s); at most this many (the events' states,
-#: 0.4 kB a candidate, bound the host memory to about 1 GB).
+#: runs once for many rather than once per chunk, which is slower; at most this many
+#: (the events' states, 0.4 kB a candidate, bound the host memory to about 1 GB).
 REFINE_BATCH = 2_500_000
 
 #: Bytes of the target's own memory per object-window of a chunk, two kernels

@@ -66,7 +66,7 @@ def check_state(value, name, unit):
     return array
 
 
-#: units made once: composing them with astropy took 0.1 ms of each call
+#: units made once: composing them with astropy at each call would add to every call
 _KM_PER_S = u.km / u.s
 _GM_UNIT = u.km ** 3 / u.s ** 2
 
@@ -212,18 +212,16 @@ def units_unchecked():
 
 def _squared_norms(states):
     """``|x|^2`` of each row of ``(..., 3)`` states: one pass, no square root (the checks
-    compare squares, and take roots only for the rows a warning names). Measured at 10^6
-    objects on a 2-core box: the checks took 0.21 s with a norm per check, a third of
-    the H200's whole ``cowell`` call; they take a few ms this way."""
+    compare squares, and take roots only for the rows a warning names): a norm per check
+    would cost a large share of a many-object ``cowell`` call."""
     flat = np.asarray(states, dtype=np.float64).reshape(-1, 3)
     return np.einsum("ij,ij->i", flat, flat)
 
 
 #: From this many objects on, `check_units` first decides in one compiled pass
-#: (`_extremes`) whether any check can fire: measured at 10^6 objects, 2.2 ms against
-#: 16-20 ms for the two squared-norm passes and the comparisons (19.8 ms of the H200's
-#: 114 ms ``cowell`` call, 2026-11-28). Below it numpy's passes take under 2 ms and the
-#: compiled pass is not loaded (a new process would pay for it in its first call).
+#: (`_extremes`) whether any check can fire, much faster than the two squared-norm passes
+#: and the comparisons. Below it numpy's passes are cheap and the compiled pass is not
+#: loaded (a new process would pay for it in its first call).
 EXTREMES_MIN_OBJECTS = 1 << 16
 
 
@@ -266,16 +264,16 @@ class UnitsCheck:
     `_all_plausible`'s pass over the states runs in a helper thread while the objects
     propagate, and `finish` issues the warnings; otherwise `finish` does it all.
 
-    Measured on the H200's host (2026-11-29, reference workload at 10^6 objects): the
-    pass took 4.9 ms before the first chunk could go to the GPU, of a 77 ms call; the
-    compiled pass releases the GIL and the launching thread mostly waits on the GPU.
-    On the host targets the same pass is a few ms of a run of minutes, and a warning
-    that the states look like metres is worth having before those minutes: there the
-    check runs first, as before (``finish`` right after the constructor).
+    Run first, the pass would delay the first chunk's trip to the GPU; beside it, it
+    overlaps the GPU's work, as the compiled pass releases the GIL and the launching
+    thread mostly waits on the GPU. On the host targets the same pass is a few ms of a
+    run of minutes, and a warning that the states look like metres is worth having
+    before those minutes: there the check runs first, as before (``finish`` right after
+    the constructor).
     ``after``: what starts the helper thread, through its ``then(callback)`` (the
-    target's ``kernels_started``: the pass beside the first chunk's copies to the GPU
-    had the first kernel queued 1.1 ms later, H200, 2026-11-29); `finish` starts it
-    where that never came (a call that raised first).
+    target's ``kernels_started``, since the pass beside the first chunk's copies to the
+    GPU delays the first kernel); `finish` starts it where that never came (a call that
+    raised first).
     Call `finish` from the frame that would have called `check_units` (``stacklevel``
     counts one frame more), also when the propagation raised: a unit mistake may be
     why."""
@@ -478,8 +476,8 @@ def warn_if_all_failed(status, stacklevel=4):
     if not _CHECK_UNITS.get():
         return
     status = np.atleast_1d(np.asarray(status))
-    # some object succeeded: usually the first (a pass over 10^6 strided statuses took
-    # 2.6 ms of the H200 host's 72 ms call); else one pass
+    # some object succeeded: usually the first (which spares a pass over many strided
+    # statuses); else one pass
     if status.size == 0 or status.flat[0] >= 0 or status.max() >= 0:
         return
     in_flight = (status == ivp.STEP_TOO_SMALL) | (status == ivp.MAX_STEPS)

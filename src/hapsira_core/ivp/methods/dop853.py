@@ -166,8 +166,8 @@ def build(tableau, ops, keep, fun, rows):
         wherever the coefficients are finite (scipy's ``Dop853DenseOutput`` has this
         form too). The loop takes it for an output time at a step's end, where the
         coefficients cost 3 evaluations of ``f``, or 14 where the stages are not kept
-        (the GPU: a warp then built one for each of its lanes as it ended; without
-        it the reference kernel is 9-12% faster on the H200, docs/gpu.md). Only where
+        (the GPU: a warp then built one for each of its lanes as it ended, which
+        slowed the kernel; docs/gpu.md). Only where
         ``f`` is not finite at one of the 3 extra stages, with all 13 of the step
         finite, would scipy's interpolant give NaN there and this the step's end."""
         return axpy(1.0, y_old, sub(y_new, y_old, dst), dst)

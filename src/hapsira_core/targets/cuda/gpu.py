@@ -23,7 +23,7 @@ def is_simulated_array(value):
 #: is ptxas's own for ``rcp.rn.f64`` (the upper word of ``x`` plus 0x300402, seen in its
 #: SASS): with a lower word of 0, x = 0x1.fffffffffffffp+e (every mantissa bit set)
 #: iterated to the power of two below 1/x, the last correction then fell on a midpoint
-#: and rounded down, one ulp off the division (500 of 500 such x on the H200).
+#: and rounded down, one ulp off the division.
 _APPROXIMATIONS = {
     "rsqrt": "rsqrt.approx.ftz.f64 $0, $1;",
     "rcp": "rcp.approx.ftz.f64 $0, $1;",
@@ -104,7 +104,7 @@ def reciprocal(x):
     branch to a slow path: where ptxas's own sequence for ``rcp.rn.f64`` takes its
     fast path (2^-1022 <= |x| < 2^1022, its test of the starting approximation's lower
     word; `_SELECTS`' ``reciprocal_fast``), that sequence (its starting approximation,
-    a third-order and a Newton correction), the same bits (checked on the H200);
+    a third-order and a Newton correction), the same bits (checked on a GPU);
     elsewhere a select takes the hardware's approximation, which gives 0 -> inf,
     inf -> 0, NaN -> NaN, a subnormal x -> inf of its sign and |x| >= 2^1022 -> at
     most 2^-1022 in magnitude (0 where the true reciprocal is subnormal).

@@ -70,9 +70,8 @@ def kernels_started():
     """A `FirstKernel` that a kernel call inside this block fires once it has queued its
     first kernel (and that the block's end fires, in any case): host work of the
     caller's that waits for it leaves the first chunk's copies to the GPU alone, and
-    starts while the GPU computes. On the H200, the units check's pass over 10^6
-    states beside those copies had the first kernel queued 1.1 ms later (2026-11-29,
-    `call_timeline.py --compare`), and its thread's start took 0.4 ms before them."""
+    starts while the GPU computes: host work beside those copies, or a thread started
+    before them, delays the first kernel."""
     signal = FirstKernel()
     token = _KERNELS_STARTED.set(signal)
     try:
@@ -127,8 +126,7 @@ class ObjectKernel(kernel.ObjectKernel):
         ``max_cooperative_grid_blocks``, from the compiled kernel's registers and shared
         memory); the simulator says one. A fetching launch starts no more than these.
         Kept for the next call while the kernel has the same overloads (typing the
-        arrays and asking the driver took 0.3 ms of the H200 host before each call's
-        first kernel)."""
+        arrays and asking the driver each time would delay each call's first kernel)."""
         if SIMULATOR:  # it keeps no overloads: any key gives its one-block answer
             return max(1, kernel.overloads[None].max_cooperative_grid_blocks(block))
         key = (id(kernel), block, len(kernel.overloads))
@@ -237,9 +235,8 @@ class ObjectKernel(kernel.ObjectKernel):
                 timing[-1][1].record(stream)
                 if number == 0:
                     if prefault is not None:
-                        # Touching pages while the first chunk's inputs were copied in
-                        # slowed those copies: the first kernel was queued 3 ms later
-                        # (H200, 10^6 objects, call_timeline.py --compare). The first
+                        # Touching pages while the first chunk's inputs are copied in
+                        # slows those copies and delays the first kernel. The first
                         # chunk's results are copied back after the second is queued.
                         prefault.start()
                     started = _KERNELS_STARTED.get()
@@ -259,7 +256,7 @@ class ObjectKernel(kernel.ObjectKernel):
     def _timing_events(self, chunks):
         """``origin`` and a ``(start, stop)`` pair per chunk: CUDA events of this thread's
         calls of this kernel, made once and recorded again by each call (making and
-        destroying them took 0.3 ms of the H200 host at each call's end)."""
+        destroying them at each call's end would add host time to every call)."""
         kept = getattr(self._events, "kept", None)
         if kept is None:
             kept = self._events.kept = [cuda.event()]
@@ -293,9 +290,8 @@ class ObjectKernel(kernel.ObjectKernel):
                         for index, array in enumerate(arrays)
                         if index not in shared and not _on_device(array))
         if not row_bytes:
-            # every array already in the GPU's memory: no copy to pace, one launch (in
-            # 2^17-object chunks, 4e7 objects took 305 launches and 0.08 s of the host,
-            # three times the kernel: H200, the conjunction screen's per-object kernels)
+            # every array already in the GPU's memory: no copy to pace, one launch
+            # (chunks would cost many launches' host time, more than the kernel's own)
             return arrays[self.n_inputs].shape[0]
         context = cuda.current_context()
         free = memory.recent(_FREE_MEMORY, context, 4 * row_bytes * settings.CUDA_CHUNK,
@@ -324,9 +320,9 @@ class ObjectKernel(kernel.ObjectKernel):
         """Rows ``start:stop`` of ``array`` (all without ``start``) on the GPU, in
         ``rows``' buffers under ``key``; device arrays are sliced in place."""
         if isinstance(array, kernel.Columns):
-            # each block's rows copied as they are and joined on the GPU: joined on
-            # the host, 10^6 of cowell's states cost the H100's host 17 ms, and the
-            # host, not the GPU, is what paces the chunks of that call
+            # each block's rows copied as they are and joined on the GPU: joining them
+            # on the host is slow, and the host, not the GPU, is what paces the chunks
+            # of that call
             blocks = [ObjectKernel._to_device(b, rows, (key, i), start, stop)
                       for i, b in enumerate(array.blocks)]
             out = None if start is None else rows.empty(key, stop - start, array.shape[1:],
@@ -399,7 +395,7 @@ class _Prefault:
 
 #: Seconds for which a reading of the GPU's free memory sizes the chunks of calls whose
 #: two chunks take at most a tenth of it (`ObjectKernel._chunk_size`; asking the driver
-#: took 0.15 ms of the H200 host before each call's first kernel).
+#: at every call would delay each call's first kernel).
 FREE_MEMORY_S = 1.0
 _FREE_MEMORY = {}  # (`hapsira_core.memory.recent`) of each context's free memory
 
@@ -417,10 +413,8 @@ def _packable(arg, array):
 class _Packed:
     """Small host arrays (a call's shared inputs: tolerances, output times, the shared
     parameters, the fetch counters) copied to the GPU in one transfer, into one buffer,
-    each array a view of its own part of it. Each had been a copy and an allocation of
-    its own: eight such took 1.4 ms of the H200's host before the first kernel could
-    start (2026-11-29, 10^6 objects, `call_timeline.py --light`). The buffer comes from
-    and goes back to `_POOL`."""
+    each array a view of its own part of it, since a copy and an allocation for each
+    would delay the first kernel. The buffer comes from and goes back to `_POOL`."""
 
     #: bytes between the parts' starts are a multiple of this (a kernel's loads are aligned)
     ALIGN = 256
@@ -454,9 +448,8 @@ class _Packed:
 def _copy_in(device, host, stream):
     """``host`` into ``device`` (the same shape) on ``stream``. Where both are
     C-contiguous, the driver's copy is called directly: numba's ``copy_to_device``
-    first slices both arrays to their cores, 0.15 ms of the H200 host per copy, of
-    which the first chunk's two and the call's shared inputs' one came before the
-    first kernel (2026-11-29, `call_timeline.py --light`)."""
+    first slices both arrays to their cores, host time that for the first chunk's
+    copies and the call's shared inputs' comes before the first kernel."""
     if SIMULATOR or not _contiguous_pair(device, host):
         device.copy_to_device(host, stream=stream)
     elif host.nbytes:
@@ -480,7 +473,7 @@ def _contiguous_pair(device, host):
 
 def _rows_of(array, start, stop):
     """Rows ``start:stop`` of a C-contiguous device ``array``: a view, made directly
-    (numba's slicing took 0.1 ms of the host, before each call's first kernel too)."""
+    (numba's slicing costs host time, before each call's first kernel too)."""
     if SIMULATOR:
         return array[start:stop]
     step = array.strides[0]
@@ -508,9 +501,8 @@ POOL_BYTES = 256 << 20
 class _Pool(threading.local):
     """The chunk buffers of this thread's last call, kept for its next call when they
     take at most `POOL_BYTES` (the reference workload's, 2^17 objects per chunk on
-    each of two streams, take about 50 MB): allocating them
-    took 2.2 ms of the H200 host's 72 ms call before the first kernel could start, and
-    freeing them 1.5 ms after the last had ended (2026-11-29, `host_profile.py`). One
+    each of two streams, take about 50 MB): allocating them at each call delays its
+    first kernel, and freeing them lengthens its end. One
     set per thread, so that calls from several threads never share a buffer; a call
     ends with its streams synchronised, so a kept buffer is idle. Buffers of other
     shapes are freed as before, when the next call ends."""
@@ -521,7 +513,7 @@ class _Pool(threading.local):
 
     def streams(self):
         """This thread's two streams in the current context, made at its first call
-        (making them took 0.5 ms of the H200 host before each call's first kernel);
+        (making them at each call would delay its first kernel);
         a call ends with both synchronised, so the next one finds them idle."""
         context = cuda.current_context()
         kept = self._streams.get(id(context))
@@ -544,7 +536,7 @@ class _Pool(threading.local):
         self._free = {}
         if sum(b.nbytes for b in buffers) > POOL_BYTES:
             return
-        device = cuda.get_current_device()  # (asking once per buffer took 0.1 ms each)
+        device = cuda.get_current_device()  # (once: asking per buffer costs host time)
         for buffer in buffers:
             self._free.setdefault(self._key(device, buffer.shape, buffer.dtype),
                                   []).append(buffer)
@@ -600,8 +592,8 @@ def _busy_seconds(intervals):
     """Seconds covered by (start, stop) intervals in ms, overlaps counted once.
 
     Chunks on two streams overlap (a chunk's kernel starts while the other's
-    ends): summing their event times counted those overlaps twice, and
-    made the rebuilt core's kernel look 25% slower on an H100 than it was.
+    ends): summing their event times counts those overlaps twice, and
+    makes the kernel look slower than it is.
     """
     busy, end = 0.0, -math.inf
     for start, stop in sorted(intervals):
@@ -622,8 +614,8 @@ def _save_linked_kernels_with_their_image(dispatcher):
     capability, so that image is only ever loaded where it was made. So the
     image is linked first, and the library is saved as if it linked nothing
     (numba's own runtime library, kept, is one numba-cuda rebuilds itself).
-    A new process then loads the linked kernel instead of compiling (H100:
-    about 10 s for ``cowell``'s kernel); the kernel's cache module already
+    A new process then loads the linked kernel instead of compiling it again;
+    the kernel's cache module already
     changes with the C source (its fingerprint is the declaration's).
     """
     save = dispatcher._cache.save_overload
@@ -673,9 +665,8 @@ def _fresh_strides(array):
     """``array``, or a C-ordered copy where its strides are not those of a fresh C array.
     numpy calls ``np.arange(k)[:, None]`` (strides (4, 0)) C-contiguous and hands it on
     as it is; numba's device array calls it non-contiguous, and every slice of it then
-    walks its elements in Python (4e6 such items of the broad phase: 37 s of host time
-    on an H100, benchmarks/investigations/screen_profile.py); in a kernel, stride-0
-    views are slow too."""
+    walks its elements in Python, slow for many items; in a kernel, stride-0 views are
+    slow too."""
     strides, step = [], array.itemsize
     for extent in reversed(array.shape):
         strides.append(step)
@@ -721,8 +712,8 @@ def _copy_two_blocks(left, right, out):
 def device_join(blocks, stream=0, out=None):
     """``[b_1 | b_2 | ...]`` for (N, k_i) numba device arrays, into ``out`` or a
     new device array (copies on the GPU, queued on ``stream``). Two blocks (cowell's
-    positions and velocities) are joined by one launch: each took 0.1 ms of the host,
-    before the first kernel too."""
+    positions and velocities) are joined by one launch, since each launch costs host
+    time, before the first kernel too."""
     rows = blocks[0].shape[0]
     if out is None:
         out = cuda.device_array((rows, sum(b.shape[1] for b in blocks)),

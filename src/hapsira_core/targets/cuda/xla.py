@@ -23,8 +23,8 @@ def xla_handler(xla):
 
     The kernel is compiled (or loaded) here, so that a function that does not
     compile raises in Python, as on the host targets, instead of inside XLA's
-    callback when the program runs (seen on an H100: the JAX front's error
-    for a ``y0`` wider than ``fun`` returns came only when a result was read)."""
+    callback when the program runs (there the JAX front's error for a ``y0``
+    wider than ``fun`` returns comes only when a result is read)."""
     compiled = xla.kernel.compile()
     if not SIMULATOR:  # numba-cuda compiles at the first launch otherwise
         compiled.compile(xla.kernel._signature())
