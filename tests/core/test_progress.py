@@ -22,6 +22,11 @@ def prey_at_two(t, y, p):
     return y[0] - 2.0
 
 
+@hjit
+def decay_told(t, y, p):  # importable: its kernel takes the disk cache's path
+    return (-p[0] * y[0], -y[1])
+
+
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of 2 objects (the knobs lowered), and a count of the kernel calls."""
@@ -117,11 +122,6 @@ def test_a_first_call_that_compiles_says_what(monkeypatch, caplog, tmp_path):
     # cache a kernel compiles at its first launch: HAPSIRA_CACHE=0 tells nothing)
     monkeypatch.setattr(settings, "CACHE", True)
     monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
-
-    @hjit
-    def decay_told(t, y, p):
-        return (-p[0] * y[0], -y[1])
-
     with caplog.at_level(logging.WARNING, logger="hapsira"):
         res = solve_ivp(decay_told, (0.0, 1.0), np.array([[1.0, 2.0], [3.0, 4.0]]),
                         method="RK23", rtol=1e-8, atol=1e-10, params=[[0.5], [1.5]])

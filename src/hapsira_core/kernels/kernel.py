@@ -158,9 +158,10 @@ class ObjectKernel:
         for attempt in range(2):
             function, cached = self._kernel_function()
             try:
-                compiled = self._compile(function, cached)
-                if cached:  # load (or compile and save) now, where errors are ours
-                    with progress.compiling(self.description):
+                # (a target may compile as it makes the function: parallel's gufunc)
+                with progress.compiling(self.description):
+                    compiled = self._compile(function, cached)
+                    if cached:  # load (or compile and save) now, where errors are ours
                         self._eager(compiled)
                 return compiled
             except Exception as error:
