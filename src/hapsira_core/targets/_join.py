@@ -156,10 +156,7 @@ def trampoline(arity, argtypes):
         except Exception as error:
             if name is None or attempt or not cache.is_corruption(error):
                 raise
-            warnings.warn(f"hapsira cache: the entry {name} could not be loaded "
-                          f"({type(error).__name__}: {error}); rebuilding it",
-                          cache.CacheWarning, stacklevel=3)
-            cache.remove(name)
+            _damaged(name, error, "loaded")
             _TRAMPOLINES.pop(arity, None)
 
 
@@ -300,11 +297,15 @@ def _read(name):
         os.utime(module)
         return meta, data
     except Exception as error:
-        warnings.warn(f"hapsira cache: the entry {name} could not be read "
-                      f"({type(error).__name__}: {error}); rebuilding it", cache.CacheWarning,
-                      stacklevel=4)
-        cache.remove(name)
-        return None
+        return _damaged(name, error)
+
+
+def _damaged(name, error, verb="read"):
+    """Remove a damaged entry, with a warning that it is rebuilt; returns None."""
+    warnings.warn(f"hapsira cache: the entry {name} could not be {verb} "
+                  f"({type(error).__name__}: {error}); rebuilding it", cache.CacheWarning,
+                  stacklevel=5)
+    cache.remove(name)
 
 
 def _read_generic(name):
@@ -316,11 +317,7 @@ def _read_generic(name):
     try:
         made.module()  # readable bitcode, or a damaged entry
     except Exception as error:
-        warnings.warn(f"hapsira cache: the entry {name} could not be read "
-                      f"({type(error).__name__}: {error}); rebuilding it", cache.CacheWarning,
-                      stacklevel=4)
-        cache.remove(name)
-        return None
+        return _damaged(name, error)
     return made
 
 
@@ -437,11 +434,7 @@ class JoinedKernel(kernel.ObjectKernel):
                 try:
                     library = codegen.unserialize_library(pickle.loads(found[1]))
                 except Exception as error:
-                    warnings.warn(f"hapsira cache: the entry {self.cache_name} could not be "
-                                  f"loaded ({type(error).__name__}: {error}); rebuilding it",
-                                  cache.CacheWarning, stacklevel=4)
-                    cache.remove(self.cache_name)
-                    library = None
+                    library = _damaged(self.cache_name, error, "loaded")
         if library is None:
             with progress.compiling(f"the loop of {self.description} (once for every "
                                     "function of this form)"):
