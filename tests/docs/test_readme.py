@@ -27,6 +27,8 @@ import pytest
 
 from hapsira_core import settings
 
+from .test_examples import _computes  # the pages' rule: a block that computes asserts
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TEST_COMMAND = 'pip install -e ".[test,docs,jax,dask]" && bash ci/test-matrix'
@@ -51,15 +53,6 @@ def _commands():
             if words:
                 found.append((line, words))
     return found
-
-
-def _computes(tree):
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.Import, ast.ImportFrom)):
-            continue
-        if any(isinstance(node, ast.Call) for node in ast.walk(stmt)):
-            return True
-    return False
 
 
 def test_readme_examples_run(tmp_path, monkeypatch, capsys):

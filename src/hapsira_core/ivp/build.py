@@ -163,9 +163,9 @@ class KernelSpec:
         def make_generic():
             return ObjectKernel(self.generic_body(), args, recipe=None)
 
-        return target.JoinedKernel(self.body(), args, self.recipe(), self.generic_key(args),
-                                   make_generic, functions,
-                                   lambda: ObjectKernel(self.body(), args, self.recipe()))
+        body, recipe = self.body(), self.recipe()
+        return target.JoinedKernel(body, args, recipe, self.generic_key(args), make_generic,
+                                   functions, lambda: ObjectKernel(body, args, recipe))
 
     def _stubs(self):
         """The stand-ins of `generic_body`: ``fun`` in its form, the events' switch."""

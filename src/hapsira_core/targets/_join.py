@@ -393,7 +393,11 @@ class JoinedKernel(kernel.ObjectKernel):
         self._library = None
 
     def classic(self):
-        return self._classic()
+        """The `ObjectKernel` compiled at once, made on the first call and kept (its
+        compiled code must outlive what is built on it: the JAX front's handler)."""
+        if not isinstance(self._classic, kernel.ObjectKernel):
+            self._classic = self._classic()
+        return self._classic
 
     @property
     def cache_name(self):
