@@ -163,9 +163,8 @@ class KernelSpec:
         def make_generic():
             return ObjectKernel(self.generic_body(), args, recipe=None)
 
-        body, recipe = self.body(), self.recipe()
-        return target.JoinedKernel(body, args, recipe, self.generic_key(args), make_generic,
-                                   functions, lambda: ObjectKernel(body, args, recipe))
+        return target.JoinedKernel(self.body(), args, self.recipe(), self.generic_key(args),
+                                   make_generic, functions)
 
     def _stubs(self):
         """The stand-ins of `generic_body`: ``fun`` in its form, the events' switch."""

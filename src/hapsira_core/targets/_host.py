@@ -196,12 +196,9 @@ def xla_handler(xla, loop, parallel):
     So a new process with a warm cache loads the loop and the handler instead of
     compiling them again (docs/jax.md, "Start-up").
     """
-    compiled = loop.compile()
-    signature = loop._signature()
-    compiled.compile(signature)  # loaded already: returns at once
-    overload = compiled.overloads[tuple(signature)]
+    entry, argtypes = _entry(loop)
     source = _handler_source(xla, parallel)
-    key = fingerprint(source, xla.what, overload.fndesc.mangled_name, loop.code_options(),
+    key = fingerprint(source, xla.what, entry, loop.code_options(),
                       cache.library_fingerprint())
     xla._loop = loop  # its compiled code must outlive the handler
     if key in _HANDLERS:  # another XlaKernel of the same kernel and name in this process
@@ -216,7 +213,7 @@ def xla_handler(xla, loop, parallel):
     llvm.add_symbol(symbol, table.ctypes.data)
     namespace = ffi._frame_namespace()
     del namespace["VERSION_ERROR"]  # an address: read from the table instead
-    namespace.update(run_loop=_native_call(overload), _table=_symbol_address(symbol),
+    namespace.update(run_loop=_native_call(entry, argtypes), _table=_symbol_address(symbol),
                      _try_lock=ffi._try_lock, _unlock=ffi._unlock,
                      _yield_thread=ffi._yield_thread, _ieee_floats=_floats.ieee_floats,
                      _restore_floats=_floats.restore_floats)
@@ -357,10 +354,23 @@ def _symbol_address(symbol):
     return address
 
 
-def _native_call(overload):
-    """An intrinsic ``call((a0, a1, ...)) -> bool`` that runs a compiled overload
-    (a ``CompileResult`` of a dispatcher) and says whether it returned without
-    raising.
+def _entry(loop):
+    """``(symbol, argument types)`` of the compiled ``loop``'s native function: a
+    dispatcher's overload, or a joined kernel's entry (`hapsira_core.targets._join`)."""
+    compiled = loop.compile()
+    entry = getattr(loop, "entry", None)
+    if entry is not None:
+        return entry, tuple(loop._signature())
+    signature = loop._signature()
+    compiled.compile(signature)  # loaded already: returns at once
+    overload = compiled.overloads[tuple(signature)]
+    return overload.fndesc.mangled_name, tuple(overload.signature.args)
+
+
+def _native_call(symbol, argtypes):
+    """An intrinsic ``call((a0, a1, ...)) -> bool`` that runs the compiled function
+    ``symbol`` (numba's calling convention, returning nothing, taking ``argtypes``)
+    and says whether it returned without raising.
 
     A numba function calling a dispatcher links a copy of the callee's LLVM
     module into its own and optimises and generates machine code for all of
@@ -368,11 +378,11 @@ def _native_call(overload):
     declares the callee's symbol instead; the JIT resolves it to the code
     already loaded (the caller keeps the callee loaded, and loads it first).
     """
-    from numba.core import errors, types
+    from numba.core import cgutils, errors, types
     from numba.core.cgutils import unpack_tuple
     from numba.extending import intrinsic
 
-    expected = types.Tuple(overload.signature.args)
+    expected = types.Tuple(argtypes)
 
     @intrinsic
     def call(typingctx, arrays):
@@ -381,8 +391,10 @@ def _native_call(overload):
 
         def codegen(context, builder, signature, args):
             values = unpack_tuple(builder, args[0], len(expected))
-            status, _ = context.call_internal_no_propagate(
-                builder, overload.fndesc, overload.signature, values)
+            function_type = context.call_conv.get_function_type(types.none, argtypes)
+            function = cgutils.get_or_insert_function(builder.module, function_type, symbol)
+            status, _ = context.call_conv.call_function(builder, function, types.none,
+                                                        argtypes, values)
             return builder.not_(status.is_error)
         return types.boolean(arrays), codegen
 

@@ -24,6 +24,8 @@ import pickle
 import threading
 import warnings
 
+import numpy as np
+
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
@@ -382,22 +384,16 @@ class JoinedKernel(kernel.ObjectKernel):
     functions (`join`): ``generic_key`` and ``make_generic()`` give the generic kernel
     (an in-memory `ObjectKernel` built on stubs), ``functions`` the user's functions
     by stub role. Same arguments, same numbers as the `ObjectKernel` of the same
-    body (``classic()``, which the JAX front's handler compiles)."""
+    body compiled at once."""
 
-    def __init__(self, body, args, recipe, generic_key, make_generic, functions, classic):
+    def __init__(self, body, args, recipe, generic_key, make_generic, functions):
         super().__init__(body, args, recipe)
         self.generic_key = generic_key
         self.make_generic = make_generic
         self.functions = dict(functions)
-        self._classic = classic
         self._library = None
-
-    def classic(self):
-        """The `ObjectKernel` compiled at once, made on the first call and kept (its
-        compiled code must outlive what is built on it: the JAX front's handler)."""
-        if not isinstance(self._classic, kernel.ObjectKernel):
-            self._classic = self._classic()
-        return self._classic
+        #: the joined entry's symbol once compiled (what the JAX front's handler calls)
+        self.entry = None
 
     @property
     def cache_name(self):
@@ -427,6 +423,7 @@ class JoinedKernel(kernel.ObjectKernel):
         codegen = context.codegen()
         entry = (_ENTRY + (self.recipe[0] if self.recipe is not None
                            else f"memory{next(_COUNT)}.{os.getpid()}"))
+        self.entry = entry
         if entry in _JOINED:  # another kernel of the same recipe in this process
             self._library = _JOINED[entry]
             return (self._library.get_pointer_to_function(entry),
@@ -457,8 +454,14 @@ class JoinedKernel(kernel.ObjectKernel):
         return address, trampoline(len(self.args), self._signature())
 
     def _run(self, compiled, arrays):
+        """The entry was compiled for C-ordered arrays: any other (a broadcast row, a
+        transposed view) runs on a C-ordered copy, an output's copied back after."""
         address, call = compiled
-        call(address, *arrays)
+        ordered = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+        call(address, *ordered)
+        for arg, given, used in zip(self.args, arrays, ordered):
+            if used is not given and arg.output:
+                given[...] = used
 
 
 __all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "JoinedKernel",

@@ -38,10 +38,7 @@ def code_options():
 
 
 def xla_handler(xla):
-    loop = xla.kernel
-    if isinstance(loop, JoinedKernel):  # the handler calls a numba function's native code
-        loop = loop.classic()
-    return _host.xla_handler(xla, loop, parallel=False)
+    return _host.xla_handler(xla, xla.kernel, parallel=False)
 
 
 def xla_mismatch(what):

@@ -619,7 +619,9 @@ on_disk = kernel.on_disk()
 with event.install_listener("numba:compile", Compiles()):
     res = jax.jit(lambda r, v: jax_cowell(398600.4418, r, v, tofs))(r0, v0)
     rr = np.asarray(res.rr)
-hits = getattr(kernel._compiled, "stats", None)
+# a joined kernel (HAPSIRA_JOIN) is its entry's address and the cached trampoline calling it
+dispatcher = kernel._compiled[1] if isinstance(kernel._compiled, tuple) else kernel._compiled
+hits = getattr(dispatcher, "stats", None)
 print(json.dumps({"on_disk": on_disk, "compiled": compiled, "rr": rr.tolist(),
                   "numpy": np.asarray(cowell(398600.4418, r0, v0, tofs).rr).tolist(),
                   "hits": None if hits is None else sum(hits.cache_hits.values())}))
