@@ -77,6 +77,9 @@ def main():
     parser.add_argument("--n-parallel", type=int, default=2000)
     parser.add_argument("--n-heyoka", type=int, default=200,
                         help="objects for heyoka (scalar; the SIMD batch runs 10x as many)")
+    parser.add_argument("--lanes", default="off,on",
+                        help="HAPSIRA_LANES settings each target runs with (off: per object; "
+                             "on: SIMD lanes, whose first compile is long)")
     parser.add_argument("--out", default="cpu_vs_scipy",
                         help="result name (benchmarks/results/<name>.json) or path")
     args = parser.parse_args()
@@ -95,9 +98,9 @@ def main():
     results["lanes"] = {"auto_width": width, "vector_doubles": _host.vector_doubles(),
                         "cpu": _host.cpu_features()[0]}
     # each target per object (HAPSIRA_LANES=off) and in lanes (on: the host's width)
-    for target, n, lanes in (("cpu", args.n_cpu, "off"), ("cpu", args.n_cpu, "on"),
-                             ("parallel", args.n_parallel, "off"),
-                             ("parallel", args.n_parallel, "on")):
+    runs = [(target, n, lanes) for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel))
+            for lanes in ("off", "on") if lanes in args.lanes.split(",")]
+    for target, n, lanes in runs:
         name = (f"hapsira {target}" + ("" if lanes == "off" else f", {width} lanes")
                 + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)"))
         result = run_target(target, n, rr_path, lanes)

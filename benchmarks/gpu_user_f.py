@@ -114,6 +114,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n-ref", type=int, default=10)
     parser.add_argument("--name", default="")
+    parser.add_argument("--out", default=None,
+                        help="result path (default results/gpu_user_f[_<name>].json)")
     parser.add_argument("--peers", default=",".join(PEERS),
                         help="comma-separated, of diffrax,cubie ('' for none)")
     parser.add_argument("--diffrax-n", type=count, default=None,
@@ -178,7 +180,7 @@ def main():
     out["seed"] = SEED
     out["notes"].extend(f"{peer}: not run (not in --peers)" for peer in PEERS
                         if peer not in wanted)
-    name = "gpu_user_f" + (f"_{args.name}" if args.name else "")
+    name = args.out or "gpu_user_f" + (f"_{args.name}" if args.name else "")
     print(harness.write_result(name, out), file=sys.stderr)  # again after each peer
     for peer in (p for p in PEERS if p in wanted):
         n = peer_n[peer]

@@ -96,7 +96,9 @@ def run_ours(r, v, days, threshold, dt=None, force="two_body_j2", chunks=(None,)
         runs.append(({"target": settings.TARGET, "force": force, "threads": threads,
                       "compile_s": compile_s, "chunk": chunk, "total_s": total, "cpu_s": cpu,
                       "load_before": load,
-                      **{k: (float(x) if isinstance(x, float) else int(x))
+                      # "identical": the pairs of identical objects (rows), counted
+                      **{k: (float(x) if isinstance(x, float) else
+                             len(x) if isinstance(x, np.ndarray) else int(x))
                          for k, x in stats.items()},
                       "approaches": len(table)}, table))
     result, table = runs[0]

@@ -270,6 +270,8 @@ def host_main(args):
     ours = {}
     with tempfile.TemporaryDirectory() as scratch:
         for target, threads in (("cpu", 1), ("parallel", None)):
+            if target not in args.targets.split(","):
+                continue
             extra = {"NUMBA_NUM_THREADS": threads} if threads else {}
             env = harness.child_env(target, cache=True, **extra)
             report, finals = spawn("ours", args, env, os.path.join(scratch, f"{target}.npz"),
@@ -396,6 +398,8 @@ def main():
     parser.add_argument("--methods", default="BDF,Rodas5P",
                         help="our methods, comma-separated (add Radau once it is merged)")
     parser.add_argument("--scipy-methods", default="BDF,Radau", help="host: scipy's methods")
+    parser.add_argument("--targets", default="cpu,parallel",
+                        help="host: our targets (cpu: one core; parallel: every core)")
     parser.add_argument("--problems", default=",".join(PROBLEMS), help="comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="timed calls at N (best)")
     parser.add_argument("--peers", default="ours,diffrax,cubie", help="cuda: who runs")
