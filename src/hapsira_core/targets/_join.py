@@ -399,7 +399,14 @@ class JoinedKernel(kernel.ObjectKernel):
     def cache_name(self):
         if self.recipe is None:
             return None
-        return f"{cache._PREFIX}joined_{_for_this_machine(self.recipe[0])}"
+        return f"{cache._PREFIX}joined_{self._key()}"
+
+    def _key(self):
+        """The recipe's key joined with the arguments' layout: two kernels of one body
+        source called with other arrays are two entries."""
+        layout = [(a.name, a.dtype.str, a.core, a.per_object, a.output, a.interleaved)
+                  for a in self.args]
+        return _for_this_machine((self.recipe[0], repr(layout)))
 
     def on_disk(self):
         if self._compiled is not None:
@@ -421,7 +428,7 @@ class JoinedKernel(kernel.ObjectKernel):
         context = registry.cpu_target.target_context
         nrt.rtsys.initialize(context)  # the runtime's functions, which the code calls
         codegen = context.codegen()
-        entry = (_ENTRY + (self.recipe[0] if self.recipe is not None
+        entry = (_ENTRY + (self._key() if self.recipe is not None
                            else f"memory{next(_COUNT)}.{os.getpid()}"))
         self.entry = entry
         if entry in _JOINED:  # another kernel of the same recipe in this process
