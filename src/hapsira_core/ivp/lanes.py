@@ -110,12 +110,12 @@ def generate_attempt(tableau, n, width, n_events=0, records=False):
 
     Every number read is loaded first and every result stored last: the lanes'
     arrays are separate, but LLVM cannot prove it, and a store between two lanes'
-    loads keeps its SLP vectoriser from packing them (measured: no packed
-    instruction at all with one loop per stage), and so does a branch: every lane's
-    stages are stored whether or not it needs them (a branch around those stores split
-    Van der Pol's W = 8 attempt into vectors of 2 and 4 lanes). Between, the W lanes'
-    copies of each operation are isomorphic and become vector instructions, the step
-    control's decisions selects.
+    loads keeps its SLP vectoriser from packing them (a loop per stage packs nothing),
+    and so does a branch, which splits the W lanes' operations into narrower vectors:
+    what is stored is stored for every lane, with no branch around it. Between, the
+    W lanes' copies of each operation are isomorphic and become vector instructions,
+    the step control's decisions selects (the assembly counts behind this:
+    docs/log.md, "lanes").
 
     ``V[:, :, lane]``: the lane's states (``Y``, ``F`` the derivative at the step's
     start; ``YN`` and ``FN``, the step's end and its derivative, are written by the

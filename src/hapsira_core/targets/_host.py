@@ -469,14 +469,13 @@ def lane_compiler():
     that this pass packs into vector instructions (numba leaves it off by default).
 
     Off while the functions it calls compile on their own (each is compiled, and
-    optimised alone, before): compiled with the vectoriser on, cowell's ``f`` packed its
-    own x, y, z into vectors of one lane, and those no longer pack across the lanes once
-    inlined (the orbit workload's attempt, W = 8, kept 288 2-wide and 100 scalar
-    multiplications beside 695 8-wide ones; compiled apart, 817 8-wide and nothing
-    else). Only the attempt: a caller (the lane loop, the kernel) would reach it by a
-    call to the attempt's own machine code where LLVM does not inline it, so vectorising
-    at the kernel only left the attempt scalar in process (measured: 24 against 7
-    us/object on Van der Pol, the disk cache's copy being the fast one)."""
+    optimised alone, before): compiled with the vectoriser on, a function such as
+    cowell's ``f`` packs its own x, y, z into short vectors within one lane, and those
+    no longer pack across the lanes once inlined, leaving much of the attempt 2-wide or
+    scalar. Only the attempt: a caller (the lane loop, the kernel) reaches it by a call
+    to the attempt's own machine code where LLVM does not inline it, so vectorising at
+    the kernel instead leaves the attempt scalar in process (the figures:
+    docs/benchmarks.md, "Lanes", and docs/log.md, "lanes")."""
     global _lane_compiler
     if _lane_compiler is not None:
         return _lane_compiler
