@@ -108,9 +108,10 @@ class KernelSpec:
                      f"n={self.n}>", "exec"), namespace)
         return namespace["body"]
 
-    def recipe(self):
+    def recipe(self, options=None):
         """``(fingerprint, source defining body by import)`` for the on-disk cache, or
-        None where some function cannot be imported in a new process."""
+        None where some function cannot be imported in a new process; ``options``: the
+        code options in the key (the kernel's target's by default)."""
         imports = {}
         fun_source = cache.expression(self.fun, imports)
         events_source = cache.expression(self.event_functions, imports)
@@ -121,7 +122,7 @@ class KernelSpec:
                                                                     jac_source)
         functions = self.event_functions if self.jac is None else (
             self.event_functions + (self.jac,))
-        options = ObjectKernel.code_options()
+        options = ObjectKernel.code_options() if options is None else options
         if self.lanes:  # compiled for this CPU's vectors
             options = tuple(options) + target.lane_code_options(self.lanes)
         key = cache.key(self.fun, functions, prelude, code_options=options)
@@ -160,11 +161,10 @@ class KernelSpec:
         if self.event_functions:
             functions["events"] = jit.switch(self.event_functions, 4)
 
-        def make_generic():
-            return ObjectKernel(self.generic_body(), args, recipe=None)
-
-        return target.JoinedKernel(self.body(), args, self.recipe(), self.generic_key(args),
-                                   make_generic, functions)
+        # the host targets share joined kernels: the same loop, compiled for the same CPU
+        options = target.JoinedKernel.code_options()
+        return target.JoinedKernel(self.body(), args, self.recipe(options),
+                                   self.generic_key(args), self.generic_body, functions)
 
     def _stubs(self):
         """The stand-ins of `generic_body`: ``fun`` in its form, the events' switch."""
@@ -192,7 +192,7 @@ class KernelSpec:
                          bool(self.event_functions), self.event_states, self.records,
                          repr([(a.name, a.dtype.str, a.core, a.per_object, a.output,
                                 a.interleaved) for a in args]),
-                         code_options=ObjectKernel.code_options())
+                         code_options=target.JoinedKernel.code_options())
 
 
 def interleaves_work(method, fun=None):

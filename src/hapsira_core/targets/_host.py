@@ -401,6 +401,35 @@ def _native_call(symbol, argtypes):
     return call
 
 
+def joined_code_options():
+    """The code options of a joined kernel (`hapsira_core.targets._join`): the same on
+    cpu and parallel, which share its per-object loop and so its cache entries."""
+    return ("host", settings.DEBUG)
+
+
+class ObjectLoop(kernel.ObjectKernel):
+    """``for i in range(n): body(rows of i)`` on one core, one njit function: the cpu
+    target's kernel, and the loop that a joined kernel (`hapsira_core.targets._join`)
+    compiles once per configuration on either host target."""
+
+    def _source(self):
+        names, rows, first_out = self._call_parts()
+        # each object with IEEE subnormals, whatever the calling thread's mode
+        # (hapsira_core.targets._floats: XLA's threads flush them to zero)
+        return (f"{FLOATS_IMPORT}\n\n"
+                f"def kernel({names}):\n"
+                f"    for i in range({first_out}.shape[0]):\n"
+                f"        mode = ieee_floats()\n"
+                f"        body({rows})\n"
+                f"        restore_floats(mode)\n")
+
+    def _compile(self, function, cached):
+        return numba.njit(error_model="numpy", cache=cached)(function)
+
+    def _run(self, compiled, arrays):
+        compiled(*arrays)
+
+
 class PrangeLoop(kernel.ObjectKernel):
     """``for i in prange(n): body(rows of i)``: an `ObjectKernel`'s body on all cores,
     as one njit function that a cfunc can call (the parallel target's own kernel

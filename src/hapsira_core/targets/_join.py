@@ -145,13 +145,15 @@ def entry_call(arity):
 _TRAMPOLINES = {}
 
 
-def trampoline(arity, argtypes):
+def trampoline(argtypes, args=None):
     """``trampoline(address, a1..an)``: a numba function (from the disk cache where it
     can) that runs the joined entry at ``address`` on the arrays, compiled for the
-    arrays' numba types ``argtypes``. A damaged cache entry is removed, with a warning,
-    and compiled again."""
+    arrays' numba types ``argtypes``. With the kernel's ``args`` (`Arg`), it runs the
+    entry once per object on all cores (``prange``), each call on that object's rows.
+    A damaged cache entry is removed, with a warning, and compiled again."""
+    source = _trampoline_source(len(argtypes), args)
     for attempt in range(2):
-        function, name = _trampoline(arity, cached=attempt == 0)
+        function, name = _trampoline(source, cached=attempt == 0)
         try:
             function.compile((types.int64,) + tuple(argtypes))
             return function
@@ -159,19 +161,40 @@ def trampoline(arity, argtypes):
             if name is None or attempt or not cache.is_corruption(error):
                 raise
             _damaged(name, error, "loaded")
-            _TRAMPOLINES.pop(arity, None)
+            _TRAMPOLINES.pop(source, None)
 
 
-def _trampoline(arity, cached):
+def _trampoline_source(arity, args):
+    names = ", ".join(f"a{i}" for i in range(arity))
+    head = ("import numba\n"
+            "import numpy as np\n"
+            "from hapsira_core.targets._join import entry_call\n\n"
+            f"_call = entry_call({arity})\n\n\n")
+    if args is None:
+        return (head + "@numba.njit(error_model='numpy', cache=__cached__)\n"
+                f"def trampoline(address, {names}):\n"
+                f"    _call(address, {names})\n")
+
+    def rows(index, arg):
+        name = f"a{index}"
+        if not arg.per_object:
+            return name
+        if arg.output:
+            return f"{name}[i:i + 1]"
+        return f"({name} if {name}.shape[0] == 1 else {name}[i:i + 1])"
+
+    first_out = next(i for i, a in enumerate(args) if a.output)
+    # prange's index is unsigned; as int64 it slices as the serial loop's does
+    return (head + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
+            f"def trampoline(address, {names}):\n"
+            f"    for j in numba.prange(a{first_out}.shape[0]):\n"
+            "        i = np.int64(j)\n"
+            f"        _call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})\n")
+
+
+def _trampoline(source, cached):
     """``(function, its cache entry's name or None)``."""
-    if arity not in _TRAMPOLINES:
-        names = ", ".join(f"a{i}" for i in range(arity))
-        source = ("import numba\n"
-                  "from hapsira_core.targets._join import entry_call\n\n"
-                  f"_call = entry_call({arity})\n\n\n"
-                  "@numba.njit(error_model='numpy', cache=__cached__)\n"
-                  f"def trampoline(address, {names}):\n"
-                  f"    _call(address, {names})\n")
+    if source not in _TRAMPOLINES:
         module = name = None
         if settings.CACHE and cached:
             key = cache.key("trampoline", source, code_options=())
@@ -179,12 +202,12 @@ def _trampoline(arity, cached):
             module = cache.load_module(name, source.replace("__cached__", "True"))
         if module is None:
             namespace = {}
-            exec(compile(source.replace("__cached__", "False"),
-                         f"<hapsira trampoline of {arity}>", "exec"), namespace)
-            _TRAMPOLINES[arity] = namespace["trampoline"], None
+            exec(compile(source.replace("__cached__", "False"), "<hapsira trampoline>",
+                         "exec"), namespace)
+            _TRAMPOLINES[source] = namespace["trampoline"], None
         else:
-            _TRAMPOLINES[arity] = module.trampoline, cache._PREFIX + name
-    return _TRAMPOLINES[arity]
+            _TRAMPOLINES[source] = module.trampoline, cache._PREFIX + name
+    return _TRAMPOLINES[source]
 
 
 def wrapper(role, function, argtypes, restype):
@@ -381,10 +404,14 @@ def _forward(ir, module, function_type, name, target):
 
 class JoinedKernel(kernel.ObjectKernel):
     """An `ObjectKernel` whose compiled form is a generic kernel joined to the user's
-    functions (`join`): ``generic_key`` and ``make_generic()`` give the generic kernel
-    (an in-memory `ObjectKernel` built on stubs), ``functions`` the user's functions
-    by stub role. Same arguments, same numbers as the `ObjectKernel` of the same
+    functions (`join`): ``generic_key`` and ``make_generic()`` give the generic body
+    (the per-object body built on stubs, compiled in memory as a `LOOP`),
+    ``functions`` the user's functions by stub role. Same arguments, same numbers as the `ObjectKernel` of the same
     body compiled at once."""
+
+    #: the `ObjectKernel` class of the generic loop (a target's per-object loop on one
+    #: core, whose entry this kernel's caller runs)
+    LOOP = None
 
     def __init__(self, body, args, recipe, generic_key, make_generic, functions):
         super().__init__(body, args, recipe)
@@ -434,7 +461,7 @@ class JoinedKernel(kernel.ObjectKernel):
         if entry in _JOINED:  # another kernel of the same recipe in this process
             self._library = _JOINED[entry]
             return (self._library.get_pointer_to_function(entry),
-                    trampoline(len(self.args), self._signature()))
+                    self._caller())
         library = None
         if self.recipe is not None:
             found = _read(self.cache_name)
@@ -446,7 +473,8 @@ class JoinedKernel(kernel.ObjectKernel):
         if library is None:
             with progress.compiling(f"the loop of {self.description} (once for every "
                                     "function of this form)"):
-                generic_code = generic(self.generic_key, self.make_generic)
+                generic_code = generic(self.generic_key, lambda: self.LOOP(
+                    self.make_generic(), self.args, recipe=None))
             name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
                            "the user's function")
             with progress.compiling(f"{self.description} for {name}"):
@@ -458,7 +486,11 @@ class JoinedKernel(kernel.ObjectKernel):
         if not address:
             raise RuntimeError(f"hapsira: the joined kernel {entry} has no entry")
         self._library = _JOINED[entry] = library  # its code must outlive the calls
-        return address, trampoline(len(self.args), self._signature())
+        return address, self._caller()
+
+    def _caller(self):
+        """``call(address, *arrays)``: what runs the entry on the kernel's arrays."""
+        return trampoline(self._signature())
 
     def _run(self, compiled, arrays):
         """The entry was compiled for C-ordered arrays: any other (a broadcast row, a

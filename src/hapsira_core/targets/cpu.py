@@ -5,7 +5,8 @@ import numba
 from .. import settings
 from ..kernels import kernel
 from . import _host
-from ._join import JoinedKernel, stub  # noqa: F401
+from ._join import stub  # noqa: F401
+from . import _join
 from ._host import (  # noqa: F401
     KEEP_STAGES,
     bucket_sort,
@@ -51,26 +52,15 @@ def local_dask_cluster(**options):
     return _host.local_dask_cluster(_host.cores(), **options)
 
 
-class ObjectKernel(kernel.ObjectKernel):
+class ObjectKernel(_host.ObjectLoop):
     TARGET = NAME
     code_options = staticmethod(code_options)
 
-    def _source(self):
-        names, rows, first_out = self._call_parts()
-        # each object with IEEE subnormals, whatever the calling thread's mode
-        # (hapsira_core.targets._floats: XLA's threads flush them to zero)
-        return (f"{_host.FLOATS_IMPORT}\n\n"
-                f"def kernel({names}):\n"
-                f"    for i in range({first_out}.shape[0]):\n"
-                f"        mode = ieee_floats()\n"
-                f"        body({rows})\n"
-                f"        restore_floats(mode)\n")
 
-    def _compile(self, function, cached):
-        return numba.njit(error_model="numpy", cache=cached)(function)
-
-    def _run(self, compiled, arrays):
-        compiled(*arrays)
+class JoinedKernel(_join.JoinedKernel):
+    TARGET = NAME
+    LOOP = _host.ObjectLoop
+    code_options = staticmethod(_host.joined_code_options)
 
 
 class LaneKernel(_host.LaneKernel):

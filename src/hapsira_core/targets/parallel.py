@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import settings
 from ..kernels import kernel
-from . import _host
+from . import _host, _join
+from ._join import stub  # noqa: F401
 from ._host import (  # noqa: F401
     KEEP_STAGES,
     bucket_sort,
@@ -95,6 +96,17 @@ class ObjectKernel(kernel.ObjectKernel):
             # A failing object's NaNs are its own status, not a ufunc warning.
             with np.errstate(all="ignore"):
                 compiled(*arrays)
+
+
+class JoinedKernel(_join.JoinedKernel):
+    """The per-object loop joined to the user's functions, as on cpu, run once per
+    object on all cores (a ``prange`` over the objects, each call on its rows)."""
+    TARGET = NAME
+    LOOP = _host.ObjectLoop
+    code_options = staticmethod(_host.joined_code_options)
+
+    def _caller(self):
+        return _join.trampoline(self._signature(), self.args)
 
 
 class LaneKernel(_host.LaneKernel):

@@ -2,7 +2,8 @@
 ``HAPSIRA_JOIN``): the same numbers as the kernel compiled at once, the loop compiled once
 per form, a warm process loading the joined kernel, an edit never served stale.
 
-The cpu target joins; the others compile every kernel at once, which the last test checks.
+The host targets (cpu, parallel) join and share their joined kernels; cuda compiles every
+kernel at once, which the last test checks.
 """
 
 import json
@@ -21,8 +22,8 @@ from hapsira_core.kernels.errors import CallbackCompileError
 from hapsira_core.targets import active as target
 
 JOINS = hasattr(target, "JoinedKernel")
-needs_join = pytest.mark.skipif(not JOINS, reason="only the cpu target joins kernels "
-                                "(test_only_the_cpu_target_joins checks the others)")
+needs_join = pytest.mark.skipif(not JOINS, reason="only the host targets join kernels "
+                                "(test_the_host_targets_join checks the others)")
 
 
 @hjit
@@ -164,16 +165,20 @@ def test_warm_processes_load_the_joined_kernel_and_an_edit_is_never_stale(tmp_pa
                HAPSIRA_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
 
-    def run(damping):
+    def run(damping, target=settings.TARGET):
         (tmp_path / "user_constants.py").write_text(f"DAMPING = {damping!r}\n")
-        done = subprocess.run([sys.executable, str(tmp_path / "run.py")], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run([sys.executable, str(tmp_path / "run.py")], cwd=tmp_path,
+                              env=dict(env, HAPSIRA_TARGET=target), capture_output=True,
+                              text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     cold, warm = run(0.1), run(0.1)
     assert cold["joined_here"] == 1 and warm["joined_here"] == 0
     assert cold["y"] == warm["y"]
+    # the other host target loads the same joined kernel (one loop, one CPU): same bits
+    other = run(0.1, "parallel" if settings.TARGET == "cpu" else "cpu")
+    assert other["joined_here"] == 0 and other["y"] == cold["y"]
     np.testing.assert_allclose(cold["y"], _expected(0.1), rtol=1e-7, atol=1e-9)
     edited = run(0.4)  # a constant the function reads from another module
     assert edited["joined_here"] == 1
@@ -186,8 +191,8 @@ def test_warm_processes_load_the_joined_kernel_and_an_edit_is_never_stale(tmp_pa
     assert damaged["joined_here"] == 1 and damaged["y"] == edited["y"]
 
 
-def test_only_the_cpu_target_joins():
-    assert JOINS == (settings.TARGET == "cpu")
+def test_the_host_targets_join():
+    assert JOINS == (settings.TARGET in ("cpu", "parallel"))
     spec = build.KernelSpec("DOP853", 3, lorenz)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(settings, "JOIN", "on")
