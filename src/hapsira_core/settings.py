@@ -21,7 +21,7 @@ variable           meaning                             default
 ``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
                    lanes: ``auto``, ``on``, ``off`` or
                    a width
-``HAPSIRA_JOIN``   the solve loop compiled once and     ``on`` (cpu)
+``HAPSIRA_JOIN``   the solve loop compiled once and     ``on`` (cpu, parallel)
                    joined to each user function
                    (``on``/``off``)
 =================  ==================================  =========
@@ -111,8 +111,8 @@ CACHE_DIR = os.path.expanduser(os.environ.get(
     os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "hapsira-cowell")))
 CACHE_MAX_MB = _integer("HAPSIRA_CACHE_MAX_MB", 1024)
 DEBUG = _boolean("HAPSIRA_DEBUG", "0")
-#: ``on`` or ``off``: whether the cpu target compiles the solve loop once per method and
-#: state form and joins it to each user function in LLVM
+#: ``on`` or ``off``: whether the host targets compile the solve loop once per method and
+#: state form and join it to each user function in LLVM
 #: (`hapsira_core.targets._join`), instead of compiling the loop for every function.
 JOIN = "on" if _boolean("HAPSIRA_JOIN", "1") else "off"
 #: ``auto``, ``on`` or ``off``: whether a user's function is compiled with its

@@ -149,7 +149,7 @@ class KernelSpec:
 
     def joins(self):
         """Whether the kernel is a generic loop joined to the user's functions: on a
-        target that joins (cpu) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
+        target that joins (cpu, parallel) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
         lanes) of an explicit method without a user's ``jac``."""
         return (hasattr(target, "JoinedKernel") and settings.JOIN == "on" and not self.lanes
                 and self.jac is None and methods.get(self.method).state_shape is None)

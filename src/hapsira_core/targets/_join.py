@@ -493,9 +493,17 @@ class JoinedKernel(kernel.ObjectKernel):
         return trampoline(self._signature())
 
     def _run(self, compiled, arrays):
-        """The entry was compiled for C-ordered arrays: any other (a broadcast row, a
-        transposed view) runs on a C-ordered copy, an output's copied back after."""
+        """The entry was compiled for the arguments' dtypes and ranks and C-ordered
+        arrays: any other order (a broadcast row, a transposed view) runs on a C-ordered
+        copy, an output's copied back after; another dtype or rank is refused (the
+        trampoline would hand the entry memory it reads as another layout)."""
         address, call = compiled
+        for arg, array, numba_type in zip(self.args, arrays, self._signature()):
+            if array.dtype != arg.dtype or array.ndim != numba_type.ndim:
+                raise TypeError(f"hapsira: the kernel's argument {arg.name} is a "
+                                f"{numba_type.ndim}-d {arg.dtype} array; got a "
+                                f"{array.ndim}-d {array.dtype} one (an internal error: "
+                                "please report it)")
         ordered = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
         call(address, *ordered)
         for arg, given, used in zip(self.args, arrays, ordered):
