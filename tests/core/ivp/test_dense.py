@@ -7,7 +7,6 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 from hapsira_core import memory
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.jit import hjit
-from hapsira_core.targets import active
 from hapsira_core import settings
 
 #: A real GPU fuses multiply-adds (the host targets and the simulator do not).
@@ -100,8 +99,7 @@ def test_sol_equals_scipys_odesolution(method, span):
         assert sol(middle).shape == (2,)
         close(sol(middle), expected(middle), scale)
         # every step builds its interpolant, as scipy's (DOP853: 3 more evaluations a step)
-        if active.KEEP_STAGES:
-            assert res[i].nfev == reference.nfev
+        assert res[i].nfev == reference.nfev
     assert res.sol(1.0).shape == (len(Y0), 2)
 
 
@@ -122,9 +120,9 @@ def test_every_accepted_step_as_scipys_default_output(method):
         # NaN padding after the object's own steps, in the batch arrays only
         assert np.isnan(res.t[i, len(reference.t):]).all()
         assert np.isnan(res.y[i, :, len(reference.t):]).all()
-        if active.KEEP_STAGES:  # no interpolant is built: scipy's count without dense output
-            assert obj.nfev == scipy_solve_ivp(lotka_np(PARAMS[i]), (0.0, 6.0), Y0[i],
-                                               method=method, rtol=RTOL, atol=ATOL).nfev
+        # no interpolant is built: scipy's count without dense output
+        assert obj.nfev == scipy_solve_ivp(lotka_np(PARAMS[i]), (0.0, 6.0), Y0[i],
+                                           method=method, rtol=RTOL, atol=ATOL).nfev
     assert res.sol is None and res[0].sol is None
 
 

@@ -6,9 +6,9 @@ prefixed ``test_ported_``). Each test runs the problem as a batch (``fun`` an ``
 function, ``y0`` ``(N, n)``), keeps scipy's own assertions, and where scipy is run in
 the same process on the same problem also asserts that every object agrees with it:
 the same status, the same accepted steps (count, and times to 1e-12 of the span),
-states to 1e-12 of the solution's size, and the same ``nfev`` (on the GPU target the
-dense output re-evaluates the stages instead of keeping them, ``KEEP_STAGES``, so
-there ``nfev`` is compared without dense output only).
+states to 1e-12 of the solution's size, and the same ``nfev`` (on the GPU target too:
+its dense output evaluates the step's stages again, ``KEEP_STAGES``, and counts what
+scipy counts).
 
 What is not ported, and why:
 
@@ -53,7 +53,6 @@ from scipy.integrate._ivp.common import select_initial_step
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.ivp.methods import dop853, rk23, rk45
 from hapsira_core.jit import hjit
-from hapsira_core.targets import active
 
 #: (On ``parallel`` and under the CUDA simulator DOP853 alone: tests/conftest.py REDUCED_METHODS.)
 METHODS = ("RK23", "RK45", "DOP853")
@@ -108,11 +107,7 @@ def assert_same_as_scipy(obj, reference, span, *, steps=True, dense=False, withi
                                    atol=times_within * abs(span[1] - span[0]))
     assert obj.y.shape == reference.y.shape
     np.testing.assert_allclose(obj.y, reference.y, rtol=0, atol=within * scale)
-    if active.KEEP_STAGES:
-        assert obj.nfev == reference.nfev
-    else:  # a GPU re-evaluates the stages for every interpolation (dense output, t_eval
-        # inside a step, an event's root): scipy's count and those (the simulator: 20 -> 30)
-        assert obj.nfev >= reference.nfev
+    assert obj.nfev == reference.nfev
     assert obj.njev == reference.njev == 0 and obj.nlu == reference.nlu == 0
     for mine, theirs in zip(obj.t_events or (), reference.t_events or ()):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-10 * abs(span[1] - span[0]))
@@ -133,8 +128,7 @@ def test_ported_integration(method, t_span):
     assert obj.t[0] == t_span[0]
     assert obj.t_events == [] and obj.y_events == []  # scipy: None without events
     assert obj.success and obj.status == 0
-    if active.KEEP_STAGES:  # scipy's bound; a GPU re-evaluates stages for the dense output
-        assert obj.nfev < (50 if method == "DOP853" else 40)
+    assert obj.nfev < (50 if method == "DOP853" else 40)
     assert obj.njev == 0 and obj.nlu == 0
     assert np.all(compute_error(obj.y, sol_rational(obj.t), RTOL, ATOL) < 5)
     tc = np.linspace(*t_span)
@@ -648,8 +642,7 @@ def test_ported_args(method):
         # scipy's, the same 46 steps in all
         np.testing.assert_allclose(obj.t, reference.t, rtol=0, atol=1e-9 * 2 * tfinal)
     np.testing.assert_allclose(obj.sol(t), reference.sol(t), rtol=0, atol=1e-9)
-    if active.KEEP_STAGES:
-        assert obj.nfev == reference.nfev
+    assert obj.nfev == reference.nfev
     for mine, theirs in zip(obj.t_events, reference.t_events):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-9)
 

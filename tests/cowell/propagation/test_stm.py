@@ -122,9 +122,12 @@ def test_states_and_steps_identical_with_and_without_stm():
         else:
             np.testing.assert_array_equal(getattr(both, name), getattr(plain, name),
                                           err_msg=name)
-    if not SIMULATOR:
-        # on cuda the tuple shape evaluates the stages again for its dense output, the
-        # array shape of the augmented run keeps them (docs/api.md): fewer evaluations
+    # scipy's count on every target, whether the stages are kept (the augmented run's
+    # array shape) or evaluated again (the GPU's tuple shape); where a step moves (FMA),
+    # by that step's evaluations
+    if FMA:
+        assert np.abs(both.nfev - plain.nfev).max() <= 16
+    else:
         np.testing.assert_array_equal(both.nfev, plain.nfev)
     if FMA:  # an H100: 4.4e-10 for an object falling through 100 km
         np.testing.assert_allclose(both.t_events[0], plain.t_events[0], rtol=1e-8)

@@ -31,7 +31,11 @@ function as written (``fun(t, y, p)`` or ``fun(t, y, p, dydt)``).
     interpolant it builds there.
 
 and the numbers ``step_nfev`` (evaluations of ``f`` per attempted step),
-``dense_nfev`` (per interpolant built) and ``error_exponent``. ``work`` has
+``dense_nfev`` (what scipy counts per interpolant built: DOP853's 3 extra stages,
+none for the others) and ``error_exponent``. ``nfev`` is scipy's count on every
+target: the stages an interpolant evaluates again without ``keep`` (below) are the
+step's own, already counted with the step; counting them again made an object's
+``nfev`` depend on the target. ``work`` has
 a row per stage and one for the step's end (``n_stages + 1``).
 
 For ``dense_output=True`` (`..dense`) a method also says how many rows of n numbers

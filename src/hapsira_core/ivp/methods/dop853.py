@@ -187,7 +187,9 @@ def build(tableau, ops, keep, fun, rows):
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
             "evaluate": evaluate, "step_nfev": N_STAGES,
-            "dense_nfev": len(_EXTRA) if keep else N_STAGES - 1 + len(_EXTRA),
+            # scipy's count: its 3 extra stages (without ``keep`` the step's own stages
+            # are evaluated again too, counted once, with the step: `base`)
+            "dense_nfev": len(_EXTRA),
             "end_value": end_value, "end_value_nfev": len(_EXTRA)}
 
 

@@ -110,7 +110,10 @@ def build(tableau, ops, keep, fun, P, rows):
         raise NotImplementedError(f"interpolant with {n_q} coefficients")
 
     return {"attempt": attempt, "coefficients": coefficients, "placeholder": placeholder,
-            "evaluate": evaluate, "step_nfev": s, "dense_nfev": 0 if keep else s - 1}
+            "evaluate": evaluate, "step_nfev": s,
+            # scipy's count: none (without ``keep`` the stages evaluated again are the
+            # step's own, counted once, with the step: `base`)
+            "dense_nfev": 0}
 
 
 def method(tableau, P):
