@@ -399,7 +399,8 @@ def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
             again[per_slot, cap] = len(calls) - 1
             if len(calls) == 2:
                 pairs, counts = (conjunctions.active.to_host(a) for a in calls[1][at:at + 2])
-                room = cap or (conjunctions.SLOT_CAP if per_slot else conjunctions.WINDOW_CAP)
+                room = cap or (conjunctions.SLOT_CAP if per_slot
+                               else conjunctions.window_cap(pos.shape[0]))
                 assert pairs.shape[1] == counts[:, 0].max() > room
     return expected, again
 
