@@ -48,6 +48,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--name", default="2core",
                         help="result file: benchmarks/results/dask_overhead_<name>.json")
+    parser.add_argument("--out", default=None,
+                        help="the result's path (default: from --name)")
     args = parser.parse_args()
 
     import dask.array as da
@@ -134,7 +136,7 @@ def main():
         "repeat": args.repeat, "measured": time.strftime("%Y-%m-%d"),
         "results": results,
     }
-    harness.write_result(f"dask_overhead_{args.name}", record)
+    harness.write_result(args.out or f"dask_overhead_{args.name}", record)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python -m benchmarks --list
     python -m benchmarks headline [--quick] [--out DIR] [--dry-run]
     python -m benchmarks <name> [--quick] [--out DIR] [--dry-run]
+    python -m benchmarks [<name>] --plot RESULT.json [--png PATH] [--title TEXT]
 
 Each benchmark is one of the scripts beside this file, run in its own process with the
 arguments of its entry in `BENCHMARKS` (``--quick``: small sizes, a few minutes for the
@@ -56,6 +57,8 @@ CYRK = Peer("CyRK", ("CyRK",), BENCH_INSTALL)
 CUBIE = Peer("CuBIE", ("cubie",), 'pip install -e ".[bench-gpu]"')
 CASCADE = Peer("cascade", ("cascade",),
                "pip install --no-deps esa-cascade (the peers extra; it pins an older heyoka)")
+DASK = Peer("Dask", ("dask", "distributed"), 'pip install -e ".[dask]"')
+OEM = Peer("oem", ("oem",), 'pip install -e ".[oem]"')
 
 
 def installed(module):
@@ -303,6 +306,157 @@ def _stm_cost_summary(record):
         for kind in ("plain", "stm")}}
 
 
+def _reference_args(quick, have, gpu, out):
+    args = (["--sizes", "1e3", "--variants", "j2", "--n-ref", "3", "--repeat", "1"] if quick
+            else ["--sizes", "1e3,1e4,1e5,1e6" if gpu else "1e3,1e4", "--n-ref", "20"])
+    if gpu:
+        peers = ["diffrax"] if "diffrax" in have else []
+        peers += ["parallel", "cpu"]
+    else:
+        peers = [p for p in ("scipy", "heyoka") if p in have] + ["cpu"]
+    return ["--platform", "cuda" if gpu else "parallel", *args, "--peers", ",".join(peers),
+            "--name", out], {}
+
+
+def _reference_summary(record):
+    groups = {}
+    for run in record["runs"]:
+        name = f"{run['variant']}, {run['n_objects']:.0e} objects".replace("e+0", "e")
+        pairs = [(f"hapsira {record.get('target', '')}".strip(), run["seconds"])]
+        pairs += [(peer, row.get("seconds")) for peer, row in run.get("peers", {}).items()
+                  if isinstance(row, dict)]
+        groups[name] = _rows(pairs)
+    return {"metric": "seconds (median, compile excluded)", "groups": groups}
+
+
+def _latency_args(quick, have, gpu, out):
+    return (["--runs", "1", "--targets", "cpu"] if quick else []) + ["--out", out], {}
+
+
+def _latency_summary(record):
+    groups = {}
+    for state in ("cold", "warm"):
+        pairs = []
+        for target, row in record["targets"].items():
+            runs = row[state] if isinstance(row[state], list) else [row[state]]
+            pairs.append((f"hapsira {target}", min(r["process_s"] for r in runs)))
+        heyoka = record.get("heyoka", {})
+        if state in heyoka:
+            runs = heyoka[state] if isinstance(heyoka[state], list) else [heyoka[state]]
+            pairs.append(("heyoka", min(r["process_s"] for r in runs)))
+        groups[f"whole process, {state} (best)"] = _rows(pairs)
+    return {"metric": "seconds", "groups": groups}
+
+
+def _state_size_args(quick, have, gpu, out):
+    args = (["--sizes", "6,28", "--objects", "16", "--forms", "array"] if quick else
+            ["--sizes", "6,28,200,1000" if gpu else "6,12,28,60,200,1000"])
+    if gpu:
+        args += ["--targets", "cuda"] + ([] if quick else ["--forms", "array", "--objects",
+                                                            "10000"])
+        gpu_peers = [p for p in ("cubie", "diffrax") if p in {h.lower() for h in have}]
+        if gpu_peers:
+            args += ["--peers", ",".join(gpu_peers)]
+    else:
+        args += ["--targets", "cpu" if quick else "cpu,parallel"]
+        if "heyoka" in have:
+            args += ["--heyoka"]
+    return args + ["--out", out], {}
+
+
+def _state_size_summary(record):
+    names = {"scipy": "scipy DOP853", "heyoka_batch": "heyoka, SIMD batch",
+             "cubie": "CuBIE dop853", "diffrax": "diffrax Dopri8"}
+    groups = {}
+    for row in record["rows"]:
+        if "per_object_us" not in row:
+            continue
+        who = row["who"]
+        label = names.get(who, f"hapsira {who}")
+        groups.setdefault(f"n = {row['n']}", {})[label] = float(row["per_object_us"])
+    return {"metric": "us per object (Lorenz-96, DOP853)", "groups": groups}
+
+
+def _jax_args(quick, have, gpu, out):
+    args = (["--n", "100", "--repeat", "1"] if quick else
+            ["--n", "100000", "1000000"] if gpu else ["--n", "100", "1000"])
+    return ["--platform", "cuda" if gpu else "cpu", *args, "--out", out], {}
+
+
+def _jax_summary(record):
+    groups = {}
+    for run in record["runs"]:
+        groups[f"{run['n_objects']} objects, inside jax.jit"] = _rows(
+            (f"{peer} Dopri8 (vmap)" if peer == "diffrax" else peer, row.get("seconds"))
+            for peer, row in run.items() if isinstance(row, dict))
+    return {"metric": "seconds (best, compile excluded)", "groups": groups}
+
+
+def _dask_args(quick, have, gpu, out):
+    args = ["--n", "2000", "--repeat", "1", "--chunks", "1000"] if quick else []
+    return args + ["--out", out], {}
+
+
+def _dask_summary(record):
+    rows = {}
+    for key, row in record["results"].items():
+        label = ("hapsira, one process (parallel)" if key.startswith("single")
+                 else key.replace("dask ", "hapsira on Dask, "))
+        rows[label] = row.get("seconds")
+    work = record.get("workload", {})
+    return {"metric": "seconds (best)", "groups": {
+        f"{work.get('objects', '?')} objects, {work.get('span_s', 0) / 3600:g} h": _rows(
+            rows.items())}}
+
+
+def _gravity_args(quick, have, gpu, out):
+    if gpu:
+        args = ["--propagate", "2000" if quick else "100000"]
+    else:
+        args = ["--points", "2000", "--repeat", "2"] if quick else []
+    return args + ["--out", out], {}
+
+
+def _gravity_summary(record):
+    rows = record["results"]
+    if "J2_perturbation" in rows:
+        return {"metric": "us per evaluation (one core)", "groups": {"EGM96 field": _rows(
+            ("J2 alone" if key == "J2_perturbation" else f"hapsira gravity_field {key}",
+             row["us_per_eval"]) for key, row in rows.items())}}
+    return {"metric": "ns per right-hand-side evaluation", "groups": {
+        "cowell, two-body + EGM96": _rows((f"hapsira {key}", row["ns_per_rhs_eval"])
+                                          for key, row in rows.items())}}
+
+
+def _oem_args(quick, have, gpu, out):
+    args = ["--objects", "100", "--repeat", "1"] if quick else ["--repeat", "5"]
+    return args + ["--out", out], {}
+
+
+def _oem_summary(record):
+    return {"metric": "seconds (best)", "groups": {
+        f"{record['objects']} objects x {record['times']} states, one file each":
+            _rows([("hapsira write_oem", record["best_s"])])}}
+
+
+def _foreign_args(quick, have, gpu, out):
+    args = ["--n", "20000", "--repeat", "1"] if quick else []
+    return ["run", *args, "--out", out], {"HAPSIRA_TARGET": "cuda"}
+
+
+def _foreign_summary(record):
+    groups = {}
+    for number, process in enumerate(record["processes"], 1):
+        if "error" in process:
+            continue
+        which = "first process (empty cache)" if number == 1 else "next process (cache)"
+        groups[f"{which}: first call"] = _rows(
+            (f"hapsira, {kind} density", process[kind]["first_call_s"]) for kind in ("C", "hjit"))
+        groups[f"{which}: best call"] = _rows(
+            (f"hapsira, {kind} density", process[kind]["seconds"]) for kind in ("C", "hjit"))
+    return {"metric": "seconds", "groups": groups}
+
+
 BENCHMARKS = {b.name: b for b in (
     Benchmark("cpu_vs_peers", "cpu_vs_peers.py", "run_target",
               "reference workload (LEO cloud, two-body + J2, one day) on the cpu and parallel "
@@ -339,10 +493,70 @@ BENCHMARKS = {b.name: b for b in (
               "the cost of stm=True (state transition matrices) over a plain run, "
               "us/object-day, Phi compared",
               (HEYOKA,), _stm_cost_args, _stm_cost_summary),
+    Benchmark("reference", "reference.py", "time_hapsira",
+              "reference workload against N on one target (cuda where there is a GPU, else "
+              "parallel), and its drag + re-entry variant: seconds, orbit-steps/s, error "
+              "against scipy",
+              (SCIPY, DIFFRAX, HEYOKA), _reference_args, _reference_summary,
+              requires=(SCIPY,), gpu="uses"),
+    Benchmark("latency", "latency.py", "run",
+              "a new process's time to its first result, cold (empty kernel cache) and warm",
+              (HEYOKA,), _latency_args, _latency_summary),
+    Benchmark("state_size", "state_size.py", "scipy_per_step",
+              "compile time and time per object against the state size n (Lorenz-96)",
+              (SCIPY, HEYOKA, CUBIE, DIFFRAX), _state_size_args, _state_size_summary,
+              requires=(SCIPY,), gpu="uses"),
+    Benchmark("jax_vs_diffrax", "jax_vs_diffrax.py", "run",
+              "hapsira_cowell.jax.cowell inside one jax.jit program against diffrax in the "
+              "same program: seconds",
+              (DIFFRAX,), _jax_args, _jax_summary, requires=(DIFFRAX,), gpu="uses"),
+    Benchmark("dask_overhead", "dask_overhead.py", "best",
+              "cowell() on Dask arrays (a LocalCluster) against one single-process call",
+              (), _dask_args, _dask_summary, requires=(DASK,)),
+    Benchmark("gravity", "gravity.py", "propagate",
+              "gravity_field (EGM96) per evaluation at 8x8, 20x20, 70x70 on one core; on a "
+              "GPU, inside a propagation",
+              (), _gravity_args, _gravity_summary, gpu="uses"),
+    Benchmark("oem_write", "oem_write.py", "states",
+              "write_oem (CCSDS OEM, one file per object) of a synthetic catalog: seconds",
+              (), _oem_args, _oem_summary, requires=(OEM,)),
+    Benchmark("foreign", "foreign.py", "run_main",
+              "a C function in a cuda kernel against its hjit twin, two processes sharing "
+              "one kernel cache: first call and best",
+              (), _foreign_args, _foreign_summary, gpu="needs"),
 )}
 
 #: what ``python -m benchmarks headline`` runs: the figures of README.md's "Measured" table
 HEADLINE = tuple(name for name, b in BENCHMARKS.items() if b.headline)
+
+#: the modules the scripts share, and this front door: not benchmarks
+HELPERS = {"__init__.py": "the package", "__main__.py": "python -m benchmarks",
+           "front.py": "this front door", "harness.py": "machine(), write_result, timers",
+           "workloads.py": "the reference workload, ensembles and stiff problems",
+           "peers.py": "the peers' runs (scipy, heyoka, diffrax, CyRK, CuBIE)"}
+#: scripts beside the benchmarks that are tools, not a comparison per machine: run them
+#: directly (each takes --help)
+TOOLS = {"kernel_stats.py": "static resources (registers, SASS instructions) of cowell's "
+                            "cuda kernel, without a GPU; prints them",
+         "against_revision.py": "this checkout against an earlier git revision: bit "
+                                "identity and paired speed (--rev)"}
+#: one-off studies behind a decision (benchmarks/investigations/, each with --help): run by
+#: hand, their results kept for the record (docs/log.md); what each does is the first line
+#: of its docstring
+INVESTIGATIONS = (
+    "call_timeline.py", "cuda_chunk.py", "cuda_fetch.py", "cuda_host_copies.py",
+    "cuda_output_times.py", "dask_gpu_check.py", "drag_breakdown.py", "gpu_check.py",
+    "gpu_memory_per_test.py", "gpu_regression.py", "gpu_timeline.py", "guarded_reads.py",
+    "host_profile.py", "mlir_trial.py", "parallel_copies.py", "pinned_copies.py",
+    "register_cap.py", "screen_host.py", "screen_profile.py")
+
+
+def first_line(path):
+    """The first line of a script's docstring (what it does)."""
+    import ast
+    with open(path, encoding="utf-8") as source:
+        doc = ast.get_docstring(ast.parse(source.read())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
 def peer_names(bench):
@@ -352,7 +566,9 @@ def peer_names(bench):
 def listing():
     width = max(map(len, BENCHMARKS))
     lines = ["python -m benchmarks <name|headline> [--quick] [--out DIR]; "
-             "headline runs those marked *:"]
+             "headline runs those marked *;",
+             "each writes <name>_<machine>_<date>.json and a .png of it in --out "
+             "(benchmarks/results); --plot JSON draws a result again:"]
     for name, bench in BENCHMARKS.items():
         mark = "*" if bench.headline else " "
         gpu = {"needs": " [needs a GPU]", "uses": " [on the GPU where there is one]"}.get(
@@ -360,6 +576,12 @@ def listing():
         lines.append(f"{mark} {name:<{width}}  {bench.measures}{gpu}")
         lines.append(f"  {'':<{width}}  peers: {peer_names(bench)}; script: "
                      f"benchmarks/{bench.script}")
+    lines.append("\ntools (run the script itself, --help):")
+    for script, what in TOOLS.items():
+        lines.append(f"  benchmarks/{script}: {what}")
+    lines.append("\none-off studies behind a decision (benchmarks/investigations/, --help):")
+    for script in INVESTIGATIONS:
+        lines.append(f"  {script}: {first_line(os.path.join(HERE, 'investigations', script))}")
     return "\n".join(lines)
 
 
@@ -439,6 +661,48 @@ def plot(summary, path, title):
     return path
 
 
+def benchmark_of(record, path, name=None):
+    """The benchmark whose summary reads the record at ``path``: ``name``, else the
+    record's own ``"benchmark"``, else the longest registered name the file's starts with."""
+    name = name or record.get("benchmark")
+    if name is None:
+        stem = os.path.basename(path)
+        starts = [b for b in BENCHMARKS if stem.startswith(b)]
+        name = max(starts, key=len) if starts else None
+    if name not in BENCHMARKS:
+        raise ValueError(f"{path}: which benchmark is it? name one of {', '.join(BENCHMARKS)}")
+    return name
+
+
+def machine_words(record, gpu=None):
+    """``cpu, N cores`` or the GPUs of the record's machine, and when it was measured."""
+    machine = record.get("machine") if isinstance(record.get("machine"), dict) else {}
+    gpus = machine.get("gpus") or []
+    if gpu is None:
+        gpu = bool(gpus) and record.get("environment", {}).get("HAPSIRA_TARGET") == "cuda"
+    where = (", ".join(g["name"] for g in gpus) if gpu and gpus else
+             f"{machine.get('cpu')}, {machine.get('cores')} cores" if machine.get("cpu") else "")
+    when = machine.get("measured", "")
+    return ", ".join(w for w in (where, when) if w)
+
+
+def plot_result(path, name=None, png=None, title=None):
+    """Draw the plot of an existing result file (``python -m benchmarks --plot JSON``): its
+    ``"summary"``, or the benchmark's summary of its record. Returns the PNG's path, or None
+    where matplotlib is missing."""
+    with open(path) as source:
+        record = json.load(source)
+    name = benchmark_of(record, path, name)
+    summary = record.get("summary")
+    if not summary or "groups" not in summary:
+        summary = BENCHMARKS[name].summary(record)
+    png = png or os.path.splitext(path)[0] + ".png"
+    if title is None:
+        words = machine_words(record)
+        title = f"{name}: {words}" if words else name
+    return plot(summary, png, title)
+
+
 def run(name, quick, out_dir, machine, gpu, dry_run=False):
     """Run one benchmark; its result and plot in ``out_dir``. Returns (status, paths):
     status ``"ok"``, ``"skipped"`` or ``"failed"``."""
@@ -504,7 +768,20 @@ def main(argv=None):
                         help="folder of the results (default benchmarks/results)")
     parser.add_argument("--dry-run", action="store_true",
                         help="say what would run and which peers are missing; run nothing")
+    parser.add_argument("--plot", metavar="JSON",
+                        help="run nothing: draw the plot of this result file (the benchmark: "
+                             "the name given, else the record's, else the file's name)")
+    parser.add_argument("--png", help="with --plot: the picture's path (default: beside JSON)")
+    parser.add_argument("--title", help="with --plot: the title (default: the machine, the date)")
     args = parser.parse_args(argv)
+    if args.plot:
+        try:
+            picture = plot_result(args.plot, args.name, args.png, args.title)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(f"--plot {args.plot}: {error}")
+        if picture:
+            print(f"plotted to {picture}")
+        return 0 if picture else 1
     if args.list or not args.name:
         print(listing())
         return 0

@@ -56,7 +56,7 @@ def points(n, seed=1):
     return d * rng.uniform(6700.0, 42200.0, n)[:, None]
 
 
-def propagate(n_objects, label, repeat):
+def propagate(n_objects, label, repeat, named=False):
     import workloads
     from hapsira_core import settings
     from hapsira_cowell import cowell
@@ -89,7 +89,7 @@ def propagate(n_objects, label, repeat):
             "steps_mean": float(np.asarray(res.nsteps).mean())}
         print(f"{degree:>3}x{degree:<3}: {best:.3f} s, {best / nfev * 1e9:.2f} ns per f "
               f"evaluation, {rows[f'{degree}x{degree}']['steps_mean']:.0f} steps", flush=True)
-    harness.write_result(f"gravity_{label}", {
+    harness.write_result(label if named else f"gravity_{label}", {
         "what": f"cowell, two-body + gravity_field (EGM96), {n_objects} LEO orbits, one "
                 f"orbit (5700 s), rtol 1e-11, atol 1e-12, target {settings.TARGET}",
         "objects": n_objects, "results": rows})
@@ -98,13 +98,16 @@ def propagate(n_objects, label, repeat):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="2core")
+    parser.add_argument("--out", default=None,
+                        help="the result's path (default benchmarks/results/gravity_<label>.json)")
     parser.add_argument("--points", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--propagate", type=int, default=0,
                         help="objects to propagate (0: time evaluations alone)")
     args = parser.parse_args()
     if args.propagate:
-        return propagate(args.propagate, args.label, min(args.repeat, 3))
+        return propagate(args.propagate, args.out or args.label, min(args.repeat, 3),
+                         named=bool(args.out))
     p = points(args.points)
     rows = {}
     _j2_sum(p[:2])
@@ -117,7 +120,7 @@ def main():
         rows[f"{n}x{n}"] = {"us_per_eval": best / len(p) * 1e6, "samples_s": samples}
     for name, row in rows.items():
         print(f"{name:>16}: {row['us_per_eval']:.3f} us per evaluation", flush=True)
-    harness.write_result(f"gravity_{args.label}", {
+    harness.write_result(args.out or f"gravity_{args.label}", {
         "what": "gravity_field (EGM96) time per evaluation, cpu target, one core",
         "points": args.points, "repeat": args.repeat, "results": rows})
 

@@ -88,6 +88,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--name", default="2core",
                         help="result file: benchmarks/results/latency_<name>.json")
+    parser.add_argument("--out", default=None,
+                        help="the result's path (default benchmarks/results/latency_<name>.json)")
     args = parser.parse_args()
     out = {"targets": {}}
     for target in args.targets.split(","):
@@ -110,7 +112,7 @@ def main():
             out["heyoka"] = {"cold": heyoka[0], "warm": heyoka[1:]}
         except (subprocess.CalledProcessError, json.JSONDecodeError) as error:
             out["heyoka"] = {"error": str(error)}
-    harness.write_result(f"latency_{args.name}", out)
+    harness.write_result(args.out or f"latency_{args.name}", out)
 
     def best(records, key):
         return min(r[key] for r in records)

@@ -42,6 +42,8 @@ def main():
     parser.add_argument("--times", type=int, default=145)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--label", default="2core")
+    parser.add_argument("--out", default=None,
+                        help="the result's path (default benchmarks/results/oem_write_<label>.json)")
     args = parser.parse_args()
 
     from astropy.time import Time
@@ -64,7 +66,7 @@ def main():
     print(f"write_oem: {args.objects} objects x {args.times} states: best {best:.3f} s "
           f"of {len(seconds)} ({', '.join(f'{s:.3f}' for s in seconds)}); "
           f"{args.objects * args.times / best:,.0f} states/s; {size / 1e6:.1f} MB")
-    harness.write_result(f"oem_write_{args.label}", {
+    harness.write_result(args.out or f"oem_write_{args.label}", {
         "objects": args.objects, "times": args.times, "seconds": seconds, "best_s": best,
         "states_per_s": args.objects * args.times / best, "bytes": size,
         "label": args.label})

@@ -43,11 +43,36 @@ def test_each_benchmark_is_an_existing_script_and_function(name):
     options = {node.args[0].value for node in ast.walk(tree)
                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
                and node.args and isinstance(node.args[0], ast.Constant)}
+    if any(isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_platform"
+           for node in ast.walk(tree)):
+        options.add("--platform")  # harness.add_platform declares it
     everyone = {p.name for p in bench.peers}
     for quick in (False, True):
         for have in (set(), everyone):
-            args, _ = bench.arguments(quick, have, False, "/tmp/x.json")
-            assert {a for a in args if a.startswith("--")} <= options
+            for gpu in (False, True):
+                args, _ = bench.arguments(quick, have, gpu, "/tmp/x.json")
+                assert {a for a in args if a.startswith("--")} <= options
+                assert "/tmp/x.json" in args  # the result goes where the front door reads it
+
+
+def test_every_script_is_a_benchmark_a_tool_a_helper_or_an_investigation():
+    """A script under benchmarks/ is registered in the front door, or listed as what it
+    is: a shared module, a tool run by hand, a one-off study."""
+    scripts = {path.name for path in (ROOT / "benchmarks").glob("*.py")}
+    registered = {bench.script for bench in front.BENCHMARKS.values()}
+    listed = [registered, set(front.HELPERS), set(front.TOOLS)]
+    assert sum(map(len, listed)) == len(set().union(*listed)), "a script listed twice"
+    assert scripts == set().union(*listed), (
+        "register each script in front.BENCHMARKS, or list it in front.HELPERS or "
+        f"front.TOOLS: unlisted {sorted(scripts - set().union(*listed))}, "
+        f"listed but absent {sorted(set().union(*listed) - scripts)}")
+    studies = {path.name for path in (ROOT / "benchmarks" / "investigations").glob("*.py")}
+    assert studies == set(front.INVESTIGATIONS)
+    for script in studies:
+        assert front.first_line(str(ROOT / "benchmarks" / "investigations" / script))
+    listing = front.listing()
+    for script in [*front.TOOLS, *front.INVESTIGATIONS]:
+        assert script in listing
 
 
 @pytest.mark.parametrize("machine, gpu, slug", [
@@ -123,7 +148,16 @@ def test_a_missing_required_peer_skips_the_benchmark(without, capsys):
 SAMPLES = {"cpu_vs_peers": "cpu_vs_scipy.json", "ensembles": "ensembles.json",
            "stiff": "stiff_2core_radau_quiet.json", "screening": "screening_cascade_2core.json",
            "gpu_user_f": "gpu_user_f.json", "cold_start": "cold_start_amd2_2026-12-02.json",
-           "lanes": "lanes_2core_znver4.json", "stm_cost": "stm_cost_2core.json"}
+           "lanes": "lanes_2core_znver4.json", "stm_cost": "stm_cost_2core.json",
+           "reference": "h100_core.json", "latency": "latency_2core.json",
+           "state_size": "h200_state_size_peers_small.json",
+           "jax_vs_diffrax": "jax_vs_diffrax_cpu.json", "dask_overhead": "dask_overhead_2core.json",
+           "gravity": "gravity_2core.json", "oem_write": "oem_write_2core-after.json",
+           "foreign": "h100_foreign.json"}
+
+
+def test_every_benchmark_has_a_sample_result():
+    assert set(SAMPLES) == set(front.BENCHMARKS)
 
 
 @pytest.mark.parametrize("name", sorted(front.BENCHMARKS))
@@ -132,7 +166,39 @@ def test_the_summary_reads_ours_and_the_peers_from_the_script_s_record(name):
     summary = front.BENCHMARKS[name].summary(record)
     rows = [label for group in summary["groups"].values() for label in group]
     assert any(label.startswith("hapsira") for label in rows)
-    assert any(not label.startswith("hapsira") for label in rows)
+    if front.BENCHMARKS[name].peers:
+        assert any(not label.startswith("hapsira") for label in rows)
+
+
+def test_plot_draws_an_existing_result_without_running_it(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(front.subprocess, "run", None)  # nothing runs
+    png = tmp_path / "stiff.png"
+    assert front.main(["--plot", str(RESULTS / "stiff_2core_radau_quiet.json"),
+                       "--png", str(png)]) == 0  # the benchmark, from the file's name
+    assert png.stat().st_size > 0 and f"plotted to {png}" in capsys.readouterr().out
+    png = tmp_path / "cpu.png"
+    assert front.main(["cpu_vs_peers", "--plot", str(RESULTS / "cpu_vs_scipy.json"),
+                       "--png", str(png), "--title", "x"]) == 0
+    assert png.stat().st_size > 0
+
+
+def test_plot_of_a_record_of_no_known_benchmark_is_an_error(tmp_path, capsys):
+    record = tmp_path / "mystery.json"
+    record.write_text("{}")
+    with pytest.raises(SystemExit):
+        front.main(["--plot", str(record)])
+    assert "which benchmark" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("png", sorted((ROOT / "docs" / "img").glob("bench_*.png")))
+def test_the_docs_plots_are_embedded_and_their_results_exist(png):
+    """Each plot of docs/img/bench_*.png is on docs/benchmarks.md beside a link to its JSON."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert f"img/{png.name}" in page
+    source = re.search(rf"img/{re.escape(png.name)}\)[^\n]*\n+[^\n]*?results/([\w.-]+\.json)",
+                       page)
+    assert source and (RESULTS / source.group(1)).exists()
 
 
 def test_the_plot_is_written(tmp_path):

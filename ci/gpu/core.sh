@@ -16,7 +16,8 @@
 # issue 28), userf (benchmarks/gpu_user_f.py, issue 29), statesize (benchmarks/state_size.py
 # with CuBIE and diffrax, issue 24), interleave (ours with HAPSIRA_CUDA_INTERLEAVE 0 and 1),
 # fetch (benchmarks/investigations/cuda_fetch.py: HAPSIRA_CUDA_FETCH 0 and 1, one process).
-# (benchmarks/gpu.py runs bench, ensembles and jax in one command, without the deadline.)
+# (The stages bench, ensembles and jax run reference.py, ensembles.py and jax_vs_diffrax.py
+# with --platform cuda, each with a deadline.)
 # Environment: WHEELS (default .whl: carried cp312 wheels, installed into
 # /tmp/site once: numpy<2.5, astropy, sgp4, oem, cubie, dask, distributed, zarr,
 # hypothesis and their pure-Python dependencies, made with `pip download
