@@ -9,8 +9,10 @@ Three kinds of block, told apart by their first line or their shape:
 - ``# not run: <reason>``: never run (a cluster, a file the reader has, a C
   compiler); few, each with its reason;
 - everything else runs. A page's blocks run in order in one namespace, as a
-  reader pastes them, in a temporary folder holding links to the debris catalogs
-  of ``HAPSIRA_TEST_DATA`` (never the repository); each must hold an ``assert``.
+  reader pastes them, in an empty temporary folder (as in a fresh clone: a file
+  an example reads is one the package ships, such as its catalog, or one the
+  example writes; never the repository's or ``HAPSIRA_TEST_DATA``'s); each must
+  hold an ``assert``.
   ``# host only: <reason>`` blocks (thousands of objects) are not run under the
   CUDA simulator; they run on cpu and parallel. A block that needs an optional
   extra (it imports jax, dask, oem..., or calls a writer of one: `NEEDS`) where
@@ -28,7 +30,6 @@ from pathlib import Path
 import pytest
 
 from extras import EXTRAS, installed, reason
-from reference import DATA_DIR
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 NOT_RUN = re.compile(r"#\s*not run:\s*(.*)")
@@ -177,19 +178,13 @@ def test_signatures_are_the_real_ones(page, line, source):
             assert shown == real.default, f"{page}:{line} {keyword.arg}"
 
 
-def _catalog_folder(tmp_path):
-    for catalog in Path(DATA_DIR).glob("*.tle"):
-        (tmp_path / catalog.name).symlink_to(catalog)
-    return tmp_path
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_page_examples_run(page, simulated, tmp_path, monkeypatch, capsys):
     blocks = [(line, source) for p, line, source in BLOCKS
               if p == page and _kind(source) in ("run", "host only")]
     if not blocks:
         pytest.skip(f"{page} has no block to run")
-    monkeypatch.chdir(_catalog_folder(tmp_path))
+    monkeypatch.chdir(tmp_path)  # empty: the examples run as in a clone
     monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace = {"__name__": "docs_example"}
     ran = 0
