@@ -1,10 +1,14 @@
-"""Conjunction screening (`screen`, docs/screening.md) and the approaches' states and
-covariances at the TCA (`encounters`, for CCSDS CDMs): the public names of
-`hapsira_cowell.propagation.conjunctions` and `hapsira_cowell.propagation.encounters`."""
+"""Conjunction screening (`screen`, docs/screening.md), the approaches' states and
+covariances at the TCA (`encounters`, for CCSDS CDMs) and their probability of collision
+(`probability`): the public names of `hapsira_cowell.propagation.conjunctions`,
+`hapsira_cowell.propagation.encounters` and `hapsira_cowell.propagation.probability`."""
 
 from .propagation.conjunctions import (ConjunctionTable, IdenticalObjectsWarning, screen,
                                        two_body_j2)
 from .propagation.encounters import Encounters, encounters
+from .propagation.probability import (CovarianceRepairedWarning, LongEncounterWarning,
+                                      Probability, probability)
 
-__all__ = ["ConjunctionTable", "Encounters", "IdenticalObjectsWarning", "encounters", "screen",
-           "two_body_j2"]
+__all__ = ["ConjunctionTable", "CovarianceRepairedWarning", "Encounters",
+           "IdenticalObjectsWarning", "LongEncounterWarning", "Probability", "encounters",
+           "probability", "screen", "two_body_j2"]

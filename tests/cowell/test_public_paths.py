@@ -20,7 +20,8 @@ def test_every_public_name_resolves(name):
     ("hapsira_cowell.dask", "hapsira_cowell.propagation.dask"),
     ("hapsira_cowell.covariance", "hapsira_cowell.propagation.covariance"),
     ("hapsira_cowell.conjunctions", "hapsira_cowell.propagation.conjunctions "
-                                    "hapsira_cowell.propagation.encounters"),
+                                    "hapsira_cowell.propagation.encounters "
+                                    "hapsira_cowell.propagation.probability"),
 ])
 def test_documented_paths_re_export_the_same_objects(documented, module):
     """``module``: the module(s), separated by spaces, whose public names the documented

@@ -128,8 +128,21 @@ def build_parser():
     s.add_argument("--sigma", default=None, metavar="R,T,N[,RDOT,TDOT,NDOT]",
                    help="each object's standard deviations at the epoch along its radial, "
                    "transverse and normal axes, m (and m/s; velocity 0 if left out): the "
-                   "covariance a CDM carries, propagated to the TCA (COVARIANCE_METHOD = "
-                   "DEFAULT)")
+                   "covariance a CDM carries and --pc uses, propagated to the TCA "
+                   "(COVARIANCE_METHOD = DEFAULT)")
+    s.add_argument("--pc", action="store_true",
+                   help="also compute each approach's probability of collision from --sigma's "
+                   "covariance and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
+                   "the CDMs, the summary ranked by it)")
+    s.add_argument("--pc-method", choices=("foster", "chan", "max"), default="foster",
+                   help="foster (2D integral, default), chan (Chan's series) or max (the "
+                   "largest Pc over the covariance's size; not written to CDMs)")
+    s.add_argument("--hbr", default=None, metavar="DISTANCE",
+                   help="combined hard-body radius of every pair, for --pc (default 20m: "
+                   "the radius of NASA CARA's Pc2D_Foster validation cases)")
+    s.add_argument("--pc-above", default=None, metavar="PC",
+                   help="with --pc, keep only approaches whose probability is at least "
+                   "this (e.g. 1e-7) in the CSV and CDMs")
     s.add_argument("--cdm-below", default=None, metavar="DISTANCE",
                    help="write CDMs only for approaches closer than this, e.g. 1km "
                    "(default: every approach below --threshold)")
@@ -167,7 +180,7 @@ def build_parser():
 _SIGNED = re.compile(r"^-\.?\d")  # '-1d', '-.5h': a value, not an option
 
 
-_SIGNED_OPTIONS = ("--tof", "--every", "--threshold", "--cdm-below")
+_SIGNED_OPTIONS = ("--tof", "--every", "--threshold", "--cdm-below", "--hbr", "--pc-above")
 
 
 def _join_negative_values(argv):
@@ -322,14 +335,18 @@ def _screen_command(args, started):
     if args.cdm is not None:
         screening.check_cdm_catalog(args, catalog)
     table, stats = screening.run_screen(catalog, args.days, args.threshold, args.dt)
-    screening.write_csv(args.out, table, catalog.names, catalog.epoch)
+    enc = pc = None
+    if args.pc:
+        enc, pc = screening.probabilities(args, catalog, table, stats)
+        table, enc, pc = screening.pc_filter(args, table, enc, pc, stats)
+    screening.write_csv(args.out, table, catalog.names, catalog.epoch, pc)
     if args.plot:
         screening.miss_histogram(args.plot, table, args.threshold)
     written = None
     if args.cdm is not None:
-        written = screening.write_cdm_files(args, catalog, table, stats)
+        written = screening.write_cdm_files(args, catalog, table, stats, enc, pc)
     for line in screening.describe(table, stats, time.perf_counter() - started,
-                                       catalog):
+                                   catalog, pc):
         print(line)
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else "")
           + ("" if written is None else f"; {written} CDMs in {args.cdm}"))

@@ -4,8 +4,10 @@ CCSDS CDMs.
 The work is `hapsira_cowell.conjunctions.screen`; this module reads the
 catalog, drops the objects SGP4 could not place, writes one CSV line per
 approach (with the objects' names and the TCA in UTC), and on request a
-miss-distance histogram (matplotlib) and one Conjunction Data Message per
-approach (`hapsira_cowell.outputs.cdm`, with the covariance ``--sigma`` gives).
+miss-distance histogram (matplotlib), each approach's probability of collision
+(``--pc``: `hapsira_cowell.conjunctions.probability` on the covariance ``--sigma``
+gives, propagated to the TCA, and the hard-body radius ``--hbr``) and one Conjunction
+Data Message per approach (`hapsira_cowell.outputs.cdm`).
 Objects that repeat an earlier object's state (one entry given twice) are screened
 once, and the summary names them (`identical_line`).
 """
@@ -20,9 +22,16 @@ import numpy as np
 
 from .inputs import UsageError
 
-__all__ = ["check_cdm_catalog", "check_cdm_options", "describe", "identical_line",
-           "miss_histogram", "object_label", "parse_distance", "parse_sigma", "run_screen",
+__all__ = ["DEFAULT_HBR", "check_cdm_catalog", "check_cdm_options", "describe",
+           "encounters_of", "identical_line", "miss_histogram", "object_label",
+           "parse_distance", "parse_sigma", "pc_filter", "probabilities", "run_screen",
            "write_cdm_files", "write_csv"]
+
+#: ``--hbr``'s default, km: the combined hard-body radius of the validation cases of NASA
+#: CARA's Pc2D_Foster (20 m); not a property of any catalog's objects.
+DEFAULT_HBR = 0.020
+#: Approaches the summary ranks by probability
+RANKED = 5
 
 _DISTANCE = re.compile(r"^\s*([+-]?)\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z]*)\s*$")
@@ -51,18 +60,28 @@ def parse_distance(text, name="--threshold"):
     return value
 
 
-def write_csv(path, table, names, epoch):
+def _flags(pc, row):
+    return " ".join(name for name, flag in (("repaired", pc.repaired[row]),
+                                            ("long-encounter", pc.long_encounter[row]))
+                    if flag)
+
+
+def write_csv(path, table, names, epoch, pc=None):
     """One line per approach: indices and names, TCA (s after the epoch, and UTC when
-    the epoch is known), miss (km), relative speed (km/s)."""
+    the epoch is known), miss (km), relative speed (km/s); with ``pc`` (a
+    `hapsira_cowell.conjunctions.Probability`) its probability and flags
+    (``repaired``, ``long-encounter``, separated by a space)."""
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["i", "j", "name_i", "name_j", "tca_s", "tca_utc", "miss_km",
-                      "speed_km_s"])
+                      "speed_km_s"] + ([] if pc is None else ["pc", "pc_flags"]))
         utc = _utc(table.tca, epoch)
         for row in range(len(table)):
             i, j = int(table.i[row]), int(table.j[row])
+            extra = [] if pc is None else [repr(float(pc.pc[row])), _flags(pc, row)]
             out.writerow([i, j, names[i], names[j], repr(float(table.tca[row])), utc[row],
-                          repr(float(table.miss[row])), repr(float(table.speed[row]))])
+                          repr(float(table.miss[row])), repr(float(table.speed[row]))]
+                         + extra)
 
 
 def _utc(seconds, epoch):
@@ -137,10 +156,37 @@ def identical_line(identical, catalog=None, shown=5):
             f"only: {'; '.join(listed)}{more}")
 
 
-def describe(table, stats, seconds, catalog=None):
+def _pair(table, k, catalog):
+    i, j = int(table.i[k]), int(table.j[k])
+    return (f"{object_label(catalog, i)} and {object_label(catalog, j)}"
+            if catalog is not None else f"objects {i} and {j}")
+
+
+def ranked_lines(table, pc, catalog=None, shown=RANKED):
+    """The summary's approaches of highest probability, highest first (NaN last)."""
+    order = np.argsort(np.where(np.isnan(pc.pc), -1.0, -pc.pc), kind="stable")[:shown]
+    lines = [f"highest Pc ({pc.method}, HBR {pc.hbr * 1e3:g} m):"]
+    utc = _utc(table.tca[order], getattr(catalog, "epoch", None))
+    for rank, (k, when) in enumerate(zip(order, utc), 1):
+        flags = _flags(pc, k)
+        when = f"{when} UTC" if when else f"{table.tca[k]:.1f} s"
+        lines.append(f"  {rank}. Pc {pc.pc[k]:.3g}, {table.miss[k]:.3f} km at {when}: "
+                     f"{_pair(table, k, catalog)}" + (f" [{flags}]" if flags else ""))
+    for name, flag, what in (("repaired", pc.repaired, "projected covariance repaired by "
+                              "eigenvalue clipping"),
+                             ("long-encounter", pc.long_encounter, "short-encounter "
+                              "assumption doubtful")):
+        if flag.any():
+            lines.append(f"warning: {int(flag.sum())} approach(es) flagged {name} in the "
+                         f"CSV's pc_flags ({what})")
+    return lines
+
+
+def describe(table, stats, seconds, catalog=None, pc=None):
     """Summary lines printed by the command line; with ``catalog``, the closest pair
     named by its objects' names and numbers (`object_label`), else by row; objects
-    screened as an earlier one (`identical_line`)."""
+    screened as an earlier one (`identical_line`); with ``pc``, the approaches of highest
+    probability, ranked (`ranked_lines`)."""
     lines = [(f"{len(table)} approaches; {stats['windows']} windows of {stats['dt']:.1f} s, "
               f"{stats['grid_pairs']} grid pairs, {stats['candidates']} refined")]
     if len(stats.get("identical", ())):
@@ -153,8 +199,15 @@ def describe(table, stats, seconds, catalog=None):
         utc = _utc(table.tca[k:k + 1], getattr(catalog, "epoch", None))[0]
         when = f" at {utc} UTC" if utc else f" at {table.tca[k]:.1f} s"
         lines.append(f"closest: {pair}, {table.miss[k]:.3f} km{when}")
+    if pc is not None:
+        if "pc_above" in stats:
+            lines.append(f"{len(table)} of {stats['pc_screened']} approaches with Pc >= "
+                         f"{stats['pc_above']:g}")
+        if len(table):
+            lines.extend(ranked_lines(table, pc, catalog))
     lines.append(f"propagation {stats['propagate_s']:.2f} s, broad phase {stats['broad_s']:.2f} s, "
                  f"refinement {stats['narrow_s']:.2f} s"
+                 + (f", Pc {stats['pc_s']:.2f} s" if "pc_s" in stats else "")
                  + (f", CDMs {stats['cdm_s']:.2f} s" if "cdm_s" in stats else "")
                  + f"; {seconds:.1f} s in all")
     return lines
@@ -189,19 +242,57 @@ def parse_sigma(text, name="--sigma"):
     return np.array(values + [0.0] * (6 - len(values))) * 1e-3
 
 
+def parse_probability(text, name="--pc-above"):
+    """A probability from ``text``: a number between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{name}: cannot read {text!r} as a probability; expected a number "
+                         "between 0 and 1, e.g. 1e-7") from None
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{name}: {text!r} is not between 0 and 1")
+    return value
+
+
+def check_pc_options(args):
+    """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
+    (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``."""
+    if not args.pc:
+        for flag, value in (("--hbr", args.hbr), ("--pc-above", args.pc_above),
+                            ("--pc-method", None if args.pc_method == "foster"
+                             else args.pc_method)):
+            if value is not None:
+                raise UsageError(f"{flag}: only used with --pc")
+        return
+    if args.sigma is None:
+        raise UsageError("--pc: the probability needs each object's covariance and a TLE "
+                         "has none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
+    args.hbr = DEFAULT_HBR if args.hbr is None else parse_distance(args.hbr, "--hbr")
+    if args.pc_above is not None:
+        args.pc_above = parse_probability(args.pc_above)
+    if args.cdm is not None and args.pc_method == "max":
+        raise UsageError("--pc-method max: the largest probability over the covariance's "
+                         "size is not a CDM's COLLISION_PROBABILITY; use foster or chan with "
+                         "--cdm")
+
+
 def check_cdm_options(args):
-    """The CDM options checked before the catalog is read: ``--cdm`` needs ``--sigma``;
-    the others need ``--cdm``; the folder's parent exists; ccsds-ndm is installed."""
+    """The CDM and Pc options checked before the catalog is read: ``--cdm`` and ``--pc``
+    need ``--sigma``; the other CDM options need ``--cdm`` (`check_pc_options`); the
+    folder's parent exists; ccsds-ndm is installed."""
+    if args.sigma is not None and args.cdm is None and not args.pc:
+        raise UsageError("--sigma: only used with --cdm DIR or --pc")
+    check_pc_options(args)
+    if args.sigma is not None:
+        args.sigma = parse_sigma(args.sigma)
     if args.cdm is None:
-        for flag, value in (("--sigma", args.sigma), ("--cdm-below", args.cdm_below),
-                            ("--frame", args.frame)):
+        for flag, value in (("--cdm-below", args.cdm_below), ("--frame", args.frame)):
             if value is not None:
                 raise UsageError(f"{flag}: only used with --cdm DIR")
         return
     if args.sigma is None:
         raise UsageError("--cdm: a CDM carries each object's covariance and a TLE has "
                          "none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
-    args.sigma = parse_sigma(args.sigma)
     args.cdm_below = (args.threshold if args.cdm_below is None
                       else parse_distance(args.cdm_below, "--cdm-below"))
     if os.path.exists(args.cdm) and not os.path.isdir(args.cdm):
@@ -228,36 +319,93 @@ def check_cdm_catalog(args, catalog):
                          "TEME, GCRF or EME2000")
 
 
-def write_cdm_files(args, catalog, table, stats):
-    """One CDM per approach below ``args.cdm_below`` in ``args.cdm``; the number written.
-    The two objects are propagated again to the TCA with their state transition
-    matrices (`hapsira_cowell.propagation.encounters`), so the CDM's covariances are
-    ``--sigma``'s RTN matrix at the epoch carried to the TCA."""
-    import time
-
+def encounters_of(catalog, table, sigma):
+    """`hapsira_cowell.propagation.encounters.encounters` of the table's approaches (its
+    ``i``, ``j`` catalog rows), with ``sigma``'s RTN covariance at the epoch."""
     from ..constants import K_EARTH
-    from ..outputs.cdm import write_cdms
     from ..propagation.conjunctions import ConjunctionTable
     from ..propagation.covariance import from_rtn
     from ..propagation.encounters import encounters
 
-    started = time.perf_counter()
     rows = np.flatnonzero(catalog.initial_ok)
-    keep = table.miss < args.cdm_below
-    local = ConjunctionTable(np.searchsorted(rows, table.i[keep]),
-                             np.searchsorted(rows, table.j[keep]), table.tca[keep],
-                             table.miss[keep], table.speed[keep])
+    local = ConjunctionTable(np.searchsorted(rows, table.i), np.searchsorted(rows, table.j),
+                             table.tca, table.miss, table.speed)
     r0, v0 = catalog.r0[rows], catalog.v0[rows]
-    P0 = from_rtn(r0, v0, np.diag(args.sigma ** 2))
-    enc = encounters(K_EARTH, r0, v0, local, P0)
+    enc = encounters(K_EARTH, r0, v0, local, from_rtn(r0, v0, np.diag(sigma ** 2)))
+    enc.i, enc.j = rows[enc.i], rows[enc.j]  # catalog rows, as the table's
+    return enc
+
+
+def _table_rows(table, keep):
+    """The approaches ``keep`` of a `ConjunctionTable`, in its order."""
+    from ..propagation.conjunctions import ConjunctionTable
+
+    return ConjunctionTable(*(table[name][keep] for name in ("i", "j", "tca", "miss",
+                                                              "speed")))
+
+
+def _rows(enc, keep):
+    """The approaches ``keep`` of an `Encounters` or `Probability`."""
+    columns = {name: value[keep] if isinstance(value, np.ndarray) else value
+               for name, value in vars(enc).items()}
+    return type(enc)(**columns)
+
+
+def probabilities(args, catalog, table, stats):
+    """Every approach's states at its TCA (`encounters_of`) and its probability of
+    collision (``args.pc_method``, ``args.hbr``), the warnings of
+    `hapsira_cowell.conjunctions.probability` left to the summary's flags."""
+    import time
+
+    from ..propagation.probability import CovarianceRepairedWarning, LongEncounterWarning
+
+    started = time.perf_counter()
+    enc = encounters_of(catalog, table, args.sigma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CovarianceRepairedWarning)
+        warnings.simplefilter("ignore", LongEncounterWarning)
+        pc = enc.probability(args.hbr, args.pc_method, full=True)
+    pc.hbr = args.hbr
+    stats["pc_s"] = time.perf_counter() - started
+    return enc, pc
+
+
+def pc_filter(args, table, enc, pc, stats):
+    """The approaches with a probability of at least ``args.pc_above`` (all without it)."""
+    if args.pc_above is None:
+        return table, enc, pc
+    keep = pc.pc >= args.pc_above
+    stats["pc_above"], stats["pc_screened"] = args.pc_above, len(table)
+    return _table_rows(table, keep), _rows(enc, keep), _rows(pc, keep)
+
+
+def write_cdm_files(args, catalog, table, stats, enc=None, pc=None):
+    """One CDM per approach below ``args.cdm_below`` in ``args.cdm``; the number written.
+    The two objects are propagated again to the TCA with their state transition
+    matrices (`encounters_of`; ``enc``: that done already for every approach of the
+    table), so the CDM's covariances are ``--sigma``'s RTN matrix at the epoch carried to
+    the TCA; with ``pc`` (`probabilities`) each CDM carries its COLLISION_PROBABILITY."""
+    import time
+
+    from ..outputs.cdm import write_cdms
+    from ..propagation.probability import CDM_METHODS
+
+    started = time.perf_counter()
+    keep = table.miss < args.cdm_below
+    if enc is None:
+        enc = encounters_of(catalog, _table_rows(table, keep), args.sigma)
+    else:
+        enc = _rows(enc, keep)
     os.makedirs(args.cdm, exist_ok=True)
     # a CDM's values are printable ASCII: other characters of a CSV's names become '?'
-    names = [re.sub(r"[^ -~]", "?", catalog.names[x]) for x in rows]
-    paths = write_cdms(args.cdm, enc, catalog.epoch, names,
-                       designators=[re.sub(r"[^ -~]", "?", catalog.ids[x]) for x in rows],
-                       numbers=[re.sub(r"[^ -~]", "?", catalog.numbers[x]) for x in rows],
+    printable = [re.sub(r"[^ -~]", "?", x) for x in catalog.names]
+    paths = write_cdms(args.cdm, enc, catalog.epoch, printable,
+                       designators=[re.sub(r"[^ -~]", "?", x) for x in catalog.ids],
+                       numbers=[re.sub(r"[^ -~]", "?", x) for x in catalog.numbers],
                        frame=args.frame,
                        screen=(0.0, args.days * 86400.0), threshold=args.threshold,
-                       originator=args.originator, fmt=args.cdm_format)
+                       originator=args.originator, fmt=args.cdm_format,
+                       pc=None if pc is None else pc.pc[keep],
+                       pc_method=None if pc is None else CDM_METHODS[pc.method])
     stats["cdm_s"] = time.perf_counter() - started
     return len(paths)

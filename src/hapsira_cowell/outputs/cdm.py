@@ -3,8 +3,9 @@ the `ccsds-ndm` package (``pip install 'hapsira-cowell[cdm]'``; it is GPL-3.0 li
 which is why it is an extra and imported only here).
 
 A CDM holds the approach (TCA, miss distance, relative speed, relative position and
-velocity of object 2 in object 1's RTN frame, the screening period and volume) and, for
-each object, its state at the TCA and its 6 x 6 RTN covariance there: what
+velocity of object 2 in object 1's RTN frame, the screening period and volume, and on
+request the probability of collision and its method) and, for each object, its state at
+the TCA and its 6 x 6 RTN covariance there: what
 `hapsira_cowell.propagation.encounters.encounters` computes. The standard makes the
 covariance mandatory, so a CDM needs each object's covariance at the epoch; a TLE
 carries none, so the command line asks for one (``--sigma``: standard deviations in
@@ -100,7 +101,7 @@ def _probe(folder):
 def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, frame="TEME",
                screen=None, threshold=None, originator="HAPSIRA-COWELL",
                covariance_method="DEFAULT", gravity_model="EARTH J2 (TWO-BODY + J2)",
-               fmt="kvn", t0=0.0):
+               fmt="kvn", t0=0.0, pc=None, pc_method=None):
     """One CDM file per approach of ``enc`` in ``folder``; returns their paths.
 
     Parameters
@@ -130,6 +131,13 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
         ``DEFAULT``).
     fmt : str
         ``kvn`` (key = value text) or ``xml``.
+    pc : array_like, optional
+        Each approach's probability of collision (``COLLISION_PROBABILITY``; none
+        written where NaN), e.g. ``enc.probability(hbr)``.
+    pc_method : str, optional
+        Its ``COLLISION_PROBABILITY_METHOD`` (SANA's names: ``FOSTER-1992``,
+        ``CHAN-1997``, ...; `hapsira_cowell.propagation.probability.CDM_METHODS`); needed
+        with ``pc``.
     """
     from astropy import units as u
 
@@ -146,6 +154,16 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
     if method not in ("CALCULATED", "DEFAULT"):
         raise ValueError(f"covariance_method: expected CALCULATED or DEFAULT, got "
                          f"{covariance_method!r}")
+    if pc is not None:
+        pc = np.asarray(pc, dtype=np.float64).reshape(-1)
+        if pc.shape[0] != len(enc):
+            raise ValueError(f"pc: expected one probability per approach ({len(enc)}), got "
+                             f"{pc.shape[0]}")
+        if np.any(pc[np.isfinite(pc)] < 0) or np.any(pc[np.isfinite(pc)] > 1):
+            raise ValueError("pc: expected probabilities between 0 and 1")
+        if pc_method is None:
+            raise ValueError("pc_method: expected the method's name (e.g. FOSTER-1992) with pc")
+        pc_method = _text(pc_method, "pc_method")
     originator = _text(originator, "originator")
     gravity_model = _text(gravity_model, "gravity_model")
     n_objects = len(names)
@@ -189,6 +207,13 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
                       screen_volume_shape=cdm.ScreenVolumeShapeType.ELLIPSOID,
                       **{f"screen_volume_{a}": common.LengthTypeUo(value=threshold * 1e3,
                                                                    units=m) for a in "xyz"})
+
+    def probability(row):
+        if pc is None or not np.isfinite(pc[row]):
+            return {}
+        return dict(collision_probability=float(pc[row]),
+                    collision_probability_method=pc_method)
+
     paths = []
     for row in range(len(enc)):
         objects = (int(enc.i[row]), int(enc.j[row]))
@@ -204,7 +229,7 @@ def write_cdms(folder, enc, epoch, names, *, designators=None, numbers=None, fra
                    for c, a in enumerate("rtn")}),
             start_screen_period=None if period[0] is None else period[0] + "Z",
             stop_screen_period=None if period[1] is None else period[1] + "Z",
-            **volume)
+            **volume, **probability(row))
         segments = []
         for which, (index, rr, vv, P) in enumerate(
                 ((objects[0], rr1[row], vv1[row], enc.P1_rtn[row]),

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 from astropy import units as u
 
+from ..constants import K_EARTH
 from ..units import UnitsWarning, to_value
 from .conjunctions import ConjunctionTable, _rows, two_body_j2
 from .covariance import covariances_in_km, propagate, rtn_basis, to_rtn
@@ -41,6 +42,30 @@ class Encounters:
 
     def __len__(self):
         return len(self.tca)
+
+    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH):
+        """The probability of collision of each approach from these states and covariances
+        (`hapsira_cowell.propagation.probability.probability`; ``hbr`` the combined
+        hard-body radius, km, a number or one per approach). NaN for approaches whose
+        objects did not reach the TCA (``status``)."""
+        from .probability import Probability, probability
+
+        ok = np.flatnonzero((self.status == 0).all(axis=1))
+        hbr = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
+        if hbr.ndim == 1 and hbr.shape[0] != len(self):
+            raise ValueError(f"hbr: expected a number or shape ({len(self)},), got {hbr.shape}")
+        result = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
+                             self.vv2[ok], self.P2[ok], hbr[ok] if hbr.ndim else hbr,
+                             method, full=True, k=k)
+        columns = {}
+        for name, value in vars(result).items():
+            if isinstance(value, np.ndarray):
+                column = np.full((len(self), *value.shape[1:]),
+                                 False if value.dtype == bool else np.nan, dtype=value.dtype)
+                column[ok] = value
+                value = column
+            columns[name] = value
+        return Probability(**columns) if full else columns["pc"]
 
 
 def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,

@@ -123,6 +123,16 @@ CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
     (["--cdm", "{tmp}/no/cdm", "--sigma", "1,2,3"], "--cdm '{tmp}/no/cdm': the folder"),
     (["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--cdm-below", "far"], "--cdm-below: cannot"),
     # the catalog's epoch and frame are checked once ccsds-ndm is found
+    (["--pc"], "--pc: the probability needs each object's covariance"),
+    (["--hbr", "10m"], "--hbr: only used with --pc"),
+    (["--pc-above", "1e-4"], "--pc-above: only used with --pc"),
+    (["--pc-method", "chan"], "--pc-method: only used with --pc"),
+    (["--pc", "--sigma", "1,2,3", "--hbr", "-1m"], "--hbr: '-1m' must be positive"),
+    (["--pc", "--sigma", "1,2,3", "--hbr", "10"], "--hbr: '10' has no unit"),
+    (["--pc", "--sigma", "1,2,3", "--pc-above", "often"], "--pc-above: cannot read 'often'"),
+    (["--pc", "--sigma", "1,2,3", "--pc-above", "2"], "--pc-above: '2' is not between 0 and 1"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "max", "--cdm", "{tmp}/cdm"],
+     "--pc-method max: the largest probability over the covariance's size is not"),
     pytest.param(["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
                  "--frame GCRF: a TLE catalog's states are TEME", marks=needs("ccsds_ndm")),
     pytest.param(["{csv}", "--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--epoch", "2025-01-01"],
@@ -208,3 +218,79 @@ def test_an_entry_given_twice_is_screened_once_and_named(tmp_path, capsys):
     assert printed.out.count("warning: 1 object(s) repeat an earlier object's state (one "
                              "entry given twice?), screened once, as the first, and "
                              "reported under its row only: ") == 1
+
+
+def _fengyun(tmp_path, count=80):
+    with open(DATA_DIR / "fengyun-1c-debris.tle") as handle:
+        lines = handle.read().splitlines()
+    path = tmp_path / "fengyun.tle"
+    path.write_text("\n".join(lines[:3 * count]) + "\n")
+    return path
+
+
+def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tmp_path,
+                                                                             capsys):
+    """--pc: the CSV's pc column is `encounters` + `probability` of the library on the
+    catalog's states with --sigma's covariance and --hbr; the summary ranks the approaches
+    by it; --pc-above keeps those at or above; each CDM carries the CSV's Pc."""
+    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
+    from hapsira_cowell.covariance import from_rtn
+
+    path = _fengyun(tmp_path)
+    out = tmp_path / "all.csv"
+    flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
+             "--sigma", "5000,30000,5000", "--pc", "--hbr", "50m"]
+    assert cli.main([*flags, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 3
+    pc = np.array([float(row["pc"]) for row in rows])
+    catalog = read_catalog(path)
+    assert catalog.initial_ok.all()
+    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
+                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
+    sigma = np.array([5000.0, 30000.0, 5000.0, 0, 0, 0]) * 1e-3
+    enc = encounters(K_EARTH, catalog.r0, catalog.v0, table,
+                     from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+    np.testing.assert_allclose(pc, enc.probability(0.05), rtol=1e-12, atol=1e-300)
+    assert pc.max() > 0
+    # the summary: the highest probabilities first, named
+    ranked = [line for line in printed.splitlines() if line.startswith("  ") and "Pc " in line]
+    assert "highest Pc (foster, HBR 50 m):" in printed
+    values = [float(line.split("Pc ")[1].split(",")[0]) for line in ranked]
+    assert len(values) == min(5, len(rows)) and values == sorted(values, reverse=True)
+    assert values[0] == pytest.approx(pc.max(), rel=1e-2)
+    # --pc-above: the rows at or above, in the same order
+    above = float(np.sort(pc)[-2])
+    kept = tmp_path / "above.csv"
+    assert cli.main([*flags, "--out", str(kept), "--pc-above", repr(above)]) == 0
+    assert f"2 of {len(rows)} approaches with Pc >= {above:g}" in capsys.readouterr().out
+    with open(kept) as handle:
+        assert list(csv.DictReader(handle)) == [row for row, p in zip(rows, pc) if p >= above]
+    if not need_cdm():
+        return
+    cdm = tmp_path / "cdm"
+    assert cli.main([*flags, "--out", str(tmp_path / "c.csv"), "--cdm", str(cdm),
+                     "--pc-method", "chan"]) == 0
+    with open(tmp_path / "c.csv") as handle:
+        chan = list(csv.DictReader(handle))
+    files = sorted(os.listdir(cdm))
+    assert len(files) == len(rows)
+    for name in files:
+        message = read_cdm(cdm / name)
+        rel = message.body.relative_metadata_data
+        numbers = [s.metadata.object_designator for s in message.body.segment]
+        i, j = (catalog.numbers.index(x) for x in numbers)
+        assert rel.collision_probability_method == "CHAN-1997"
+        same = [float(row["pc"]) for row in chan if (row["i"], row["j"]) == (str(i), str(j))
+                and abs(float(row["miss_km"]) * 1e3 - rel.miss_distance.value) < 1e-6]
+        assert same == [rel.collision_probability]
+
+
+def need_cdm():
+    try:
+        import ccsds_ndm  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -150,3 +150,61 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"enc: the objects of approach 1 did not reach"):
         write_cdms(tmp_path, enc, EPOCH, NAMES)
     assert os.listdir(tmp_path) == []
+
+
+def _close_encounters():
+    """`synthetic`'s approaches with object 2 a few hundred metres from object 1 and
+    covariances in each object's own RTN frame as well."""
+    from hapsira_cowell.covariance import to_rtn
+
+    enc = synthetic(seed=3)
+    offset = np.cross(enc.vv2 - enc.vv1, [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    enc.rr2 = enc.rr1 + 0.3 * offset / np.linalg.norm(offset, axis=1, keepdims=True)
+    enc.P1_rtn, enc.P2_rtn = to_rtn(enc.rr1, enc.vv1, enc.P1), to_rtn(enc.rr2, enc.vv2, enc.P2)
+    return enc
+
+
+@pytest.mark.parametrize("fmt", ["kvn", "xml"])
+def test_collision_probability_read_back_and_recomputed_from_the_cdm(tmp_path, fmt):
+    """The writer's Pc is the CDM's COLLISION_PROBABILITY, and the Pc of the states and
+    RTN covariances read back from the CDM equals it."""
+    from hapsira_cowell.conjunctions import probability
+    from hapsira_cowell.covariance import from_rtn
+
+    enc = _close_encounters()
+    pc = enc.probability(0.02)
+    assert np.all(pc > 1e-8)
+    paths = write_cdms(tmp_path, enc, EPOCH, NAMES, frame="GCRF", fmt=fmt, pc=pc,
+                       pc_method="FOSTER-1992")
+    for row, path in enumerate(paths):
+        cdm = read_cdm(path)
+        rel = cdm.body.relative_metadata_data
+        assert rel.collision_probability == pytest.approx(pc[row], rel=1e-15)
+        assert rel.collision_probability_method == "FOSTER-1992"
+        states, covariances = [], []
+        for segment in cdm.body.segment:
+            state, matrix = segment.data.state_vector, segment.data.covariance_matrix
+            r = np.array([state.x.value, state.y.value, state.z.value])
+            v = np.array([state.x_dot.value, state.y_dot.value, state.z_dot.value])
+            P = np.zeros((6, 6))
+            for a in range(6):
+                for b in range(a + 1):
+                    P[a, b] = P[b, a] = getattr(matrix, f"c{AXES[a]}_{AXES[b]}").value * 1e-6
+            states.append((r, v))
+            covariances.append(from_rtn(r, v, P))
+        again = probability(states[0][0], states[0][1], covariances[0], states[1][0],
+                            states[1][1], covariances[1], 0.02)
+        assert float(again) == pytest.approx(pc[row], rel=1e-9)
+
+
+def test_without_pc_no_probability_is_written_and_bad_pc_is_named(tmp_path):
+    enc = _close_encounters()
+    path = write_cdms(tmp_path, enc, EPOCH, NAMES, frame="GCRF")[0]
+    rel = read_cdm(path).body.relative_metadata_data
+    assert rel.collision_probability is None and rel.collision_probability_method is None
+    with pytest.raises(ValueError, match=r"pc: expected one probability per approach \(2\)"):
+        write_cdms(tmp_path, enc, EPOCH, NAMES, frame="GCRF", pc=[0.1], pc_method="X")
+    with pytest.raises(ValueError, match="pc_method: expected the method's name"):
+        write_cdms(tmp_path, enc, EPOCH, NAMES, frame="GCRF", pc=[0.1, 0.2])
+    with pytest.raises(ValueError, match="pc: expected probabilities between 0 and 1"):
+        write_cdms(tmp_path, enc, EPOCH, NAMES, frame="GCRF", pc=[0.1, 2.0], pc_method="X")

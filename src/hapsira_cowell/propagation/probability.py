@@ -1,0 +1,464 @@
+"""Probability of collision of close approaches from their states and covariances at the
+TCA (docs/screening.md): one `hjit` kernel over approaches, on every target.
+
+The 2D methods make the short-encounter assumption: the relative motion is a straight line
+during the encounter, the two position errors are Gaussian, independent and constant over
+it. The combined position covariance ``C = C1 + C2`` (the 3 x 3 position blocks) is
+projected on the encounter plane (normal to the relative velocity ``v = v2 - v1``) and the
+probability is the 2D Gaussian's mass over the hard-body disc of radius ``hbr`` centred
+``|r2 - r1|`` from the mean, along the relative position's component in that plane (as
+CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane).
+
+``foster``
+    The integral itself, computed as a quadrature (Foster and Estes 1992; CARA's
+    ``Pc2D_Foster``). In the principal axes of the projected covariance (``s1 >= s2``),
+    the inner integral along the major axis is done analytically (two ``erf``), the outer
+    one along the minor axis with ``y = hbr sin(theta)`` (no square-root endpoint
+    singularity) by composite 16-point Gauss-Legendre over the part of the disc within
+    `BAND` standard deviations ``s2`` of the miss, in panels of at most `PANEL` times
+    ``s2 / hbr`` radians (the narrowest scale of the integrand in ``theta``), at least
+    `MIN_PANELS` and at most `MAX_PANELS` of them. The band leaves out a mass below
+    ``2 Phi(-12) < 4e-33``; within it the rule agrees with adaptive integration to better
+    than 1e-9 relative (tests/cowell/propagation/test_probability.py).
+``chan``
+    Chan's series (Chan 1997; *Spacecraft Collision Probability*, 2008, ch. 5): the
+    covariance ellipse made a circle of equal area, ``u = hbr^2 / (s1 s2)``,
+    ``v = (x / s1)^2 + (y / s2)^2`` for the miss ``(x, y)`` in the principal axes, and
+    ``Pc = sum_m Poisson(m; v / 2) P(Poisson(u / 2) > m)``, summed for
+    ``m = 0 .. M`` with ``M = floor(v / 2 + 12 sqrt(v / 2)) + 24`` terms (the Poisson
+    weights left out are below 1e-20 of the sum), at most `MAX_TERMS`. Exact for a
+    circular projected covariance (``s1 = s2``); an approximation otherwise, good where
+    ``hbr`` is small against ``s2`` and the ellipse not too elongated.
+``max``
+    The maximum probability over the covariance's size (Alfano 2005, "Relating position
+    uncertainty to maximum conjunction probability"): ``max_k Pc_foster(k^2 C)`` over
+    ``k > 0``, the shape and orientation of the projected covariance kept, its scale
+    unknown. Found by golden-section search over ``ln k`` (`MAX_ITERATIONS` steps in a
+    bracket around the small-disc optimum ``k^2 = v / 2``). Where the miss is inside the
+    disc the supremum is 1 (``k -> 0``), returned as such.
+
+Non-positive-definite covariances are repaired as CARA's ``Pc2D_Foster`` does: the
+eigenvalues of the projected 2 x 2 covariance below ``(1e-4 hbr)^2`` are raised to it
+(eigenvalue clipping, Hall et al. 2017); the approaches repaired are flagged
+(`Probability.repaired`) and named in a `CovarianceRepairedWarning`.
+
+The short-encounter assumption is flagged doubtful (`Probability.long_encounter`, named
+in a `LongEncounterWarning`) where the encounter lasts longer than `LONG_ENCOUNTER` of
+the shorter orbital period of the two objects: the duration is the time the relative
+motion takes to cross ``+-5`` combined standard deviations along the relative velocity
+plus the disc, ``2 (5 s_v + hbr) / |v|`` (so a slow encounter, or one whose covariance is
+long along the relative velocity); the period is Keplerian, from each state and ``k``.
+Over such a time the relative path bends and the covariances change, which the 2D methods
+ignore. This criterion is hapsira-cowell's own (a plain, documented rule of thumb), not
+CARA's.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from astropy import units as u
+
+from hapsira_core.ivp import checks
+from hapsira_core.jit import Arg, ObjectKernel, hjit
+
+from ..constants import K_EARTH
+from ..units import is_quantity, to_value
+
+__all__ = ["CovarianceRepairedWarning", "LongEncounterWarning", "METHODS", "Probability",
+           "probability"]
+
+#: Methods and their codes in the kernel; the CCSDS name of each (CDM
+#: ``COLLISION_PROBABILITY_METHOD``, SANA's registry) where it has one.
+METHODS = {"foster": 0, "chan": 1, "max": 2}
+CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997"}
+#: Half-width of the band of the outer (minor-axis) integral, in standard deviations
+BAND = 12.0
+#: Widest panel, in units of ``s2 / hbr`` radians of ``theta``
+PANEL = 2.0
+MIN_PANELS = 4
+MAX_PANELS = 4096
+#: Most terms of Chan's series
+MAX_TERMS = 4000
+#: Golden-section steps of ``method="max"``
+MAX_ITERATIONS = 60
+#: Eigenvalue floor of the projected covariance, as a fraction of ``hbr`` (CARA's)
+CLIP = 1e-4
+#: Encounters longer than this fraction of the shorter orbital period are flagged
+LONG_ENCOUNTER = 0.01
+#: Gauss-Legendre rule of each panel: nodes on [-1, 1] and weights
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
+_RULE = np.ascontiguousarray(np.stack([_NODES, _WEIGHTS]))
+
+
+class CovarianceRepairedWarning(UserWarning):
+    """Approaches whose projected 2 x 2 covariance was not positive definite (or had an
+    eigenvalue below ``(1e-4 hbr)^2``) and was repaired by eigenvalue clipping, as
+    CARA's tools do."""
+
+
+class LongEncounterWarning(UserWarning):
+    """Approaches where the short-encounter assumption of the 2D methods is doubtful
+    (`LONG_ENCOUNTER`)."""
+
+
+@hjit
+def _foster(d1, d2, s1, s2, hbr, rule):
+    """Mass of the 2D Gaussian of standard deviations ``s1 >= s2`` (principal axes) over
+    the disc of radius ``hbr`` whose centre is ``(d1, d2)`` from the mean (those axes)."""
+    mx = abs(d1)
+    my = d2
+    lo = max(-hbr, my - BAND * s2)
+    hi = min(hbr, my + BAND * s2)
+    if not lo < hi:
+        return 0.0
+    t_lo = math.asin(max(-1.0, min(1.0, lo / hbr)))
+    t_hi = math.asin(max(-1.0, min(1.0, hi / hbr)))
+    width = t_hi - t_lo
+    panels = int(math.ceil(width * hbr / (PANEL * s2)))
+    panels = min(MAX_PANELS, max(MIN_PANELS, panels))
+    step = width / panels
+    root2s1 = math.sqrt(2.0) * s1
+    root2s2 = math.sqrt(2.0) * s2
+    total = 0.0
+    for p in range(panels):
+        middle = t_lo + (p + 0.5) * step
+        part = 0.0
+        for q in range(rule.shape[1]):
+            theta = middle + 0.5 * step * rule[0, q]
+            c = math.cos(theta)
+            y = hbr * math.sin(theta)
+            h = hbr * c
+            a = (h + mx) / root2s1
+            b = (h - mx) / root2s1
+            if b < 0.0:
+                inner = math.erfc(-b) - math.erfc(a)
+            else:
+                inner = math.erf(a) + math.erf(b)
+            g = (y - my) / root2s2
+            part += rule[1, q] * math.exp(-g * g) * inner * h
+        total += part
+    # 1/2 of the inner erf sum, the outer Gaussian's 1/(sqrt(2 pi) s2), dtheta = step/2
+    return total * 0.5 * step * 0.5 / (math.sqrt(2.0 * math.pi) * s2)
+
+
+@hjit
+def _poisson(m, mean):
+    """``exp(-mean) mean^m / m!`` (0 for ``mean = 0`` and ``m > 0``)."""
+    if mean <= 0.0:
+        return 1.0 if m == 0 else 0.0
+    return math.exp(-mean + m * math.log(mean) - math.lgamma(m + 1.0))
+
+
+@hjit
+def _chan(d1, d2, s1, s2, hbr):
+    """Chan's series: ``sum_m Poisson(m; v/2) P(Poisson(u/2) > m)``, m = 0 .. M."""
+    a = 0.5 * hbr * hbr / (s1 * s2)
+    b = 0.5 * ((d1 / s1) ** 2 + (d2 / s2) ** 2)
+    terms = min(MAX_TERMS, int(b + 12.0 * math.sqrt(b)) + 24)
+    # P(Poisson(a) > M): the tail summed where it is small, else 1 - the head
+    if a > terms + 1.0:
+        head = 0.0
+        for k in range(terms + 1):
+            head += _poisson(k, a)
+        tail = 1.0 - head
+    else:
+        tail = 0.0
+        k = terms + 1
+        while True:
+            term = _poisson(k, a)
+            tail += term
+            k += 1
+            if term <= 1e-18 * tail or k > terms + 1 + MAX_TERMS:
+                break
+    total = 0.0
+    for m in range(terms, -1, -1):  # downward: P(> m - 1) = P(> m) + P(= m), no cancelling
+        total += _poisson(m, b) * tail
+        tail += _poisson(m, a)
+    return total
+
+
+@hjit
+def _max(d1, d2, s1, s2, hbr, rule):
+    """``max_k`` of `_foster` with standard deviations ``k s1``, ``k s2``."""
+    d = math.sqrt(d1 * d1 + d2 * d2)
+    if d <= hbr:
+        return 1.0
+    centre = math.log(math.sqrt(0.5 * ((d1 / s1) ** 2 + (d2 / s2) ** 2)))
+    lo = centre + math.log((d - hbr) / d) - 3.0
+    hi = centre + 3.0
+    ratio = 0.5 * (math.sqrt(5.0) - 1.0)
+    x1 = hi - ratio * (hi - lo)
+    x2 = lo + ratio * (hi - lo)
+    f1 = _foster(d1, d2, s1 * math.exp(x1), s2 * math.exp(x1), hbr, rule)
+    f2 = _foster(d1, d2, s1 * math.exp(x2), s2 * math.exp(x2), hbr, rule)
+    for _ in range(MAX_ITERATIONS):
+        if f1 < f2:
+            lo = x1
+            x1 = x2
+            f1 = f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = _foster(d1, d2, s1 * math.exp(x2), s2 * math.exp(x2), hbr, rule)
+        else:
+            hi = x2
+            x2 = x1
+            f2 = f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = _foster(d1, d2, s1 * math.exp(x1), s2 * math.exp(x1), hbr, rule)
+    return max(f1, f2)
+
+
+@hjit
+def _quadratic(c, ax, ay, az, bx, by, bz):
+    """``a^T C b`` for the 3 x 3 ``C`` in ``c[0:9]`` (row-major)."""
+    return (ax * (c[0] * bx + c[1] * by + c[2] * bz)
+            + ay * (c[3] * bx + c[4] * by + c[5] * bz)
+            + az * (c[6] * bx + c[7] * by + c[8] * bz))
+
+
+@hjit
+def _period(rx, ry, rz, vx, vy, vz, k):
+    """Keplerian period (s); inf where the orbit is not closed."""
+    energy = 0.5 * (vx * vx + vy * vy + vz * vz) - k / math.sqrt(rx * rx + ry * ry + rz * rz)
+    if energy >= 0.0:
+        return math.inf
+    a = -0.5 * k / energy
+    return 2.0 * math.pi * math.sqrt(a * a * a / k)
+
+
+@hjit
+def _approach(x, conf, rule, out):
+    """One approach: ``x`` = r1, v1, r2, v2 (12), C1 and C2 position blocks (9 each,
+    row-major), hbr; ``conf`` = method code, GM. ``out`` = Pc, repaired (0/1), duration
+    (s), duration / shorter period, |r2 - r1| (km), s1, s2 (km)."""
+    rx = x[6] - x[0]
+    ry = x[7] - x[1]
+    rz = x[8] - x[2]
+    vx = x[9] - x[3]
+    vy = x[10] - x[4]
+    vz = x[11] - x[5]
+    hbr = x[30]
+    c = (x[12] + x[21], x[13] + x[22], x[14] + x[23], x[15] + x[24], x[16] + x[25],
+         x[17] + x[26], x[18] + x[27], x[19] + x[28], x[20] + x[29])
+    speed = math.sqrt(vx * vx + vy * vy + vz * vz)
+    zx = vx / speed
+    zy = vy / speed
+    zz = vz / speed
+    along = rx * zx + ry * zy + rz * zz
+    px = rx - along * zx
+    py = ry - along * zy
+    pz = rz - along * zz
+    miss = math.sqrt(px * px + py * py + pz * pz)
+    if miss > 0.0:
+        ex = px / miss
+        ey = py / miss
+        ez = pz / miss
+    else:  # any axis normal to v: z crossed with the coordinate axis it is least along
+        if abs(zx) <= abs(zy) and abs(zx) <= abs(zz):
+            ex, ey, ez = 0.0, zz, -zy
+        elif abs(zy) <= abs(zz):
+            ex, ey, ez = -zz, 0.0, zx
+        else:
+            ex, ey, ez = zy, -zx, 0.0
+        norm = math.sqrt(ex * ex + ey * ey + ez * ez)
+        ex /= norm
+        ey /= norm
+        ez /= norm
+    fx = zy * ez - zz * ey
+    fy = zz * ex - zx * ez
+    fz = zx * ey - zy * ex
+    a = _quadratic(c, ex, ey, ez, ex, ey, ez)
+    b = 0.5 * (_quadratic(c, ex, ey, ez, fx, fy, fz) + _quadratic(c, fx, fy, fz, ex, ey, ez))
+    d = _quadratic(c, fx, fy, fz, fx, fy, fz)
+    # eigen-decomposition of [[a, b], [b, d]]; l1 >= l2
+    mean = 0.5 * (a + d)
+    radius = math.sqrt(0.25 * (a - d) * (a - d) + b * b)
+    l1 = mean + radius
+    l2 = mean - radius
+    if a >= d:
+        ux = l1 - d
+        uy = b
+    else:
+        ux = b
+        uy = l1 - a
+    norm = math.sqrt(ux * ux + uy * uy)
+    if norm > 0.0:
+        ux /= norm
+        uy /= norm
+    else:
+        ux = 1.0
+        uy = 0.0
+    floor = (CLIP * hbr) ** 2
+    repaired = 0.0
+    if l1 < floor:
+        l1 = floor
+        repaired = 1.0
+    if l2 < floor:
+        l2 = floor
+        repaired = 1.0
+    s1 = math.sqrt(l1)
+    s2 = math.sqrt(l2)
+    # the disc's centre at (|r|, 0), as CARA's Pc2D_Foster places it (|r| is the plane's
+    # miss where r is normal to v, at the TCA), in the principal axes (u, u rotated +90 deg)
+    distance = math.sqrt(rx * rx + ry * ry + rz * rz)
+    d1 = distance * ux
+    d2 = -distance * uy
+    method = conf[0]
+    if method == 0.0:
+        pc = _foster(d1, d2, s1, s2, hbr, rule)
+    elif method == 1.0:
+        pc = _chan(d1, d2, s1, s2, hbr)
+    else:
+        pc = _max(d1, d2, s1, s2, hbr, rule)
+    along_sigma = math.sqrt(max(0.0, _quadratic(c, zx, zy, zz, zx, zy, zz)))
+    duration = 2.0 * (5.0 * along_sigma + hbr) / speed
+    period = min(_period(x[0], x[1], x[2], x[3], x[4], x[5], conf[1]),
+                 _period(x[6], x[7], x[8], x[9], x[10], x[11], conf[1]))
+    out[0] = min(1.0, max(0.0, pc))
+    out[1] = repaired
+    out[2] = duration
+    out[3] = duration / period
+    out[4] = distance
+    out[5] = s1
+    out[6] = s2
+
+
+_KERNEL = ObjectKernel(_approach, [Arg("x", np.float64, ("columns",)),
+                                   Arg("conf", np.float64, ("two",), per_object=False),
+                                   Arg("rule", np.float64, ("two", "nodes"), per_object=False),
+                                   Arg("out", np.float64, ("seven",), output=True)])
+_KERNEL.description = "the collision probability kernel"
+
+
+class Probability:
+    """What ``probability(..., full=True)`` returns: one entry per approach.
+
+    ``pc``: the probabilities. ``method``: the method's name. ``repaired``: bool, the
+    projected covariance was repaired by eigenvalue clipping. ``long_encounter``: bool,
+    the short-encounter assumption is doubtful (`LONG_ENCOUNTER`). ``duration`` (s): the
+    encounter's duration that flag is based on. ``miss`` (km): the distance ``|r2 - r1|``
+    placed in the encounter plane. ``sigma`` ``(N, 2)`` (km): the standard deviations of the (repaired)
+    projected covariance along its principal axes, larger first.
+    """
+
+    def __init__(self, **columns):
+        self.__dict__.update(columns)
+
+    def __len__(self):
+        return len(self.pc)
+
+
+def _vectors(value, name, unit):
+    array = np.asarray(to_value(value, unit, name), dtype=np.float64)
+    if array.ndim not in (1, 2) or array.shape[-1] != 3:
+        raise ValueError(f"{name}: expected shape (3,) or (N, 3), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        row = int(np.flatnonzero(~np.isfinite(array.reshape(-1, 3)).all(axis=1))[0])
+        raise ValueError(f"{name}: expected finite numbers, got NaN or inf in approach {row}")
+    return array
+
+
+def _position_block(value, name):
+    if is_quantity(value):
+        if not value.unit.is_equivalent(u.km ** 2):
+            raise ValueError(f"{name}: expected plain numbers (km^2, or km and km/s for 6 x 6) "
+                             f"or a Quantity of length squared, got {value.unit}")
+        array = checks.real_array(value.to_value(u.km ** 2), name)
+    else:
+        array = checks.real_array(value, name)
+    if array.ndim not in (2, 3) or array.shape[-2:] not in ((3, 3), (6, 6)):
+        raise ValueError(f"{name}: expected shape (3, 3), (6, 6), (N, 3, 3) or (N, 6, 6), "
+                         f"got {array.shape}")
+    block = array[..., :3, :3]
+    if not np.all(np.isfinite(block)):
+        raise ValueError(f"{name}: expected finite numbers in the position block, got NaN "
+                         "or inf")
+    return 0.5 * (block + np.swapaxes(block, -1, -2))
+
+
+def _named(rows, shown=10):
+    listed = ", ".join(str(int(x)) for x in rows[:shown])
+    return listed + (f" and {len(rows) - shown} more" if len(rows) > shown else "")
+
+
+def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K_EARTH):
+    """Probability of collision of each approach from both objects' states and covariances
+    at its TCA (see the module's notes for the methods and flags).
+
+    Parameters
+    ----------
+    r1, v1, r2, v2 : array_like or Quantity, (N, 3) or (3,)
+        Positions (km) and velocities (km/s) of the two objects at the TCA, one inertial
+        frame.
+    c1, c2 : array_like or Quantity, (N, 3, 3), (N, 6, 6), (3, 3) or (6, 6)
+        Their covariances in that frame (km^2; a 6 x 6 in km and km/s), one per approach or
+        one shared; only the position blocks are used. A Quantity of length squared is
+        converted (as `hapsira_cowell.covariance` reads one).
+    hbr : float, array_like or Quantity, (N,)
+        The combined hard-body radius (km): the sum of the two objects' radii.
+    method : str
+        ``"foster"`` (default), ``"chan"`` or ``"max"`` (`METHODS`).
+    full : bool
+        Return a `Probability` (flags, encounter duration, plane miss and sigmas) instead
+        of the probabilities alone.
+    k : float or Quantity
+        GM of the attractor (km^3/s^2), for the orbital periods of the long-encounter
+        flag (default the Earth's).
+
+    Returns
+    -------
+    ndarray (N,) or Probability
+        A 0-d array where every state was given as ``(3,)``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
+    vectors = [_vectors(value, name, unit) for value, name, unit in
+               ((r1, "r1", u.km), (v1, "v1", u.km / u.s), (r2, "r2", u.km),
+                (v2, "v2", u.km / u.s))]
+    single = all(a.ndim == 1 for a in vectors)
+    counts = {a.shape[0] for a in vectors if a.ndim == 2}
+    if len(counts) > 1:
+        shapes = ", ".join(f"{name} {a.shape}" for name, a in zip(("r1", "v1", "r2", "v2"),
+                                                                   vectors))
+        raise ValueError(f"r1, v1, r2, v2: expected one number of approaches, got {shapes}")
+    n = counts.pop() if counts else 1
+    vectors = [np.broadcast_to(a.reshape(-1, 3), (n, 3)) for a in vectors]
+    blocks = []
+    for value, name in ((c1, "c1"), (c2, "c2")):
+        block = _position_block(value, name)
+        if block.ndim == 3 and block.shape[0] != n:
+            raise ValueError(f"{name}: expected one covariance per approach ({n}), got "
+                             f"{block.shape[0]}")
+        blocks.append(np.broadcast_to(block.reshape(-1, 9), (n, 9)))
+    radius = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
+    if radius.ndim > 1 or (radius.ndim == 1 and radius.shape[0] != n):
+        raise ValueError(f"hbr: expected a number or shape ({n},), got {radius.shape}")
+    if not np.all(np.isfinite(radius)) or np.any(radius <= 0):
+        bad = radius.ravel()[~(np.isfinite(radius.ravel()) & (radius.ravel() > 0))][0]
+        raise ValueError(f"hbr: expected positive hard-body radii (km), got {bad}")
+    speed = np.linalg.norm(vectors[3] - vectors[1], axis=1)
+    if np.any(speed == 0):
+        raise ValueError(f"v1, v2: equal velocities in approach "
+                         f"{_named(np.flatnonzero(speed == 0))}: no encounter plane")
+    gm = float(to_value(k, u.km ** 3 / u.s ** 2, "k"))
+    table = np.concatenate(vectors + blocks + [np.broadcast_to(radius, (n,))[:, None]], axis=1)
+    out = np.empty((n, 7))
+    if n:
+        _KERNEL(np.ascontiguousarray(table), np.array([METHODS[method], gm]), _RULE, out)
+    repaired = out[:, 1] > 0
+    long_encounter = out[:, 3] > LONG_ENCOUNTER
+    if repaired.any():
+        warnings.warn(f"probability: the projected covariance of approach(es) "
+                      f"{_named(np.flatnonzero(repaired))} was not positive definite and was "
+                      f"repaired by eigenvalue clipping (to (1e-4 hbr)^2, as CARA does)",
+                      CovarianceRepairedWarning, stacklevel=2)
+    if long_encounter.any():
+        warnings.warn(f"probability: approach(es) {_named(np.flatnonzero(long_encounter))} "
+                      f"last longer than {LONG_ENCOUNTER:g} of an orbit; the short-encounter "
+                      "assumption of the 2D methods is doubtful there", LongEncounterWarning,
+                      stacklevel=2)
+    pc = np.asarray(out[0, 0]) if single else out[:, 0].copy()
+    if not full:
+        return np.asarray(pc)
+    return Probability(pc=pc, method=method, repaired=repaired, long_encounter=long_encounter,
+                       duration=out[:, 2], miss=out[:, 4], sigma=out[:, 5:7])
