@@ -4,7 +4,8 @@ The folders say what is where, imports running downward: ``constants``, ``units`
 ``models/`` (forces, ephemeris, events); ``propagation/`` (the orbit adapter, the
 numpy, JAX and Dask fronts and the router the public `cowell` is, Orbit objects,
 covariance propagation);
-``inputs/`` (elements, TLE) and ``outputs/`` (OEM files); ``cli/`` above all of them.
+``inputs/`` (elements, TLE, CCSDS CDMs and OMMs) and ``outputs/`` (OEM and CDM
+files); ``cli/`` above all of them.
 """
 
 # The solver is imported on first use, not here: importing it imports
@@ -22,7 +23,8 @@ _LAZY = {
     "states_from_orbits": "propagation.orbits", "propagate_orbits": "propagation.orbits",
     "OrbitsResult": "propagation.orbits", "UnitsWarning": "units",
     "from_classical": "inputs.elements", "from_equinoctial": "inputs.elements",
-    "from_tle": "inputs.tle", "write_oem": "outputs.oem", "read_oem": "outputs.oem",
+    "from_tle": "inputs.tle", "read_cdms": "inputs.cdm", "read_omms": "inputs.omm",
+    "write_oem": "outputs.oem", "read_oem": "outputs.oem",
 }
 __all__ = sorted(_LAZY) + ["__version__"]
 

@@ -192,6 +192,12 @@ COWELL_PARTS = {
     "propagation": _FLOOR | {"models"},
     "cli": _FLOOR | {"models", "inputs", "outputs", "propagation", "__init__"},
 }
+#: Single modules a part may import beside its parts: the readers of CCSDS messages
+#: (inputs/cdm.py, inputs/omm.py) turn RTN covariances inertial and give a message's
+#: probability of collision with propagation's array arithmetic, neither a front nor
+#: the router
+COWELL_MODULES = {"inputs": {"hapsira_cowell.propagation.covariance",
+                             "hapsira_cowell.propagation.probability"}}
 
 
 def _cowell_part(name):
@@ -211,7 +217,8 @@ def test_cowell_folders_import_in_one_direction():
             continue
         offenders += [f"{name} -> {other}" for other in sorted(imports)
                       if other.startswith("hapsira_cowell")
-                      and _cowell_part(other) not in COWELL_PARTS[own] | {own}]
+                      and _cowell_part(other) not in COWELL_PARTS[own] | {own}
+                      and other not in COWELL_MODULES.get(own, ())]
     assert offenders == []
 
 

@@ -41,7 +41,8 @@ MODULES = ["hapsira_cowell", "hapsira_cowell.events", "hapsira_cowell.perturbati
            "hapsira_core.ivp", "hapsira_cowell.conjunctions"]
 #: Names of the library whose use needs an extra's package, besides imports of it.
 NEEDS = {"write_oem": "oem", "read_oem": "oem", "write_cdms": "ccsds_ndm",
-         "read_cdm": "ccsds_ndm", "to_zarr": "zarr"}
+         "read_cdm": "ccsds_ndm", "read_cdms": "ccsds_ndm", "read_omms": "ccsds_ndm",
+         "to_zarr": "zarr"}
 
 
 def _blocks():

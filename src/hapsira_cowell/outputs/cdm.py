@@ -1,6 +1,7 @@
 """CCSDS Conjunction Data Messages (CCSDS 508.0-B-1): one per close approach, written with
 the `ccsds-ndm` package (``pip install 'hapsira-cowell[cdm]'``; it is GPL-3.0 licensed,
-which is why it is an extra and imported only here).
+which is why it is an extra, imported only here and by the readers of
+`hapsira_cowell.inputs.cdm` and `hapsira_cowell.inputs.omm`).
 
 A CDM holds the approach (TCA, miss distance, relative speed, relative position and
 velocity of object 2 in object 1's RTN frame, the screening period and volume, and on
