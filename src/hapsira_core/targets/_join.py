@@ -184,12 +184,20 @@ def _trampoline_source(arity, args):
         return f"({name} if {name}.shape[0] == 1 else {name}[i:i + 1])"
 
     first_out = next(i for i, a in enumerate(args) if a.output)
-    # prange's index is unsigned; as int64 it slices as the serial loop's does
+    # prange's index is unsigned; as int64 it slices as the serial loop's does. An
+    # object whose call raised is never marked done: numba's prange drops an exception
+    # raised past a thread's first object, and this raises it again after the region
+    # (as `_host.PrangeLoop` does)
     return (head + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
             f"def trampoline(address, {names}):\n"
+            f"    done = np.zeros(a{first_out}.shape[0], np.bool_)\n"
             f"    for j in numba.prange(a{first_out}.shape[0]):\n"
             "        i = np.int64(j)\n"
-            f"        _call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})\n")
+            f"        _call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})\n"
+            "        done[i] = True\n"
+            f"    for i in range(a{first_out}.shape[0]):\n"
+            "        if not done[i]:\n"
+            "            raise IndexError('index is out of bounds')\n")
 
 
 def _trampoline(source, cached):
