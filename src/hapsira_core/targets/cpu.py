@@ -3,7 +3,6 @@
 import numba
 
 from .. import settings
-from ..kernels import kernel
 from . import _host
 from ._join import stub  # noqa: F401
 from . import _join

@@ -652,6 +652,14 @@ SLOT_CAP = 1
 WINDOW_CAP = 16
 
 
+def window_cap(n):
+    """Candidates per window that the host targets' kernel keeps room for at first
+    (`WINDOW_CAP`, or ``n // 16`` for a larger cloud): the candidates of a window grow
+    with the square of the objects (about 80 at 20,000 objects, a 5 km threshold and
+    dt = 35 s), and a window that overflows its row runs again whole."""
+    return max(WINDOW_CAP, n // 16)
+
+
 def two_kernels():
     """Whether the broad phase runs as two kernels (`broad_phase`): where the target has
     memory of its own (cuda)."""
@@ -735,7 +743,7 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     windows = m - 1
     count = windows * n
     per_slot = two_kernels() if per_slot is None else per_slot
-    cap = (SLOT_CAP if per_slot else WINDOW_CAP) if cap is None else cap
+    cap = (SLOT_CAP if per_slot else window_cap(n)) if cap is None else cap
     if count > MAX_ITEMS:
         raise ValueError(f"broad_phase: {windows} windows of {n} objects are more than "
                          f"{MAX_ITEMS} (window, slot) items; screen fewer windows at once")

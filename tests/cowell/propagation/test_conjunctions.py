@@ -399,7 +399,8 @@ def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
             again[per_slot, cap] = len(calls) - 1
             if len(calls) == 2:
                 pairs, counts = (conjunctions.active.to_host(a) for a in calls[1][at:at + 2])
-                room = cap or (conjunctions.SLOT_CAP if per_slot else conjunctions.WINDOW_CAP)
+                room = cap or (conjunctions.SLOT_CAP if per_slot
+                               else conjunctions.window_cap(pos.shape[0]))
                 assert pairs.shape[1] == counts[:, 0].max() > room
     return expected, again
 
@@ -420,6 +421,41 @@ def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, mo
     assert len(i) > 10 and grid >= chord >= len(i)  # not vacuous
     # rows of one candidate a slot overflow here: run again, none lost
     assert again[True, 1] == 1
+
+
+def test_the_candidates_are_every_pair_through_the_chord_test_on_real_debris(simulated):
+    """On real debris of three clouds, both forms' candidates are exactly the (window,
+    pair)s of all N (N - 1) / 2 pairs that the chord test keeps (numpy, every pair: the
+    grid and the radius test lose none and add none), and they hold every (window, pair)
+    whose distance, sampled every second, comes within the threshold."""
+    n_each, windows, threshold = (6, 3, 300.0) if simulated else (100, 20, 100.0)
+    r, v = _debris_mix(n_each)
+    n, dt = len(r), 30.0
+    times = np.linspace(0.0, dt * windows, windows * 30 + 1)  # every second
+    pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
+                                         np.zeros((n, 0)), 1e-11, 1e-12)
+    coarse_p, coarse_v = pos[:, ::30], vel[:, ::30]
+    m = conjunctions._chord_margin(K_EARTH, coarse_p[:, :-1], coarse_p[:, 1:],
+                                   coarse_v[:, :-1], coarse_v[:, 1:], dt)
+    i, j = np.triu_indices(n, 1)
+    every = set()
+    near = set()
+    for w in range(windows):
+        keep = conjunctions.chord_candidates(coarse_p[i, w], coarse_p[i, w + 1],
+                                             coarse_p[j, w], coarse_p[j, w + 1], m[i, w],
+                                             m[j, w], threshold)
+        every |= {(w, a, b) for a, b in zip(i[keep].tolist(), j[keep].tolist())}
+        # the distance at every second of the window
+        d = np.linalg.norm(pos[i, 30 * w:30 * w + 31] - pos[j, 30 * w:30 * w + 31], axis=2)
+        close = d.min(axis=1) < threshold
+        near |= {(w, a, b) for a, b in zip(i[close].tolist(), j[close].tolist())}
+    assert len(near) >= 5 and len(every) >= len(near)  # not vacuous
+    for per_slot in (True, False):
+        got = conjunctions.broad_phase(np.concatenate((coarse_p, coarse_v), axis=2), dt,
+                                       K_EARTH, threshold, per_slot=per_slot)
+        found = set(zip(got[2].tolist(), got[0].tolist(), got[1].tolist()))
+        assert found == every
+        assert near <= found
 
 
 def test_the_per_window_arrays_made_per_object_are_the_one_thread_per_windows(simulated):
