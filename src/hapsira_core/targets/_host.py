@@ -214,8 +214,8 @@ def xla_handler(xla, loop, parallel):
     llvm.add_symbol(symbol, table.ctypes.data)
     namespace = ffi._frame_namespace()
     del namespace["VERSION_ERROR"]  # an address: read from the table instead
-    namespace.update(run_loop=_native_call(entry, argtypes, address), _table=_symbol_address(symbol),
-                     _try_lock=ffi._try_lock, _unlock=ffi._unlock,
+    namespace.update(run_loop=_native_call(entry, argtypes, address),
+                     _table=_symbol_address(symbol), _try_lock=ffi._try_lock, _unlock=ffi._unlock,
                      _yield_thread=ffi._yield_thread, _ieee_floats=_floats.ieee_floats,
                      _restore_floats=_floats.restore_floats)
     _GLOBALS[key] = namespace
