@@ -179,7 +179,8 @@ def xla_handler(xla, loop, parallel):
     """A cfunc that wraps XLA's buffers as arrays and runs ``loop`` on them.
 
     ``loop``: an `ObjectKernel` taking the XLA kernel's arguments (the numpy
-    front's own kernel on cpu, a prange loop on parallel), compiled or loaded
+    front's own kernel on cpu, a prange loop on parallel; a joined kernel on
+    either, whose `native` function the handler calls), compiled or loaded
     from the on-disk cache. The cfunc calls the loop's compiled code by symbol
     (`_native_call`) instead of linking it in, so that nothing of the loop is
     compiled again here.
@@ -196,10 +197,10 @@ def xla_handler(xla, loop, parallel):
     So a new process with a warm cache loads the loop and the handler instead of
     compiling them again (docs/jax.md, "Start-up").
     """
-    entry, argtypes = _entry(loop)
+    entry, argtypes, address = _entry(loop)
     source = _handler_source(xla, parallel)
     key = fingerprint(source, xla.what, entry, loop.code_options(),
-                      cache.library_fingerprint())
+                      cache.library_fingerprint(), *([address] if address else []))
     xla._loop = loop  # its compiled code must outlive the handler
     if key in _HANDLERS:  # another XlaKernel of the same kernel and name in this process
         table, messages, handler = _HANDLERS[key]
@@ -213,8 +214,8 @@ def xla_handler(xla, loop, parallel):
     llvm.add_symbol(symbol, table.ctypes.data)
     namespace = ffi._frame_namespace()
     del namespace["VERSION_ERROR"]  # an address: read from the table instead
-    namespace.update(run_loop=_native_call(entry, argtypes), _table=_symbol_address(symbol),
-                     _try_lock=ffi._try_lock, _unlock=ffi._unlock,
+    namespace.update(run_loop=_native_call(entry, argtypes, address),
+                     _table=_symbol_address(symbol), _try_lock=ffi._try_lock, _unlock=ffi._unlock,
                      _yield_thread=ffi._yield_thread, _ieee_floats=_floats.ieee_floats,
                      _restore_floats=_floats.restore_floats)
     _GLOBALS[key] = namespace
@@ -355,22 +356,25 @@ def _symbol_address(symbol):
 
 
 def _entry(loop):
-    """``(symbol, argument types)`` of the compiled ``loop``'s native function: a
-    dispatcher's overload, or a joined kernel's entry (`hapsira_core.targets._join`)."""
+    """``(symbol, argument types, address)`` of the compiled ``loop``'s native function:
+    a dispatcher's overload, or what runs a joined kernel (`hapsira_core.targets._join`:
+    its entry, or parallel's trampoline, which takes the entry's address first: then
+    ``address`` is the entry's symbol, else None)."""
     compiled = loop.compile()
-    entry = getattr(loop, "entry", None)
-    if entry is not None:
-        return entry, tuple(loop._signature())
+    native = getattr(loop, "native", None)
+    if native is not None:
+        return native()
     signature = loop._signature()
     compiled.compile(signature)  # loaded already: returns at once
     overload = compiled.overloads[tuple(signature)]
-    return overload.fndesc.mangled_name, tuple(overload.signature.args)
+    return overload.fndesc.mangled_name, tuple(overload.signature.args), None
 
 
-def _native_call(symbol, argtypes):
+def _native_call(symbol, argtypes, address=None):
     """An intrinsic ``call((a0, a1, ...)) -> bool`` that runs the compiled function
     ``symbol`` (numba's calling convention, returning nothing, taking ``argtypes``)
-    and says whether it returned without raising.
+    and says whether it returned without raising. With ``address`` (a symbol), the
+    function takes the int64 address of that symbol's function first, then ``argtypes``.
 
     A numba function calling a dispatcher links a copy of the callee's LLVM
     module into its own and optimises and generates machine code for all of
@@ -378,6 +382,7 @@ def _native_call(symbol, argtypes):
     declares the callee's symbol instead; the JIT resolves it to the code
     already loaded (the caller keeps the callee loaded, and loads it first).
     """
+    from llvmlite import ir
     from numba.core import cgutils, errors, types
     from numba.core.cgutils import unpack_tuple
     from numba.extending import intrinsic
@@ -391,10 +396,17 @@ def _native_call(symbol, argtypes):
 
         def codegen(context, builder, signature, args):
             values = unpack_tuple(builder, args[0], len(expected))
-            function_type = context.call_conv.get_function_type(types.none, argtypes)
+            types_in = argtypes
+            if address is not None:
+                target = cgutils.get_or_insert_function(
+                    builder.module, context.call_conv.get_function_type(types.none, argtypes),
+                    address)
+                values = [builder.ptrtoint(target, ir.IntType(64))] + list(values)
+                types_in = (types.int64,) + tuple(argtypes)
+            function_type = context.call_conv.get_function_type(types.none, types_in)
             function = cgutils.get_or_insert_function(builder.module, function_type, symbol)
             status, _ = context.call_conv.call_function(builder, function, types.none,
-                                                        argtypes, values)
+                                                        types_in, values)
             return builder.not_(status.is_error)
         return types.boolean(arrays), codegen
 
@@ -430,6 +442,38 @@ class ObjectLoop(kernel.ObjectKernel):
         compiled(*arrays)
 
 
+#: what the source of `prange_over_objects` imports
+PRANGE_IMPORTS = "import numba as _numba\nimport numpy as _np\n"
+
+
+def prange_over_objects(header, first_out, call, floats=True):
+    """The source of a function that runs ``call`` once per object on all cores: its
+    ``header`` (the ``def`` line), the array ``first_out`` whose first axis counts the
+    objects, ``call`` (a statement, on object ``i``'s rows) and, with ``floats``, each
+    object run with IEEE subnormals (`FLOATS_IMPORT`); the names of `PRANGE_IMPORTS`.
+    `PrangeLoop` calls a kernel's body, the joined kernels' trampoline their entry
+    (`hapsira_core.targets._join.trampoline`).
+
+    prange's index is unsigned; as int64 it unifies with the 0 of a shared row (uint64
+    with int64 would give a float index) and slices as the serial loop's does. An object
+    whose call raised (a bounds check) is never marked done: numba's prange drops an
+    exception raised outside a thread's first object, and this raises it again after
+    the parallel region, where the caller sees it (without it the JAX front on parallel
+    returned garbage statuses for a params read past the row)."""
+    run = [f"        {call}\n"]
+    if floats:
+        run = ["        mode = ieee_floats()\n"] + run + ["        restore_floats(mode)\n"]
+    return (f"{header}\n"
+            f"    done = _np.zeros({first_out}.shape[0], _np.bool_)\n"
+            f"    for j in _numba.prange({first_out}.shape[0]):\n"
+            f"        i = _np.int64(j)\n"
+            + "".join(run) +
+            f"        done[i] = True\n"
+            f"    for i in range({first_out}.shape[0]):\n"
+            f"        if not done[i]:\n"
+            f"            raise IndexError('index is out of bounds')\n")
+
+
 class PrangeLoop(kernel.ObjectKernel):
     """``for i in prange(n): body(rows of i)``: an `ObjectKernel`'s body on all cores,
     as one njit function that a cfunc can call (the parallel target's own kernel
@@ -452,27 +496,8 @@ class PrangeLoop(kernel.ObjectKernel):
 
     def _source(self):
         names, rows, first_out = self._call_parts()
-        # prange's index is unsigned; as int64 it unifies with the 0 of a
-        # shared row (uint64 with int64 would give a float index).
-        # An object whose body raised (a bounds check) is never marked done:
-        # numba's prange drops an exception raised outside a thread's first
-        # object, and this loop raises it again after the parallel region,
-        # where the handler sees it (without it the JAX front on parallel
-        # returned garbage statuses for a params read past the row).
-        return (f"import numba as _numba\n"
-                f"import numpy as _np\n"
-                f"{FLOATS_IMPORT}\n\n\n"
-                f"def kernel({names}):\n"
-                f"    done = _np.zeros({first_out}.shape[0], _np.bool_)\n"
-                f"    for j in _numba.prange({first_out}.shape[0]):\n"
-                f"        i = _np.int64(j)\n"
-                f"        mode = ieee_floats()\n"
-                f"        body({rows})\n"
-                f"        restore_floats(mode)\n"
-                f"        done[i] = True\n"
-                f"    for i in range({first_out}.shape[0]):\n"
-                f"        if not done[i]:\n"
-                f"            raise IndexError('index is out of bounds')\n")
+        return (f"{PRANGE_IMPORTS}{FLOATS_IMPORT}\n\n\n"
+                + prange_over_objects(f"def kernel({names}):", first_out, f"body({rows})"))
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", parallel=True, cache=cached)(function)

@@ -183,13 +183,16 @@ def _trampoline_source(arity, args):
             return f"{name}[i:i + 1]"
         return f"({name} if {name}.shape[0] == 1 else {name}[i:i + 1])"
 
+    from ._host import PRANGE_IMPORTS, prange_over_objects
+
     first_out = next(i for i, a in enumerate(args) if a.output)
-    # prange's index is unsigned; as int64 it slices as the serial loop's does
-    return (head + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
-            f"def trampoline(address, {names}):\n"
-            f"    for j in numba.prange(a{first_out}.shape[0]):\n"
-            "        i = np.int64(j)\n"
-            f"        _call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})\n")
+    # (the entry, a per-object loop, runs each object with IEEE subnormals itself)
+    return (PRANGE_IMPORTS + head
+            + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
+            + prange_over_objects(
+                f"def trampoline(address, {names}):", f"a{first_out}",
+                f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
+                floats=False))
 
 
 def _trampoline(source, cached):
@@ -491,6 +494,14 @@ class JoinedKernel(kernel.ObjectKernel):
     def _caller(self):
         """``call(address, *arrays)``: what runs the entry on the kernel's arrays."""
         return trampoline(self._signature())
+
+    def native(self):
+        """``(symbol, argument types, address)``: the compiled function that the JAX
+        front's handler calls by symbol on the kernel's arrays
+        (`hapsira_core.targets._host.xla_handler`), here the entry itself; ``address``
+        (None here): the symbol whose address it takes first."""
+        self.compile()
+        return self.entry, tuple(self._signature()), None
 
     def _run(self, compiled, arrays):
         """The entry was compiled for the arguments' dtypes and ranks and C-ordered

@@ -47,6 +47,10 @@ _LOOPS = {}
 
 
 def xla_handler(xla):
+    if isinstance(xla.kernel, _join.JoinedKernel):
+        # the joined entry through the numpy call's trampoline (`JoinedKernel.native`):
+        # a PrangeLoop would compile the whole body again
+        return _host.xla_handler(xla, xla.kernel, parallel=True)
     entry = _LOOPS.get(id(xla.kernel))
     if entry is None or entry[0] is not xla.kernel:
         entry = _LOOPS[id(xla.kernel)] = (xla.kernel, _host.PrangeLoop(xla.kernel))
@@ -107,6 +111,15 @@ class JoinedKernel(_join.JoinedKernel):
 
     def _caller(self):
         return _join.trampoline(self._signature(), self.args)
+
+    def native(self):
+        """The trampoline that the numpy call runs, by its symbol: the JAX front's
+        handler runs the entry as the numpy call does, once per object on all cores,
+        the entry's address its first argument."""
+        caller = self.compile()[1]
+        signature = (numba.types.int64,) + tuple(self._signature())
+        overload = caller.overloads[signature]
+        return overload.fndesc.mangled_name, tuple(overload.signature.args)[1:], self.entry
 
 
 class LaneKernel(_host.LaneKernel):
