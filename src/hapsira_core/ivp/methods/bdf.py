@@ -15,8 +15,10 @@ one size the order moves by one where that promises the longer step.
 The arithmetic follows scipy's ``bdf.py`` operation by operation (scipy 1.17),
 so that on cpu the accepted steps, ``nfev``, ``njev`` and ``nlu`` are scipy's
 with the same Jacobian (the automatic one here; hand scipy the exact one). A
-constant Jacobian (``jac=`` a matrix, or one whose source reads neither t nor y:
-`..sensitivities.constant_jacobian`) is evaluated once, as scipy's constant ``jac``.
+constant matrix (``jac=`` an array) is never evaluated again, as scipy's constant
+``jac``; a function, even one whose source shows it constant
+(`..sensitivities.constant_jacobian`), is evaluated again where scipy evaluates a
+callable ``jac`` again, so that the steps are those of scipy given that function.
 
 Everything the method remembers between steps lives in the object's ``work``
 (`BDFMethod.rows_for`): ``D`` (8 rows), ``J`` and its LU (n rows each), the
@@ -126,10 +128,12 @@ def build(ops, keep, fun, rows, jac=None):
         raise ValueError("BDF keeps its states in work: array shape expected")
     f = rhs(fun, "array", n)
     jac_into = method_jacobian(fun, n, jac)  # raises naming jac for an array-form fun
-    # a constant Jacobian (given as a matrix, or recognised from the source) is
-    # evaluated at t0 only, as scipy treats a constant jac=
-    fixed_jac = constant_jacobian(jac_into) is not None
-    first_njev = 0.0 if constant_jacobian(jac_into) == GIVEN else 1.0
+    # a matrix given (jac= an array) is never evaluated again, as scipy's constant jac=;
+    # any other Jacobian, even one recognised constant from its source, takes scipy's
+    # callable path: evaluated again after Newton fails with an old one (the steps
+    # would otherwise differ from scipy's for the same callable)
+    fixed_jac = constant_jacobian(jac_into) == GIVEN
+    first_njev = 0.0 if fixed_jac else 1.0
     J0, LU0, PIV, FLAT, _ = _layout(n)
     Y, F, Y_NEW = rows.y, rows.f, rows.y_new
     sqrt_n = math.sqrt(n)
@@ -263,7 +267,7 @@ def build(ops, keep, fun, rows, jac=None):
         h = 0.0
         n_iter = 0
         error_norm = 0.0
-        current_jac = fixed_jac  # a constant Jacobian is never evaluated again (scipy's)
+        current_jac = fixed_jac  # a matrix given is never evaluated again (scipy's)
         while True:
             if h_abs < min_step:
                 put(work, N_EQUAL, float(n_equal))

@@ -30,8 +30,9 @@ one in two parts: `Radau.rows_for`), and the previous step's interpolant
 (the loop's coefficient rows). The Jacobian is the user's ``jac=`` or the
 automatic derivative of a tuple-form ``fun``
 (`..sensitivities.method_jacobian`, the choice every implicit method makes);
-a constant one (``jac=`` a matrix, or one whose source reads neither t nor y) is
-evaluated once and kept, as scipy keeps a constant ``jac``. A Jacobian with an
+a constant matrix (``jac=`` an array) is evaluated once and kept, as scipy keeps a
+constant ``jac``; a function is evaluated where scipy evaluates a callable ``jac``, even
+one whose source shows it constant, so that the steps are scipy's. A Jacobian with an
 entry that is not finite stops its object there with status
 `..layout.JACOBIAN_NOT_FINITE` (scipy's Newton iterations would fail on it until the
 step size fell below 10 ulp); the other objects never read it.
@@ -153,11 +154,12 @@ def _build(ops, fun, jac, rows):
         raise ValueError(f"jac: method='Radau' needs the Jacobian of fun, derived "
                          f"automatically from its source, which failed: {error}; or give "
                          "jac=") from error
-    # a constant Jacobian (given as a matrix, or recognised from the source) is
-    # evaluated at t0 only, as scipy treats a constant jac=: never again
-    constant = sensitivities.constant_jacobian(jac_into)
-    fixed_jac = constant is not None
-    first_njev = 0.0 if constant == sensitivities.GIVEN else 1.0
+    # a matrix given (jac= an array) is evaluated at t0 only, as scipy treats a constant
+    # jac=: never again; any other Jacobian, even one recognised constant from its
+    # source, takes scipy's callable path (evaluated again after a Newton failure or a
+    # slow convergence, which also decides the LU reuse and the next step size)
+    fixed_jac = sensitivities.constant_jacobian(jac_into) == sensitivities.GIVEN
+    first_njev = 0.0 if fixed_jac else 1.0
     f = rhs(fun, "array", n)
     error_scale, row = ops.error_scale, ops.row
     Y_NEW, Q_ROW = rows.y_new, rows.coeffs
@@ -471,7 +473,7 @@ def _build(ops, fun, jac, rows):
             work[NJEV, 0] += 1.0
             current_jac = True
         else:
-            current_jac = fixed_jac  # a constant one stays current
+            current_jac = fixed_jac  # a matrix given stays current
         work[H_ABS_OLD, 0] = h_abs_in
         work[ERROR_OLD, 0] = error
         work[CURRENT_JAC, 0] = 1.0 if current_jac else 0.0
