@@ -42,7 +42,7 @@ import math
 
 from ...jit import hjit
 from ..control import ulp_toward
-from ..layout import JACOBIAN_NOT_FINITE, STEP_TOO_SMALL, WorkRows
+from ..layout import WorkRows
 from ..linalg import lu_factor, lu_factor_complex, lu_solve, lu_solve_complex
 from ..state import returns_a_view, rhs
 from .base import Method
@@ -198,17 +198,15 @@ def _build(ops, fun, jac, rows):
                                        work[PIV_COMPLEX], n)
         return ok_real and ok_complex
 
+    guard = sensitivities.jacobian_guard(n, JAC_BAD)
+    finite, jac_bad, jac_clear, failure = guard.finite, guard.bad, guard.clear, guard.failure
+
     @hjit
     def jacobian(t, y, p, work):
         """J at (t, y) into its rows; False, and JAC_BAD set, where an entry is not
-        finite: Newton would only fail on it until the step size is below 10 ulp."""
+        finite (`..sensitivities.jacobian_guard`)."""
         jac_into(t, y, p, work[J_ROW:J_ROW + n])
-        for i in range(n):
-            for j in range(n):
-                if not math.isfinite(work[J_ROW + i, j]):
-                    work[JAC_BAD, 0] = 1.0
-                    return False
-        return True
+        return finite(work[J_ROW:J_ROW + n], work)
 
     @hjit
     def solve_real(b, work):
@@ -346,7 +344,7 @@ def _build(ops, fun, jac, rows):
 
     @hjit
     def begin(t, y, fy, h_abs, direction, conf, tol_start, p, work):
-        work[JAC_BAD, 0] = 0.0
+        jac_clear(work)
         jacobian(t, y, p, work)
         work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
@@ -361,17 +359,12 @@ def _build(ops, fun, jac, rows):
     def counts(work):
         return int(work[NJEV, 0]), int(work[NLU, 0])
 
-    @hjit
-    def failure(work):
-        """The status of a failed step: a Jacobian not finite, or a step too small."""
-        return JACOBIAN_NOT_FINITE if work[JAC_BAD, 0] != 0.0 else STEP_TOO_SMALL
-
     @hjit(**view_options)
     def step(t, y, fy, h_abs_in, t_end, direction, max_step, conf, tol_start, p, work):
         rtol = conf[tol_start]
         newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
         min_step = 10.0 * ulp_toward(t, direction)
-        if work[JAC_BAD, 0] != 0.0:  # J at the start or the last step's end: `failure`
+        if jac_bad(work):  # J at the start or the last step's end: `failure`
             return False, t, y, fy, 0.0, h_abs_in, 0
         h_abs_old = work[H_ABS_OLD, 0]
         error_old = work[ERROR_OLD, 0]
