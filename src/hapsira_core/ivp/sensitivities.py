@@ -13,10 +13,12 @@ import ast
 import inspect
 import math
 import textwrap
+import types
 
 from ..jit import hjit, rsqrt
 from ..kernels import dependence, derivatives, twins
 from ..kernels.cache import factory
+from .layout import JACOBIAN_NOT_FINITE, STEP_TOO_SMALL
 from .state import fun_form
 
 NotDifferentiable = derivatives.NotDifferentiable
@@ -310,6 +312,40 @@ def method_jacobian(fun, n, jac=None):
     made = hjit(names["jac_into"])
     made.hapsira_constant_jacobian = _given_constant(jac)
     return made
+
+
+def jacobian_guard(n, row, column=0):
+    """The check every implicit method makes of each Jacobian it evaluates, and the
+    status of its failed step: ``finite(J, work)`` is False (and the flag at
+    ``work[row, column]`` set) where an entry of the n x n matrix ``J`` is NaN or
+    infinite; ``failure(work)`` (the loop's hook: `.loop`) is then
+    `.layout.JACOBIAN_NOT_FINITE`, whose message names the Jacobian, else
+    `.layout.STEP_TOO_SMALL`; ``bad(work)`` reads the flag, ``clear(work)`` (at t0)
+    lowers it. A method stops the object at a Jacobian not finite: scipy's Newton
+    iterations would only fail on it until the step fell below 10 ulp."""
+
+    @hjit
+    def finite(J, work):
+        for i in range(n):
+            for j in range(n):
+                if not math.isfinite(J[i, j]):
+                    work[row, column] = 1.0
+                    return False
+        return True
+
+    @hjit
+    def bad(work):
+        return work[row, column] != 0.0
+
+    @hjit
+    def clear(work):
+        work[row, column] = 0.0
+
+    @hjit
+    def failure(work):
+        return JACOBIAN_NOT_FINITE if work[row, column] != 0.0 else STEP_TOO_SMALL
+
+    return types.SimpleNamespace(finite=finite, bad=bad, clear=clear, failure=failure)
 
 
 #: `constant_jacobian`'s answers: a constant matrix the user gave (``jac=`` an array,

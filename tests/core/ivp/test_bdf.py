@@ -7,12 +7,14 @@ simulator the accepted steps, nfev, njev and nlu are scipy's, the states scipy's
 near rounding.
 """
 
+import math
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core.ivp import Event, solve_ivp
-from hapsira_core.ivp.layout import STEP_TOO_SMALL
+from hapsira_core.ivp.layout import JACOBIAN_NOT_FINITE, STATUS_MESSAGES, STEP_TOO_SMALL
 from hapsira_core.jit import hjit
 
 
@@ -192,6 +194,40 @@ def test_one_failing_object_leaves_the_others_as_scipy():
     failed = scipy_solve_ivp(lambda t, y: y * y, (0.0, 2.0), [1.0], method="BDF", rtol=1e-6,
                              atol=1e-9, jac=lambda t, y: [[2.0 * y[0]]])
     assert failed.status == -1  # scipy fails there too
+
+
+@hjit
+def robertson_jac_bad_from(t, y, p):
+    """Robertson's Jacobian with p[0] added to its first entry from t = p[1] on."""
+    bad = p[0] if t >= p[1] else 0.0
+    return (-0.04 + bad, 1e4 * y[2], 1e4 * y[1],
+            0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1],
+            0.0, 6e7 * y[1], 0.0)
+
+
+def test_a_jacobian_not_finite_stops_its_object_naming_the_jacobian(simulated):
+    """A jac= with NaN at t0, or inf from t = 1 on (BDF evaluates J again only after
+    Newton fails with an old one), stops that object with its own status and a
+    message naming the Jacobian (before: "step size fell below 10 ulp", status -1,
+    after Newton failed on it at every halved step); the object whose jac stays
+    finite takes scipy's steps and counts, its numbers those of a run alone."""
+    params = np.array([[0.0, math.inf], [math.nan, 0.0], [math.inf, 1.0]])
+    span = (0.0, SHORT["robertson"] if simulated else 1e3)
+    y0 = np.tile([1.0, 0.0, 0.0], (3, 1))
+    options = dict(method="BDF", rtol=1e-6, atol=1e-10, jac=robertson_jac_bad_from)
+    res = solve_ivp(robertson, span, y0, params=params, **options)
+    np.testing.assert_array_equal(res.status, [0, JACOBIAN_NOT_FINITE, JACOBIAN_NOT_FINITE])
+    assert not res.success[1:].any()
+    message = res.messages()[1]
+    assert message == STATUS_MESSAGES[JACOBIAN_NOT_FINITE] and "Jacobian (jac" in message
+    assert res.nsteps[1] == 0 and res.njev[1] == 1 and res.nlu[1] == 0
+    assert 0 < res.nsteps[2] and res.njev[2] > 1  # evaluated again after t = 1: inf
+    assert np.isnan(res.y[1:, :, -1]).all()  # tf not reached
+    alone = solve_ivp(robertson, span, y0[:1], params=params[:1], **options)
+    expected = scipy_bdf("robertson", t_span=span)
+    assert (res.nsteps[0], res.nfev[0], res.njev[0], res.nlu[0]) == (
+        len(expected.t) - 1, expected.nfev, expected.njev, expected.nlu)
+    np.testing.assert_array_equal(res.y[0], alone.y[0])
 
 
 def test_array_form_fun_is_refused_naming_jac():

@@ -16,6 +16,7 @@ from scipy.integrate import solve_ivp as scipy_solve_ivp
 
 from hapsira_core import settings
 from hapsira_core.ivp import solve_ivp
+from hapsira_core.ivp.layout import JACOBIAN_NOT_FINITE, STATUS_MESSAGES
 from hapsira_core.jit import hjit
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -256,6 +257,51 @@ def test_jac_errors_name_jac():
 
     with pytest.raises(ValueError, match="jac: .*array form"):
         solve_ivp(decay, (0.0, 1.0), [1.0], method="Rodas5P")
+
+
+@hjit
+def robertson_jac_bad_from(t, y, p):
+    """Robertson's Jacobian with p[0] added to its first entry from t = p[1] on."""
+    bad = p[0] if t >= p[1] else 0.0
+    return (-0.04 + bad, 1e4 * y[2], 1e4 * y[1],
+            0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1],
+            0.0, 6e7 * y[1], 0.0)
+
+
+@hjit
+def decay_jac_of_p(t, y, p):  # reads p only: recognised constant, evaluated at t0 only
+    return (p[1],)
+
+
+def test_a_jacobian_not_finite_stops_its_object_naming_the_jacobian():
+    """A jac= with NaN at t0 or inf from t = 1 on (Rodas5P evaluates J every step; a
+    constant one at t0 only) stops that object with its own status and a message
+    naming the Jacobian (before: "step size fell below 10 ulp", status -1); the object
+    whose jac stays finite is unchanged, its numbers those of a run alone."""
+    params = np.array([[0.0, math.inf], [math.nan, 0.0], [math.inf, 1.0]])
+    span = (0.0, 10.0 if SIMULATED else 40.0)
+    y0 = np.tile([1.0, 0.0, 0.0], (3, 1))
+    options = dict(method="Rodas5P", rtol=1e-6, atol=1e-10, jac=robertson_jac_bad_from)
+    res = solve_ivp(robertson, span, y0, params=params, **options)
+    np.testing.assert_array_equal(res.status, [0, JACOBIAN_NOT_FINITE, JACOBIAN_NOT_FINITE])
+    assert not res.success[1:].any()
+    message = res.messages()[1]
+    assert message == STATUS_MESSAGES[JACOBIAN_NOT_FINITE] and "Jacobian (jac" in message
+    assert res.nsteps[1] == 0 and 0 < res.nsteps[2] < res.nsteps[0]
+    assert np.isnan(res.y[1:, :, -1]).all()  # tf not reached
+    alone = solve_ivp(robertson, span, y0[:1], params=params[:1], **options)
+    np.testing.assert_array_equal(res.y[0], alone.y[0])
+    np.testing.assert_array_equal(res.nsteps[0], alone.nsteps[0])
+
+    @hjit
+    def decay(t, y, p):
+        return (p[0] * y[0],)
+
+    # a constant J (evaluated at t0 only) not finite: the first step stops
+    res = solve_ivp(decay, (0.0, 1.0), [[1.0], [1.0]], method="Rodas5P",
+                    params=[[-2.0, -2.0], [-2.0, math.nan]], jac=decay_jac_of_p)
+    np.testing.assert_array_equal(res.status, [0, JACOBIAN_NOT_FINITE])
+    assert res.nsteps[1] == 0 and res.njev[1] == 1
 
 
 def test_array_form_fun_with_jac():

@@ -15,8 +15,12 @@ one size the order moves by one where that promises the longer step.
 The arithmetic follows scipy's ``bdf.py`` operation by operation (scipy 1.17),
 so that on cpu the accepted steps, ``nfev``, ``njev`` and ``nlu`` are scipy's
 with the same Jacobian (the automatic one here; hand scipy the exact one). A
-constant Jacobian (``jac=`` a matrix, or one whose source reads neither t nor y:
-`..sensitivities.constant_jacobian`) is evaluated once, as scipy's constant ``jac``.
+constant matrix (``jac=`` an array) is never evaluated again, as scipy's constant
+``jac``; a function, even one whose source shows it constant
+(`..sensitivities.constant_jacobian`), is evaluated again where scipy evaluates a
+callable ``jac`` again, so that the steps are those of scipy given that function. A
+Jacobian with an entry that is not finite stops its object with status
+`..layout.JACOBIAN_NOT_FINITE` (`..sensitivities.jacobian_guard`, as Radau).
 
 Everything the method remembers between steps lives in the object's ``work``
 (`BDFMethod.rows_for`): ``D`` (8 rows), ``J`` and its LU (n rows each), the
@@ -37,7 +41,7 @@ from ...jit import hjit
 from ..control import MAX_FACTOR, MIN_FACTOR, ulp_toward
 from ..layout import WorkRows
 from ..linalg import lu_factor, lu_solve
-from ..sensitivities import GIVEN, constant_jacobian, method_jacobian
+from ..sensitivities import GIVEN, constant_jacobian, jacobian_guard, method_jacobian
 from ..state import returns_a_view, rhs
 from .base import Method
 
@@ -65,7 +69,7 @@ YP, PSI, DD, DY, FN, SCALE = range(ROWS.sums, ROWS.sums + 6)
 Q0 = ROWS.coeffs
 
 # Slots of the flat area (index k at row FLAT + k // n, column k % n).
-ORDER, N_EQUAL, LU_OK, NJEV, NLU, DENSE_H, T_NEW = range(7)
+ORDER, N_EQUAL, LU_OK, NJEV, NLU, DENSE_H, T_NEW, JAC_BAD = range(8)
 R0 = 8
 U0 = R0 + (MAX_ORDER + 1) ** 2
 RU0 = U0 + (MAX_ORDER + 1) ** 2
@@ -126,11 +130,17 @@ def build(ops, keep, fun, rows, jac=None):
         raise ValueError("BDF keeps its states in work: array shape expected")
     f = rhs(fun, "array", n)
     jac_into = method_jacobian(fun, n, jac)  # raises naming jac for an array-form fun
-    # a constant Jacobian (given as a matrix, or recognised from the source) is
-    # evaluated at t0 only, as scipy treats a constant jac=
-    fixed_jac = constant_jacobian(jac_into) is not None
-    first_njev = 0.0 if constant_jacobian(jac_into) == GIVEN else 1.0
+    # a matrix given (jac= an array) is never evaluated again, as scipy's constant jac=;
+    # any other Jacobian, even one recognised constant from its source, takes scipy's
+    # callable path: evaluated again after Newton fails with an old one (the steps
+    # would otherwise differ from scipy's for the same callable)
+    fixed_jac = constant_jacobian(jac_into) == GIVEN
+    first_njev = 0.0 if fixed_jac else 1.0
     J0, LU0, PIV, FLAT, _ = _layout(n)
+    # a Jacobian with NaN or inf stops its object with JACOBIAN_NOT_FINITE (the flag in
+    # the flat slot JAC_BAD), as Radau's: the same check and status hook
+    guard = jacobian_guard(n, FLAT + JAC_BAD // n, JAC_BAD % n)
+    finite, jac_bad, jac_clear = guard.finite, guard.bad, guard.clear
     Y, F, Y_NEW = rows.y, rows.f, rows.y_new
     sqrt_n = math.sqrt(n)
     is_finite = ops.is_finite
@@ -242,6 +252,8 @@ def build(ops, keep, fun, rows, jac=None):
     @hjit
     def step_core(t, h_abs, t_bound, direction, max_step, conf, tol, p, work):
         """scipy's BDF._step_impl: ``(ok, t_new, h, h_abs_next, nfev)``; y_new in Y_NEW."""
+        if jac_bad(work):  # J at t0 not finite: `failure`
+            return False, t, 0.0, h_abs, 0
         min_step = 10.0 * ulp_toward(t, direction)
         order = int(get(work, ORDER))
         n_equal = int(get(work, N_EQUAL))
@@ -263,7 +275,7 @@ def build(ops, keep, fun, rows, jac=None):
         h = 0.0
         n_iter = 0
         error_norm = 0.0
-        current_jac = fixed_jac  # a constant Jacobian is never evaluated again (scipy's)
+        current_jac = fixed_jac  # a matrix given is never evaluated again (scipy's)
         while True:
             if h_abs < min_step:
                 put(work, N_EQUAL, float(n_equal))
@@ -301,6 +313,8 @@ def build(ops, keep, fun, rows, jac=None):
                             break
                         jac_into(t_new, work[YP], p, work[J0:J0 + n])
                         put(work, NJEV, get(work, NJEV) + 1.0)
+                        if not finite(work[J0:J0 + n], work):
+                            return False, t_new, h, h_abs, nfev
                         lu_ok = False
                         current_jac = True
                         continue
@@ -311,6 +325,8 @@ def build(ops, keep, fun, rows, jac=None):
                         break
                     jac_into(t_new, work[YP], p, work[J0:J0 + n])
                     put(work, NJEV, get(work, NJEV) + 1.0)
+                    if not finite(work[J0:J0 + n], work):
+                        return False, t_new, h, h_abs, nfev
                     lu_ok = False
                     current_jac = True
             if not converged:
@@ -385,7 +401,9 @@ def build(ops, keep, fun, rows, jac=None):
         for j in range(n):
             work[0, j] = y[j]
             work[1, j] = fy[j] * h_abs * direction
+        jac_clear(work)
         jac_into(t, work[Y], p, work[J0:J0 + n])
+        finite(work[J0:J0 + n], work)  # not finite: the first step stops (`failure`)
         put(work, ORDER, 1.0)
         put(work, N_EQUAL, 0.0)
         put(work, LU_OK, 0.0)
@@ -414,8 +432,9 @@ def build(ops, keep, fun, rows, jac=None):
     def placeholder(y, work):
         return work[Q0:Q0 + BLOCK]
 
-    return {"step": step, "begin": begin, "counts": counts, "coefficients": coefficients,
-            "placeholder": placeholder, "evaluate": make_evaluate(n), "interpolant_in_work": True,
+    return {"step": step, "begin": begin, "counts": counts, "failure": guard.failure,
+            "coefficients": coefficients, "placeholder": placeholder,
+            "evaluate": make_evaluate(n), "interpolant_in_work": True,
             "step_nfev": 0, "dense_nfev": 0, "error_exponent": -0.5}
 
 

@@ -30,8 +30,9 @@ one in two parts: `Radau.rows_for`), and the previous step's interpolant
 (the loop's coefficient rows). The Jacobian is the user's ``jac=`` or the
 automatic derivative of a tuple-form ``fun``
 (`..sensitivities.method_jacobian`, the choice every implicit method makes);
-a constant one (``jac=`` a matrix, or one whose source reads neither t nor y) is
-evaluated once and kept, as scipy keeps a constant ``jac``. A Jacobian with an
+a constant matrix (``jac=`` an array) is evaluated once and kept, as scipy keeps a
+constant ``jac``; a function is evaluated where scipy evaluates a callable ``jac``, even
+one whose source shows it constant, so that the steps are scipy's. A Jacobian with an
 entry that is not finite stops its object there with status
 `..layout.JACOBIAN_NOT_FINITE` (scipy's Newton iterations would fail on it until the
 step size fell below 10 ulp); the other objects never read it.
@@ -41,7 +42,7 @@ import math
 
 from ...jit import hjit
 from ..control import ulp_toward
-from ..layout import JACOBIAN_NOT_FINITE, STEP_TOO_SMALL, WorkRows
+from ..layout import WorkRows
 from ..linalg import lu_factor, lu_factor_complex, lu_solve, lu_solve_complex
 from ..state import returns_a_view, rhs
 from .base import Method
@@ -153,11 +154,12 @@ def _build(ops, fun, jac, rows):
         raise ValueError(f"jac: method='Radau' needs the Jacobian of fun, derived "
                          f"automatically from its source, which failed: {error}; or give "
                          "jac=") from error
-    # a constant Jacobian (given as a matrix, or recognised from the source) is
-    # evaluated at t0 only, as scipy treats a constant jac=: never again
-    constant = sensitivities.constant_jacobian(jac_into)
-    fixed_jac = constant is not None
-    first_njev = 0.0 if constant == sensitivities.GIVEN else 1.0
+    # a matrix given (jac= an array) is evaluated at t0 only, as scipy treats a constant
+    # jac=: never again; any other Jacobian, even one recognised constant from its
+    # source, takes scipy's callable path (evaluated again after a Newton failure or a
+    # slow convergence, which also decides the LU reuse and the next step size)
+    fixed_jac = sensitivities.constant_jacobian(jac_into) == sensitivities.GIVEN
+    first_njev = 0.0 if fixed_jac else 1.0
     f = rhs(fun, "array", n)
     error_scale, row = ops.error_scale, ops.row
     Y_NEW, Q_ROW = rows.y_new, rows.coeffs
@@ -196,17 +198,15 @@ def _build(ops, fun, jac, rows):
                                        work[PIV_COMPLEX], n)
         return ok_real and ok_complex
 
+    guard = sensitivities.jacobian_guard(n, JAC_BAD)
+    finite, jac_bad, jac_clear, failure = guard.finite, guard.bad, guard.clear, guard.failure
+
     @hjit
     def jacobian(t, y, p, work):
         """J at (t, y) into its rows; False, and JAC_BAD set, where an entry is not
-        finite: Newton would only fail on it until the step size is below 10 ulp."""
+        finite (`..sensitivities.jacobian_guard`)."""
         jac_into(t, y, p, work[J_ROW:J_ROW + n])
-        for i in range(n):
-            for j in range(n):
-                if not math.isfinite(work[J_ROW + i, j]):
-                    work[JAC_BAD, 0] = 1.0
-                    return False
-        return True
+        return finite(work[J_ROW:J_ROW + n], work)
 
     @hjit
     def solve_real(b, work):
@@ -344,7 +344,7 @@ def _build(ops, fun, jac, rows):
 
     @hjit
     def begin(t, y, fy, h_abs, direction, conf, tol_start, p, work):
-        work[JAC_BAD, 0] = 0.0
+        jac_clear(work)
         jacobian(t, y, p, work)
         work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
@@ -359,17 +359,12 @@ def _build(ops, fun, jac, rows):
     def counts(work):
         return int(work[NJEV, 0]), int(work[NLU, 0])
 
-    @hjit
-    def failure(work):
-        """The status of a failed step: a Jacobian not finite, or a step too small."""
-        return JACOBIAN_NOT_FINITE if work[JAC_BAD, 0] != 0.0 else STEP_TOO_SMALL
-
     @hjit(**view_options)
     def step(t, y, fy, h_abs_in, t_end, direction, max_step, conf, tol_start, p, work):
         rtol = conf[tol_start]
         newton_tol = max(10.0 * EPS / rtol, min(0.03, math.sqrt(rtol)))
         min_step = 10.0 * ulp_toward(t, direction)
-        if work[JAC_BAD, 0] != 0.0:  # J at the start or the last step's end: `failure`
+        if jac_bad(work):  # J at the start or the last step's end: `failure`
             return False, t, y, fy, 0.0, h_abs_in, 0
         h_abs_old = work[H_ABS_OLD, 0]
         error_old = work[ERROR_OLD, 0]
@@ -471,7 +466,7 @@ def _build(ops, fun, jac, rows):
             work[NJEV, 0] += 1.0
             current_jac = True
         else:
-            current_jac = fixed_jac  # a constant one stays current
+            current_jac = fixed_jac  # a matrix given stays current
         work[H_ABS_OLD, 0] = h_abs_in
         work[ERROR_OLD, 0] = error
         work[CURRENT_JAC, 0] = 1.0 if current_jac else 0.0

@@ -34,11 +34,14 @@ at all. With a user's ``jac=`` (which gives ``df/dy`` only) ``df/dt`` is a forwa
 difference in ``t`` (Hairer's RODAS: ``delta = sqrt(eps max(1e-5, |t|))``), one
 more evaluation per step. A constant Jacobian (``jac=`` a matrix, or one whose
 source reads neither t nor y: `..sensitivities.constant_jacobian`) is evaluated
-once, at t0, and so is df/dt without ``jac=``.
+once, at t0, and so is df/dt without ``jac=``. A Jacobian with an entry that is not
+finite stops its object with status `..layout.JACOBIAN_NOT_FINITE`
+(`..sensitivities.jacobian_guard`, as Radau and BDF).
 
 Memory per object: rows of ``work`` (`rows_for`): W (its LU) and J (n rows each),
 the pivots, the 8 increments, ``df/dt``, a stage's argument and derivative, the
-new derivative, the counts (njev, nlu) and the interpolant's 3 rows.
+new derivative, the counts (njev, nlu), the flag of a J not finite and the
+interpolant's 3 rows.
 """
 
 import math
@@ -161,7 +164,7 @@ class Rosenbrock(Method):
 
     def rows_for(self, n):
         # the loop's named rows, then the method's: its matrices take n rows each
-        return WorkRows(stage_rows=2 * n + N_STAGES + 8, sums=0, coeffs=3)
+        return WorkRows(stage_rows=2 * n + N_STAGES + 9, sums=0, coeffs=3)
 
     def build(self, ops, keep, fun, jac=None):
         key = (ops.n, ops.n_err, ops.shape, fun, jac)
@@ -204,6 +207,9 @@ def _build(ops, fun, jac, rows):
     K0 = 2 * n + 1
     FT = K0 + N_STAGES
     U, FU, F_NEW, NJEV, NLU, TMP = FT + 1, FT + 2, FT + 3, FT + 4, FT + 5, FT + 6
+    JAC_BAD = FT + 7  # 1: a J had NaN or inf (the object stops: `failure`)
+    guard = sensitivities.jacobian_guard(n, JAC_BAD)
+    finite, jac_bad, jac_clear = guard.finite, guard.bad, guard.clear
     Y_NEW, WEIGHT = rows.y_new, rows.weight
     Q0 = rows.coeffs
     S = N_STAGES
@@ -217,6 +223,7 @@ def _build(ops, fun, jac, rows):
             """J (unless constant) and df/dt at (t, y); the evaluations of f it took."""
             if not fixed_jac:
                 jac_into(t, y, p, work[J0:J0 + n])
+                finite(work[J0:J0 + n], work)
             delta = math.sqrt(eps * max(1e-5, abs(t)))
             fd = f(t + delta, y, p, work[TMP])
             inv = 1.0 / delta
@@ -227,6 +234,7 @@ def _build(ops, fun, jac, rows):
         @hjit
         def derivatives(t, y, fy, p, work):
             jac_t(t, y, p, work[J0:J0 + n], work[FT])
+            finite(work[J0:J0 + n], work)
             return 0
 
     # what `begin` evaluates once: a constant J (and df/dt), or nothing (each step does)
@@ -238,11 +246,13 @@ def _build(ops, fun, jac, rows):
         @hjit
         def derivatives_at_start(t, y, p, work):
             jac_into(t, y, p, work[J0:J0 + n])
+            finite(work[J0:J0 + n], work)
             return 0
     else:
         @hjit
         def derivatives_at_start(t, y, p, work):
             jac_t(t, y, p, work[J0:J0 + n], work[FT])
+            finite(work[J0:J0 + n], work)
             return 0
 
     @hjit
@@ -306,11 +316,15 @@ def _build(ops, fun, jac, rows):
                 return False, t, y, fy, 0.0, h_abs, 0
         elif h_abs < min_step:
             h_abs = min_step
+        if jac_bad(work):  # a constant J not finite at t0: `failure`
+            return False, t, y, fy, 0.0, h_abs, 0
         nfev = 0
         if finite_time or not fixed_jac:
             nfev = derivatives(t, y, fy, p, work)
         if not fixed_jac:
             work[NJEV, 0] += 1.0
+            if jac_bad(work):  # J here not finite: `failure`
+                return False, t, y, fy, 0.0, h_abs, nfev
         rejected = False
         while True:
             t_new = t + h_abs * direction
@@ -339,6 +353,7 @@ def _build(ops, fun, jac, rows):
     def begin(t, y, fy, h_abs, direction, conf, tol, p, work):
         work[NJEV, 0] = first_njev
         work[NLU, 0] = 0.0
+        jac_clear(work)
         derivatives_at_start(t, y, p, work)
         return 0
 
@@ -361,7 +376,8 @@ def _build(ops, fun, jac, rows):
     def placeholder(y):
         return (y, y, y, y)
 
-    return {"step": step, "begin": begin, "counts": counts, "coefficients": coefficients,
+    return {"step": step, "begin": begin, "counts": counts, "failure": guard.failure,
+            "coefficients": coefficients,
             "placeholder": placeholder, "evaluate": make_evaluate(n), "step_nfev": S,
             "dense_nfev": 0, "error_exponent": exponent}
 
