@@ -439,6 +439,18 @@ def _oem_summary(record):
             _rows([("hapsira write_oem", record["best_s"])])}}
 
 
+def _probability_args(quick, have, gpu, out):
+    args = ["--approaches", "10000", "--repeat", "2"] if quick else []
+    return args + ["--out", out], {"HAPSIRA_TARGET": "cuda"} if gpu else {}
+
+
+def _probability_summary(record):
+    return {"metric": "seconds (best)", "groups": {
+        f"{record['approaches']} approaches, {record['target']}":
+            _rows([(f"hapsira {method}", row["best_s"])
+                   for method, row in record["methods"].items()])}}
+
+
 def _foreign_args(quick, have, gpu, out):
     args = ["--n", "20000", "--repeat", "1"] if quick else []
     return ["run", *args, "--out", out], {"HAPSIRA_TARGET": "cuda"}
@@ -520,6 +532,9 @@ BENCHMARKS = {b.name: b for b in (
     Benchmark("oem_write", "oem_write.py", "states",
               "write_oem (CCSDS OEM, one file per object) of a synthetic catalog: seconds",
               (), _oem_args, _oem_summary, requires=(OEM,)),
+    Benchmark("probability", "probability.py", "approaches",
+              "conjunctions.probability over many approaches, per method: first call "
+              "and best", (), _probability_args, _probability_summary, gpu="uses"),
     Benchmark("foreign", "foreign.py", "run_main",
               "a C function in a cuda kernel against its hjit twin, two processes sharing "
               "one kernel cache: first call and best",
