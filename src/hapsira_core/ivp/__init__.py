@@ -20,7 +20,7 @@ from .layout import (  # noqa: F401
     SUCCESS,
     TERMINATED,
 )
-from .methods import METHODS  # noqa: F401
+from .methods import METHODS, Method, Rosenbrock, RosenbrockTableau  # noqa: F401
 from .results import IVPResult, ObjectResult, Statuses  # noqa: F401
 from .sensitivities import NotDifferentiable, jacobian  # noqa: F401
 

@@ -112,6 +112,8 @@ class KernelSpec:
         """``(fingerprint, source defining body by import)`` for the on-disk cache, or
         None where some function cannot be imported in a new process; ``options``: the
         code options in the key (the kernel's target's by default)."""
+        if not methods.builtin(self.method):  # a Method given as an object: in memory
+            return None
         imports = {}
         fun_source = cache.expression(self.fun, imports)
         events_source = cache.expression(self.event_functions, imports)
@@ -150,9 +152,11 @@ class KernelSpec:
     def joins(self):
         """Whether the kernel is a generic loop joined to the user's functions: on a
         target that joins (cpu, parallel) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
-        lanes) of an explicit method without a user's ``jac``."""
+        lanes) of a registered explicit method (`.methods.builtin`: the generic loop is
+        cached on disk by the method's name) without a user's ``jac``."""
         return (hasattr(target, "JoinedKernel") and settings.JOIN == "on" and not self.lanes
-                and self.jac is None and methods.get(self.method).state_shape is None)
+                and self.jac is None and methods.get(self.method).state_shape is None
+                and methods.builtin(self.method))
 
     def _joined(self, args):
         """The kernel as a generic loop joined to the user's functions

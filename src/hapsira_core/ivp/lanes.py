@@ -93,7 +93,7 @@ def supports(method_name, fun, event_functions=(), records=False, jac=None):
     step records (``event_functions``, ``records``: both run in lanes)."""
     method = methods.get(method_name)
     return (method.state_shape is None and fun_form(fun) == "tuple"
-            and jac is None and hasattr(method, "tableau")
+            and jac is None and method.tableau is not None
             and len(method.tableau.error) in (1, 2))
 
 

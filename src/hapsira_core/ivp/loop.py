@@ -14,24 +14,9 @@ from . import methods
 from .control import make_initial_step, make_step
 from .events import is_triggered, make_roots
 from .layout import (BAD_INITIAL_STATE, ICONF, INFO, MAX_STEPS, RECORD_DENSE, RECORD_STATES,
-                     SCRATCH, STEP_TOO_SMALL, SUCCESS, TERMINATED, config_row)
+                     SCRATCH, SUCCESS, TERMINATED, config_row)
 from .state import fun_form, rhs
 from .state import ops as state_ops
-
-
-@hjit
-def _no_begin(t, y, fy, h_abs, direction, conf, tol, p, work):
-    return 0
-
-
-@hjit
-def _no_counts(work):
-    return 0, 0
-
-
-@hjit
-def _step_too_small(work):
-    return STEP_TOO_SMALL
 
 
 @hjit
@@ -50,9 +35,10 @@ def _no_end_value(y_old, y_new, dst):
 
 def _placeholder_with_work(parts):
     """``placeholder(y, work)``: a method that keeps its interpolant in ``work`` (an
-    implicit method's history, ``parts.interpolant_in_work``) hands ``work`` itself
-    out as its coefficients, so its placeholder needs it; the others ignore it."""
-    if getattr(parts, "interpolant_in_work", False):
+    implicit method's history, `.methods.base.Functions.interpolant_in_work`) hands
+    ``work`` itself out as its coefficients, so its placeholder needs it; the others
+    ignore it."""
+    if parts.interpolant_in_work:
         return parts.placeholder
     own = parts.placeholder
 
@@ -99,9 +85,9 @@ def end_values(parts):
     time at a step's end from its `end_value` (the same bits as its interpolant there,
     which is then not built: DOP853), that function (a placeholder otherwise) and what
     scipy counts for it (scipy builds the interpolant there)."""
-    by_difference = getattr(parts, "end_value", None) is not None
+    by_difference = parts.end_value is not None
     return (by_difference, parts.end_value if by_difference else _no_end_value,
-            getattr(parts, "end_value_nfev", 0))
+            parts.end_value_nfev)
 
 
 def make_store_outputs(ops, parts):
@@ -172,7 +158,7 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     shape = method.state_shape or fun_form(f) or "tuple"
     # an augmented right-hand side (stm=True) says how many components its norm takes
     ops = state_ops(n, shape, getattr(f, "hapsira_error_components", None))
-    parts = method.build(ops, keep, f) if jac is None else method.build(ops, keep, f, jac=jac)
+    parts = method.build(ops, keep, f, jac)
     # an implicit method's matrices take n rows of work each: its rows depend on n
     rows = method.rows_for(n)
     fun = rhs(f, shape, n)  # fun(t, y, p, dst) -> state, in either shape
@@ -180,11 +166,10 @@ def make_solve(method_name, n, keep, f, g, event_states=True, jac=None, records=
     # step-size rule) and memory that lives from step to step in ``work`` (``begin``
     # fills it once per object; ``counts`` reads scipy's njev and nlu from it;
     # ``failure`` reads why a step failed, a status: `layout.STEP_TOO_SMALL` unless
-    # it knows better); the explicit pairs share `make_step` and need none.
-    step = getattr(parts, "step", None) or make_step(parts)
-    begin = getattr(parts, "begin", None) or _no_begin
-    counts = getattr(parts, "counts", None) or _no_counts
-    failure = getattr(parts, "failure", None) or _step_too_small
+    # it knows better); the explicit pairs share `make_step` and take the defaults
+    # (`Functions`, the contract: `.methods.base`).
+    step = make_step(parts) if parts.step is None else parts.step
+    begin, counts, failure = parts.begin, parts.counts, parts.failure
     initial_step = make_initial_step(ops, rows, method.error_estimator_order, fun)
     roots = make_roots(parts.evaluate, g, ops.store_row, event_states)
     coefficients, evaluate = parts.coefficients, parts.evaluate

@@ -258,7 +258,7 @@ def test_max_steps_and_object_results_read_like_scipy():
     ({"method": "radau"}, ValueError, r"got 'radau'; did you mean 'Radau'\?$"),
     ({"method": "rodas"}, ValueError, r"got 'rodas'; did you mean 'Rodas5P'\?$"),
     ({"method": "RK54"}, ValueError, r"got 'RK54'; did you mean 'RK45'\?$"),
-    ({"method": "xyz"}, ValueError, r"'Rodas5P', got 'xyz'$"),
+    ({"method": "xyz"}, ValueError, r"'Rodas5P' or a Method, got 'xyz'$"),
     ({"t_eval": [0.5, 20.0]}, ValueError, r"t_eval: expected times within t_span"),
     ({"t_eval": [2.0, 1.0]}, ValueError, "t_eval: expected times sorted"),
     # scipy refuses a repeated time ("not properly sorted"); so does every front here

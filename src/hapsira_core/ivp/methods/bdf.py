@@ -33,7 +33,6 @@ records) is a copy of D's first rows with its order, step and end (`BLOCK`).
 
 import copy
 import math
-import types
 
 import numpy as np
 
@@ -478,22 +477,11 @@ class BDFMethod(Method):
     """``method="BDF"``: states in ``work`` (its matrices live there), scipy's first step
     for an error estimator of order 1."""
 
+    name = "BDF"
     state_shape = "array"
-
-    def __init__(self):
-        self.tableau = None
-        self.rows = ROWS
-        self.name = "BDF"
-        self._builder = lambda tableau, ops, keep, fun, rows: build(ops, keep, fun, rows)
-        self._built = {}
-
-    @property
-    def error_estimator_order(self):
-        return 1
-
-    @property
-    def error_exponent(self):
-        return -0.5
+    rows = ROWS
+    error_estimator_order = 1
+    error_exponent = -0.5
 
     def rows_for(self, n):
         # the loop's named rows as ROWS has them; J, its LU and the pivots after them
@@ -510,12 +498,8 @@ class BDFMethod(Method):
     def interpolant(self, ops, keep, fun):
         return make_evaluate(ops.n)
 
-    def build(self, ops, keep, fun, jac=None):
-        key = (ops.n, ops.n_err, ops.shape, keep, fun, jac)
-        if key not in self._built:
-            parts = build(ops, keep, fun, self.rows_for(ops.n), jac)
-            self._built[key] = types.SimpleNamespace(**parts)
-        return self._built[key]
+    def functions(self, ops, keep, fun, jac):
+        return build(ops, keep, fun, self.rows_for(ops.n), jac)
 
 
 METHOD = BDFMethod()

@@ -15,7 +15,7 @@ from ...jit import hjit
 from ..butcher import ButcherTableau, weights
 from ..stages import compile_stages
 from ..state import returns_a_view, rhs
-from .base import Method
+from .base import ExplicitMethod
 
 N_STAGES = 12
 
@@ -63,7 +63,7 @@ _EXTRA = (13, 14, 15)
 
 
 def build(tableau, ops, keep, fun, rows):
-    """The hjit functions of the `.base` contract for n = ``ops.n`` (either state shape)."""
+    """The `.base.Functions` fields for n = ``ops.n`` (either state shape)."""
     n = ops.n
     n_err = ops.n_err  # the norm's components (all but an STM's)
     axpy, sub, scale, row = ops.axpy, ops.sub, ops.scale, ops.row
@@ -195,4 +195,5 @@ def build(tableau, ops, keep, fun, rows):
 
 #: Work rows: the 12 stages, the step's end and the 3 extra stages of the dense output;
 #: sums: b, e5, e3 and the interpolant's d0..d3; 7 coefficient states.
-METHOD = Method(TABLEAU, build, stage_rows=N_STAGES + 1 + len(_EXTRA), sums=7, coeffs=7)
+METHOD = ExplicitMethod(TABLEAU, build, stage_rows=N_STAGES + 1 + len(_EXTRA), sums=7,
+                        coeffs=7)

@@ -13,11 +13,11 @@ from ...jit import hjit
 from ..butcher import weights
 from ..stages import compile_stages
 from ..state import returns_a_view, rhs
-from .base import Method
+from .base import ExplicitMethod
 
 
 def build(tableau, ops, keep, fun, P, rows):
-    """The hjit functions of the `.base` contract for a tableau and its ``P`` (either
+    """The `.base.Functions` of a tableau and its ``P`` (either
     state shape)."""
     n = ops.n
     s = tableau.n_stages
@@ -117,8 +117,9 @@ def build(tableau, ops, keep, fun, P, rows):
 
 
 def method(tableau, P):
-    """The `Method` of an embedded pair with interpolant weights ``P``: work rows for
-    its stages and the step's end; sums b and e; one coefficient state per column of P."""
-    return Method(tableau, lambda tableau, ops, keep, fun, rows: build(
+    """The `ExplicitMethod` of an embedded pair with interpolant weights ``P``: work rows
+    for its stages and the step's end; sums b and e; one coefficient state per column of
+    P."""
+    return ExplicitMethod(tableau, lambda tableau, ops, keep, fun, rows: build(
         tableau, ops, keep, fun, P, rows), stage_rows=tableau.n_stages + 1, sums=2,
         coeffs=len(P[0]))

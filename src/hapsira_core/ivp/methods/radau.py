@@ -45,7 +45,7 @@ from ..control import ulp_toward
 from ..layout import WorkRows
 from ..linalg import lu_factor, lu_factor_complex, lu_solve, lu_solve_complex
 from ..state import returns_a_view, rhs
-from .base import Method
+from .base import Functions, Method
 
 S6 = 6 ** 0.5
 
@@ -107,34 +107,24 @@ class Radau(Method):
     """scipy's Radau IIA of order 5: array-shaped states, rows per n (`rows_for`)."""
 
     name = "Radau"
-    tableau = None
     state_shape = "array"
     #: scipy chooses the first step assuming order 3 (the error estimate's)
     error_estimator_order = 3
     error_exponent = -0.25
-
-    def __init__(self):
-        self.rows = None
-        self._built = {}
 
     def rows_for(self, n):
         """The method's vectors and scalars, its four n x n matrices, then the loop's
         named rows; the three coefficient rows (last) hold the collocation polynomial."""
         return WorkRows(stage_rows=J_ROW + 4 * n, sums=0, coeffs=3)
 
-    def build(self, ops, keep, fun, jac=None):
-        key = (ops.n, ops.n_err, ops.shape, fun, jac)
-        if key not in self._built:
-            self._built[key] = _build(ops, fun, jac, self.rows_for(ops.n))
-        return self._built[key]
+    def functions(self, ops, keep, fun, jac):
+        return _build(ops, fun, jac, self.rows_for(ops.n))
 
     def interpolant(self, ops, keep, fun):
         return make_evaluate(ops.n)
 
 
 def _build(ops, fun, jac, rows):
-    import types
-
     from .. import sensitivities
 
     n = ops.n
@@ -492,7 +482,7 @@ def _build(ops, fun, jac, rows):
     def placeholder(y):
         return y, y, y
 
-    return types.SimpleNamespace(
+    return Functions(
         step=step, begin=begin, counts=counts, failure=failure, coefficients=coefficients,
         placeholder=placeholder, evaluate=make_evaluate(n), step_nfev=0, dense_nfev=0,
         error_exponent=-0.25)
