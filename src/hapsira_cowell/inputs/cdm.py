@@ -99,12 +99,7 @@ def _object(segment, where):
     state = np.array([ndm.number(getattr(vector, name), at, field, unit)
                       for name, field, unit in _STATE])
     matrix = ndm.required(data.covariance_matrix, at, "covariance matrix (CR_R .. CNDOT_NDOT)")
-    P = np.empty((6, 6))
-    for a in range(6):
-        for b in range(a + 1):
-            name = f"c{_AXES[a]}_{_AXES[b]}"
-            unit = ("m**2", "m**2/s", "m**2/s**2")[(a >= 3) + (b >= 3)]
-            P[a, b] = P[b, a] = ndm.number(getattr(matrix, name, None), at, name.upper(), unit)
+    P = ndm.covariance(matrix, _AXES, "m", at)
     who = [ndm.text(meta.object_designator), ndm.text(meta.object_name),
            ndm.text(meta.international_designator), ndm.text(meta.catalog_name),
            ndm.text(meta.covariance_method)]

@@ -127,6 +127,19 @@ def number(item, where, field, unit=None):
     return value * _TO_KM[units]
 
 
+def covariance(matrix, axes, length, where):
+    """The symmetric 6 x 6 covariance of a message's ``matrix`` (its lower triangle, the
+    keywords ``C<axis>_<axis>`` of ``axes``, position axes first) in km units: ``length``
+    is the standard's length unit (``"m"`` or ``"km"``), used where the file gives none."""
+    P = np.empty((6, 6))
+    for a in range(6):
+        for b in range(a + 1):
+            name = f"c{axes[a]}_{axes[b]}"
+            unit = (f"{length}**2", f"{length}**2/s", f"{length}**2/s**2")[(a >= 3) + (b >= 3)]
+            P[a, b] = P[b, a] = number(getattr(matrix, name, None), where, name.upper(), unit)
+    return P
+
+
 def utc(text, where, field):
     """A CCSDS time (``YYYY-MM-DDThh:mm:ss[.d][Z]`` or ``YYYY-DDDThh:mm:ss[.d][Z]``), UTC,
     as an astropy Time."""

@@ -110,14 +110,7 @@ def _covariance(matrix, where):
     if frame not in COVARIANCE_FRAMES:
         raise ValueError(f"{where}: COV_REF_FRAME = {frame}: covariances are read in "
                          f"{', '.join(COVARIANCE_FRAMES)}")
-    P = np.empty((6, 6))
-    for a in range(6):
-        for b in range(a + 1):
-            name = f"c{_COVARIANCE[a]}_{_COVARIANCE[b]}"
-            unit = ("km**2", "km**2/s", "km**2/s**2")[(a >= 3) + (b >= 3)]
-            P[a, b] = P[b, a] = ndm.number(getattr(matrix, name, None), where, name.upper(),
-                                           unit)
-    return P, frame
+    return ndm.covariance(matrix, _COVARIANCE, "km", where), frame
 
 
 def read_omms(paths_or_texts):
