@@ -19,6 +19,8 @@ from hapsira_core.ivp import solve_ivp
 from hapsira_core.ivp.layout import JACOBIAN_NOT_FINITE, STATUS_MESSAGES
 from hapsira_core.jit import hjit
 
+from .test_bdf import robertson_jac_bad_from
+
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 
 
@@ -257,15 +259,6 @@ def test_jac_errors_name_jac():
 
     with pytest.raises(ValueError, match="jac: .*array form"):
         solve_ivp(decay, (0.0, 1.0), [1.0], method="Rodas5P")
-
-
-@hjit
-def robertson_jac_bad_from(t, y, p):
-    """Robertson's Jacobian with p[0] added to its first entry from t = p[1] on."""
-    bad = p[0] if t >= p[1] else 0.0
-    return (-0.04 + bad, 1e4 * y[2], 1e4 * y[1],
-            0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1],
-            0.0, 6e7 * y[1], 0.0)
 
 
 @hjit
