@@ -21,7 +21,7 @@ variable           meaning                             default
 ``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
                    lanes: ``auto``, ``on``, ``off`` or
                    a width
-``HAPSIRA_JOIN``   the solve loop compiled once and     ``off`` (cpu, parallel)
+``HAPSIRA_JOIN``   the solve loop compiled once and     ``on`` (cpu, parallel)
                    joined to each user function
                    (``on``/``off``)
 =================  ==================================  =========
@@ -114,7 +114,7 @@ DEBUG = _boolean("HAPSIRA_DEBUG", "0")
 #: ``on`` or ``off``: whether the host targets compile the solve loop once per method and
 #: state form and join it to each user function in LLVM
 #: (`hapsira_core.targets._join`), instead of compiling the loop for every function.
-JOIN = "on" if _boolean("HAPSIRA_JOIN", "0") else "off"
+JOIN = "on" if _boolean("HAPSIRA_JOIN", "1") else "off"
 #: ``auto``, ``on`` or ``off``: whether a user's function is compiled with its
 #: divisions rewritten into shared reciprocals (`hapsira_core.kernels.reciprocals`);
 #: ``auto`` where the target asks for it (cuda: a float64 division costs tens of
