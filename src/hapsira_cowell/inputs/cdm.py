@@ -66,14 +66,15 @@ class ConjunctionMessages:
                 f"{self.tca.min().iso[:19]} .. {self.tca.max().iso[:19]} UTC, "
                 f"{'/'.join(sorted(set(self.frame)))} km, km/s)")
 
-    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH):
+    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH, samples=None,
+                    seed=None):
         """Our probability of collision of each message's approach from its states and
         covariances (`hapsira_cowell.conjunctions.probability`; ``hbr`` the combined
         hard-body radius, km, a number or one per message); the message's own is ``pc``."""
         from ..propagation.probability import probability
 
         return probability(self.rr1, self.vv1, self.P1, self.rr2, self.vv2, self.P2, hbr,
-                           method, full=full, k=k)
+                           method, full=full, k=k, samples=samples, seed=seed)
 
 
 def _frame_bias():

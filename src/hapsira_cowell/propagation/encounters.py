@@ -43,7 +43,8 @@ class Encounters:
     def __len__(self):
         return len(self.tca)
 
-    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH):
+    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH, samples=None,
+                    seed=None):
         """The probability of collision of each approach from these states and covariances
         (`hapsira_cowell.propagation.probability.probability`; ``hbr`` the combined
         hard-body radius, km, a number or one per approach). NaN for approaches whose
@@ -56,12 +57,14 @@ class Encounters:
             raise ValueError(f"hbr: expected a number or shape ({len(self)},), got {hbr.shape}")
         result = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
                              self.vv2[ok], self.P2[ok], hbr[ok] if hbr.ndim else hbr,
-                             method, full=True, k=k)
+                             method, full=True, k=k, samples=samples, seed=seed)
         columns = {}
         for name, value in vars(result).items():
             if isinstance(value, np.ndarray):
+                # NaN where skipped; counts (monte_carlo's hits) become floats for it
+                dtype = float if value.dtype.kind in "iu" else value.dtype
                 column = np.full((len(self), *value.shape[1:]),
-                                 False if value.dtype == bool else np.nan, dtype=value.dtype)
+                                 False if value.dtype == bool else np.nan, dtype=dtype)
                 column[ok] = value
                 value = column
             columns[name] = value

@@ -15,11 +15,17 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     the inner integral along the major axis is done analytically (two ``erf``), the outer
     one along the minor axis with ``y = hbr sin(theta)`` (no square-root endpoint
     singularity) by composite 16-point Gauss-Legendre over the part of the disc within
-    `BAND` standard deviations ``s2`` of the miss, in panels of at most `PANEL` times
-    ``s2 / hbr`` radians (the narrowest scale of the integrand in ``theta``), at least
-    `MIN_PANELS` and at most `MAX_PANELS` of them. The band leaves out a mass below
-    ``2 Phi(-12) < 4e-33``; within it the rule agrees with adaptive integration to better
-    than 1e-9 relative (tests/cowell/propagation/test_probability.py).
+    `BAND` standard deviations ``s2`` (along the minor axis) of the disc's point nearest
+    the mean, in panels of at most `PANEL` times ``s2 / hbr`` radians (the narrowest
+    scale of the integrand in ``theta``), at least `MIN_PANELS` and at most `MAX_PANELS`
+    of them. Where the mean lies within the disc's extent along the minor axis the band
+    leaves out a mass below ``2 Phi(-12) < 4e-33``; where the disc lies out in the tail,
+    a part far below the one kept, so that tiny probabilities keep their relative
+    accuracy. The rule agrees with adaptive integration to better than 1e-9 relative,
+    and with CARA's 53 conjunctions of 1e-168 to 2e-2 to 1e-8
+    (tests/cowell/propagation/test_probability.py). The small eigenvalue of the
+    projected covariance is computed as ``det / l1``, which keeps its relative accuracy
+    where the ellipse is long and thin along the miss.
 ``chan``
     Chan's series (Chan 1997; *Spacecraft Collision Probability*, 2008, ch. 5): the
     covariance ellipse made a circle of equal area, ``u = hbr^2 / (s1 s2)``,
@@ -36,6 +42,14 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     unknown. Found by golden-section search over ``ln k`` (`MAX_ITERATIONS` steps in a
     bracket around the small-disc optimum ``k^2 = v / 2``). Where the miss is inside the
     disc the supremum is 1 (``k -> 0``), returned as such.
+``monte_carlo``
+    Samples of the relative state's error at the TCA, straight-line motion through the
+    encounter and the fraction of samples whose closest approach is within ``hbr``, with
+    a Clopper-Pearson interval (`monte_carlo`). Where the covariances are 3 x 3 (or their
+    velocity blocks 0) this samples the 2D methods' own model, so the estimate brackets
+    `foster`'s value; 6 x 6 ones add velocity errors. It is not CARA's SDMC (which
+    propagates each sample on two-body orbits): a long encounter is flagged as for the
+    2D methods.
 
 Non-positive-definite covariances are repaired as CARA's ``Pc2D_Foster`` does: the
 eigenvalues of the projected 2 x 2 covariance below ``(1e-4 hbr)^2`` are raised to it
@@ -64,13 +78,15 @@ from hapsira_core.jit import Arg, ObjectKernel, hjit
 
 from ..constants import K_EARTH
 from ..units import is_quantity, to_value
+from . import monte_carlo
 
 __all__ = ["CovarianceRepairedWarning", "LongEncounterWarning", "METHODS", "Probability",
            "probability"]
 
-#: Methods and their codes in the kernel; the CCSDS name of each (CDM
+#: Methods and their codes in the kernel (``monte_carlo`` samples outside it and takes
+#: its flags from foster's run); the CCSDS name of each (CDM
 #: ``COLLISION_PROBABILITY_METHOD``, SANA's registry) where it has one.
-METHODS = {"foster": 0, "chan": 1, "max": 2}
+METHODS = {"foster": 0, "chan": 1, "max": 2, "monte_carlo": 0}
 CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997"}
 #: Half-width of the band of the outer (minor-axis) integral, in standard deviations
 BAND = 12.0
@@ -108,8 +124,10 @@ def _foster(d1, d2, s1, s2, hbr, rule):
     the disc of radius ``hbr`` whose centre is ``(d1, d2)`` from the mean (those axes)."""
     mx = abs(d1)
     my = d2
-    lo = max(-hbr, my - BAND * s2)
-    hi = min(hbr, my + BAND * s2)
+    # the band about the disc's point nearest the mean along the minor axis
+    near = max(-hbr, min(hbr, my))
+    lo = max(-hbr, near - BAND * s2)
+    hi = min(hbr, near + BAND * s2)
     if not lo < hi:
         return 0.0
     t_lo = math.asin(max(-1.0, min(1.0, lo / hbr)))
@@ -274,7 +292,8 @@ def _approach(x, conf, rule, out):
     mean = 0.5 * (a + d)
     radius = math.sqrt(0.25 * (a - d) * (a - d) + b * b)
     l1 = mean + radius
-    l2 = mean - radius
+    # the small eigenvalue as det / l1: mean - radius cancels where l2 << l1
+    l2 = (a * d - b * b) / l1 if l1 > 0.0 else mean - radius
     if a >= d:
         ux = l1 - d
         uy = b
@@ -334,11 +353,16 @@ class Probability:
     """What ``probability(..., full=True)`` returns: one entry per approach.
 
     ``pc``: the probabilities. ``method``: the method's name. ``repaired``: bool, the
-    projected covariance was repaired by eigenvalue clipping. ``long_encounter``: bool,
-    the short-encounter assumption is doubtful (`LONG_ENCOUNTER`). ``duration`` (s): the
+    projected covariance was repaired by eigenvalue clipping (``"monte_carlo"``: ``C1 +
+    C2`` had negative eigenvalues, clipped to 0). ``long_encounter``: bool, the
+    short-encounter assumption is doubtful (`LONG_ENCOUNTER`). ``duration`` (s): the
     encounter's duration that flag is based on. ``miss`` (km): the distance ``|r2 - r1|``
-    placed in the encounter plane. ``sigma`` ``(N, 2)`` (km): the standard deviations of the (repaired)
-    projected covariance along its principal axes, larger first.
+    placed in the encounter plane. ``sigma`` ``(N, 2)`` (km): the standard deviations of
+    the (repaired) projected covariance along its principal axes, larger first.
+
+    ``"monte_carlo"`` adds ``hits`` ``(N,)`` (int), ``samples`` (per approach; ``pc`` is
+    ``hits / samples``) and ``interval`` ``(N, 2)``: the Clopper-Pearson 95% interval of
+    each probability (`monte_carlo.clopper_pearson`).
     """
 
     def __init__(self, **columns):
@@ -358,7 +382,9 @@ def _vectors(value, name, unit):
     return array
 
 
-def _position_block(value, name):
+def _covariance(value, name, whole):
+    """The symmetric position block ``(..., 3, 3)`` of a covariance, or with ``whole`` the
+    covariance as given (``(..., 3, 3)`` or ``(..., 6, 6)``)."""
     if is_quantity(value):
         if not value.unit.is_equivalent(u.km ** 2):
             raise ValueError(f"{name}: expected plain numbers (km^2, or km and km/s for 6 x 6) "
@@ -369,10 +395,10 @@ def _position_block(value, name):
     if array.ndim not in (2, 3) or array.shape[-2:] not in ((3, 3), (6, 6)):
         raise ValueError(f"{name}: expected shape (3, 3), (6, 6), (N, 3, 3) or (N, 6, 6), "
                          f"got {array.shape}")
-    block = array[..., :3, :3]
+    block = array if whole else array[..., :3, :3]
     if not np.all(np.isfinite(block)):
-        raise ValueError(f"{name}: expected finite numbers in the position block, got NaN "
-                         "or inf")
+        where = "" if whole else " in the position block"
+        raise ValueError(f"{name}: expected finite numbers{where}, got NaN or inf")
     return 0.5 * (block + np.swapaxes(block, -1, -2))
 
 
@@ -381,7 +407,8 @@ def _named(rows, shown=10):
     return listed + (f" and {len(rows) - shown} more" if len(rows) > shown else "")
 
 
-def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K_EARTH):
+def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K_EARTH,
+                samples=None, seed=None):
     """Probability of collision of each approach from both objects' states and covariances
     at its TCA (see the module's notes for the methods and flags).
 
@@ -392,18 +419,26 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
         frame.
     c1, c2 : array_like or Quantity, (N, 3, 3), (N, 6, 6), (3, 3) or (6, 6)
         Their covariances in that frame (km^2; a 6 x 6 in km and km/s), one per approach or
-        one shared; only the position blocks are used. A Quantity of length squared is
-        converted (as `hapsira_cowell.covariance` reads one).
+        one shared. The 2D methods use the position blocks; ``"monte_carlo"`` also the
+        velocity blocks of 6 x 6 ones. A Quantity of length squared is converted (as
+        `hapsira_cowell.covariance` reads one).
     hbr : float, array_like or Quantity, (N,)
         The combined hard-body radius (km): the sum of the two objects' radii.
     method : str
-        ``"foster"`` (default), ``"chan"`` or ``"max"`` (`METHODS`).
+        ``"foster"`` (default), ``"chan"``, ``"max"`` or ``"monte_carlo"`` (`METHODS`).
     full : bool
-        Return a `Probability` (flags, encounter duration, plane miss and sigmas) instead
-        of the probabilities alone.
+        Return a `Probability` (flags, encounter duration, plane miss and sigmas; for
+        ``"monte_carlo"`` also the hits, samples and 95% interval) instead of the
+        probabilities alone.
     k : float or Quantity
         GM of the attractor (km^3/s^2), for the orbital periods of the long-encounter
         flag (default the Earth's).
+    samples : int
+        ``"monte_carlo"`` only: samples per approach (default `monte_carlo.SAMPLES`,
+        10^6).
+    seed : None, int or numpy.random.Generator
+        ``"monte_carlo"`` only: the random numbers' source (``numpy.random.default_rng``
+        of it); None draws fresh entropy, so that two calls differ.
 
     Returns
     -------
@@ -412,6 +447,23 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
     """
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
+    sampled = method == "monte_carlo"
+    if not sampled:
+        for name, value in (("samples", samples), ("seed", seed)):
+            if value is not None:
+                raise ValueError(f"{name}: only used with method='monte_carlo', got "
+                                 f"method={method!r}")
+    else:
+        samples = monte_carlo.SAMPLES if samples is None else samples
+        if (isinstance(samples, bool) or not isinstance(samples, (int, np.integer))
+                or samples < 1):
+            raise ValueError(f"samples: expected a whole number of samples >= 1, got "
+                             f"{samples!r}")
+        try:
+            rng = np.random.default_rng(seed)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"seed: expected None, an int or a numpy.random.Generator, got "
+                             f"{seed!r} ({error})") from None
     vectors = [_vectors(value, name, unit) for value, name, unit in
                ((r1, "r1", u.km), (v1, "v1", u.km / u.s), (r2, "r2", u.km),
                 (v2, "v2", u.km / u.s))]
@@ -423,13 +475,14 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
         raise ValueError(f"r1, v1, r2, v2: expected one number of approaches, got {shapes}")
     n = counts.pop() if counts else 1
     vectors = [np.broadcast_to(a.reshape(-1, 3), (n, 3)) for a in vectors]
-    blocks = []
+    covariances = []
     for value, name in ((c1, "c1"), (c2, "c2")):
-        block = _position_block(value, name)
-        if block.ndim == 3 and block.shape[0] != n:
+        whole = _covariance(value, name, sampled)
+        if whole.ndim == 3 and whole.shape[0] != n:
             raise ValueError(f"{name}: expected one covariance per approach ({n}), got "
-                             f"{block.shape[0]}")
-        blocks.append(np.broadcast_to(block.reshape(-1, 9), (n, 9)))
+                             f"{whole.shape[0]}")
+        covariances.append(whole)
+    blocks = [np.broadcast_to(c[..., :3, :3].reshape(-1, 9), (n, 9)) for c in covariances]
     radius = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
     if radius.ndim > 1 or (radius.ndim == 1 and radius.shape[0] != n):
         raise ValueError(f"hbr: expected a number or shape ({n},), got {radius.shape}")
@@ -441,24 +494,43 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
         raise ValueError(f"v1, v2: equal velocities in approach "
                          f"{_named(np.flatnonzero(speed == 0))}: no encounter plane")
     gm = float(to_value(k, u.km ** 3 / u.s ** 2, "k"))
-    table = np.concatenate(vectors + blocks + [np.broadcast_to(radius, (n,))[:, None]], axis=1)
+    radius = np.broadcast_to(radius, (n,))
+    table = np.concatenate(vectors + blocks + [radius[:, None]], axis=1)
     out = np.empty((n, 7))
     if n:
-        _KERNEL(np.ascontiguousarray(table), np.array([METHODS[method], gm]), _RULE, out)
-    repaired = out[:, 1] > 0
+        # Monte Carlo takes the flags and the plane's numbers from the kernel (foster's)
+        _KERNEL(np.ascontiguousarray(table), np.array([METHODS[method], gm]), _RULE,
+                out)
+    extra = {}
+    if sampled:
+        c6 = [c.reshape(-1, *c.shape[-2:]) for c in covariances]
+        total, repaired = monte_carlo.relative_covariance(c6[0], c6[1])
+        total = np.broadcast_to(total, (n, 6, 6))
+        repaired = np.broadcast_to(repaired, (n,)).copy()
+        count = monte_carlo.hits(vectors[2] - vectors[0], vectors[3] - vectors[1], total,
+                                 radius, int(samples), rng)
+        lower, upper = monte_carlo.clopper_pearson(count, int(samples))
+        out[:, 0] = count / samples
+        extra = dict(hits=count, samples=int(samples), interval=np.stack([lower, upper], 1))
+        subject, what = "covariance C1 + C2", "had negative eigenvalues, clipped to 0"
+    else:
+        repaired = out[:, 1] > 0
+        subject, what = "projected covariance", ("was not positive definite and was repaired "
+                                                 "by eigenvalue clipping (to (1e-4 hbr)^2, as "
+                                                 "CARA does)")
     long_encounter = out[:, 3] > LONG_ENCOUNTER
     if repaired.any():
-        warnings.warn(f"probability: the projected covariance of approach(es) "
-                      f"{_named(np.flatnonzero(repaired))} was not positive definite and was "
-                      f"repaired by eigenvalue clipping (to (1e-4 hbr)^2, as CARA does)",
-                      CovarianceRepairedWarning, stacklevel=2)
+        warnings.warn(f"probability: the {subject} of approach(es) "
+                      f"{_named(np.flatnonzero(repaired))} {what}", CovarianceRepairedWarning,
+                      stacklevel=2)
     if long_encounter.any():
+        model = "straight-line Monte Carlo" if sampled else "2D methods"
         warnings.warn(f"probability: approach(es) {_named(np.flatnonzero(long_encounter))} "
                       f"last longer than {LONG_ENCOUNTER:g} of an orbit; the short-encounter "
-                      "assumption of the 2D methods is doubtful there", LongEncounterWarning,
+                      f"assumption of the {model} is doubtful there", LongEncounterWarning,
                       stacklevel=2)
     pc = np.asarray(out[0, 0]) if single else out[:, 0].copy()
     if not full:
         return np.asarray(pc)
     return Probability(pc=pc, method=method, repaired=repaired, long_encounter=long_encounter,
-                       duration=out[:, 2], miss=out[:, 4], sigma=out[:, 5:7])
+                       duration=out[:, 2], miss=out[:, 4], sigma=out[:, 5:7], **extra)

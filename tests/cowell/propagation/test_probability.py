@@ -1,34 +1,36 @@
 """Probability of collision (`hapsira_cowell.conjunctions.probability`): Foster's integral
-against scipy's adaptive integration over the disc, CARA's documented validation case,
-Chan's series, the maximum over the covariance's size, flags, units and argument errors.
+against CARA's published validation cases (cara_cases.py: the Omitron cases, Alfano's 2009
+cases, 53 real CDMs) and scipy's adaptive integration over the disc, Chan's series against
+Chan's cases as Orekit tabulates them, the maximum over the covariance's size against
+CARA's dilution cases, the Monte Carlo against the 2D value and CARA's Monte Carlo, flags,
+units and argument errors.
 
 The kernel runs on the target of the run (the suite runs on cpu, parallel and the CUDA
-simulator: conftest.py)."""
+simulator: conftest.py); the Monte Carlo's sampling is numpy on every target."""
 
+import csv
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from astropy import units as u
-from scipy import integrate
+from scipy import integrate, special, stats
 
 from hapsira_cowell.conjunctions import (CovarianceRepairedWarning, Encounters,
                                          LongEncounterWarning, probability)
+from hapsira_cowell.covariance import from_rtn
+from hapsira_cowell.propagation.monte_carlo import clopper_pearson
 
-# NASA CARA Analysis Tools, Pc2D_Foster.m, "Examples/Validation Cases", case 1 (circle):
-# states km, km/s; covariances km^2; HBR 0.020 km; computed there with RelTol 1e-9.
-CARA_R1 = [378.39559, 4305.721887, 5752.767554]
-CARA_V1 = [2.360800244, 5.580331936, -4.322349039]
-CARA_R2 = [374.5180598, 4307.560983, 5751.130418]
-CARA_V2 = [-5.388125081, -3.946827739, 3.322820358]
-CARA_C1 = [[44.5757544811362, 81.6751751052616, -67.8687662707124],
-           [81.6751751052616, 158.453402956163, -128.616921644857],
-           [-67.8687662707124, -128.616921644858, 105.490542562701]]
-CARA_C2 = [[2.31067077720423, 1.69905293875632, -1.4170164577661],
-           [1.69905293875632, 1.24957388457206, -1.04174164279599],
-           [-1.4170164577661, -1.04174164279599, 0.869260558223714]]
-CARA_PC = 2.7060234765697e-05
+from . import cara_cases as cara
+
+# CARA's Omitron case (Pc2D_Foster_UnitTest.m, PcCircle_UnitTest.m): km, km/s, km^2,
+# HBR 20 m; the names tests/cowell/inputs/test_ndm.py takes
+CARA_R1, CARA_V1, CARA_C1 = cara.OMITRON["r1"], cara.OMITRON["v1"], cara.OMITRON["c1"]
+CARA_R2, CARA_V2, CARA_C2 = cara.OMITRON["r2"], cara.OMITRON["v2"], cara.OMITRON["c2"]
+CARA_PC = cara.OMITRON_PCCIRCLE
+CONJUNCTIONS = Path(__file__).parent / "data" / "cara_pc_conjunctions.csv"
 
 
 def _rotation(rng):
@@ -90,10 +92,200 @@ def reference(r1, v1, c1, r2, v2, c2, hbr):
     return value / (2.0 * math.pi * math.sqrt(np.linalg.det(C)))
 
 
-def test_foster_equals_the_published_cara_validation_case():
-    pc = probability(CARA_R1, CARA_V1, CARA_C1, CARA_R2, CARA_V2, CARA_C2, 0.020)
+def _km(case, *names, scale=1e3):
+    """Arrays of ``case``'s entries, divided by ``scale`` (m -> km) or its square
+    (covariances: ``c*`` and ``P*``)."""
+    return [np.asarray(case[name], dtype=float) / (scale ** 2 if name[0] in "cP" else scale)
+            for name in names]
+
+
+def _rtn_block(values):
+    """A 6 x 6 covariance (km^2) whose RTN position block is a CDM's CR_R, CT_R, CT_T,
+    CN_R, CN_T, CN_N (m^2)."""
+    rr, tr, tt, nr, nt, nn = np.asarray(values, dtype=float) * 1e-6
+    out = np.zeros(np.shape(rr) + (6, 6))
+    out[..., :3, :3] = np.moveaxis(np.array([[rr, tr, nr], [tr, tt, nt], [nr, nt, nn]]),
+                                   (0, 1), (-2, -1))
+    return out
+
+
+def _at_linear_tca(r1, v1, r2, v2):
+    """Both states moved along straight lines to their closest approach (CARA's
+    ``FindNearbyCA``, which CARA runs before its Pc of a CDM)."""
+    dv = np.subtract(v2, v1)
+    dt = -np.sum(np.subtract(r2, r1) * dv, axis=-1) / np.sum(dv * dv, axis=-1)
+    return r1 + dt[..., None] * v1, v1, r2 + dt[..., None] * v2, v2
+
+
+def test_foster_equals_caras_omitron_cases():
+    """Pc2D_Foster_UnitTest.m's circle case to its RelTol 1e-3, and PcCircle_UnitTest.m's
+    two Omitron cases to their RelTol 1e-10 (measured: 2e-14 and 2e-16)."""
+    case = cara.OMITRON
+    pc = probability(case["r1"], case["v1"], case["c1"], case["r2"], case["v2"], case["c2"],
+                     case["hbr"])
     assert pc.shape == ()
-    assert float(pc) == pytest.approx(CARA_PC, rel=1e-9)
+    assert float(pc) == pytest.approx(cara.OMITRON_FOSTER["circle"],
+                                      rel=cara.OMITRON_FOSTER_RTOL)
+    assert float(pc) == pytest.approx(cara.OMITRON_PCCIRCLE, rel=cara.PCCIRCLE_RTOL)
+    case = cara.PCCIRCLE_CASE2
+    pc = probability(case["r1"], case["v1"], case["c1"], case["r2"], case["v2"], case["c2"],
+                     case["hbr"])
+    assert float(pc) == pytest.approx(case["pc"], rel=cara.PCCIRCLE_RTOL)
+
+
+def test_foster_equals_alfanos_2009_cases():
+    """Alfano's cases 1-11 (case 12's relative velocity is 0: no 2D Pc) to
+    Pc2D_Foster_UnitTest.m's RelTol 1e-3 (measured: 1.1e-4 at worst, case 5, whose
+    published 2D value is Alfano's own), and to CARA's 2D Pc of the same cases to 1e-9
+    (measured: 1.7e-10)."""
+    cases = sorted(cara.ALFANO_FOSTER)
+    r1, v1, c1, r2, v2, c2 = (np.array(x) for x in zip(*(
+        _km(cara.ALFANO[i], "r1", "v1", "P1", "r2", "v2", "P2") for i in cases)))
+    hbr = np.array([cara.ALFANO_HBR[i] for i in cases]) * 1e-3
+    with warnings.catch_warnings():  # GEO and HEO cases at a few m/s: long encounters
+        warnings.simplefilter("ignore", LongEncounterWarning)
+        pc = probability(r1, v1, c1, r2, v2, c2, hbr)
+    np.testing.assert_allclose(pc, [cara.ALFANO_FOSTER[i] for i in cases],
+                               rtol=cara.ALFANO_FOSTER_RTOL)
+    np.testing.assert_allclose(pc, [cara.ALFANO_CARA_PC2D[i] for i in cases], rtol=1e-9)
+
+
+def cara_conjunctions():
+    """The 53 conjunctions of CARA's PcTestCaseCDMs (cara_cases.py): states (km, km/s)
+    and inertial covariances (km^2) as the CDMs give them, HBR (km), CARA's Pc2D."""
+    with open(CONJUNCTIONS) as handle:
+        rows = list(csv.DictReader(handle))
+
+    def column(*names):
+        return np.array([[float(row[name]) for name in names] for row in rows])
+
+    out = {}
+    for k in (1, 2):
+        state = column(*(f"{x}_{k}" for x in ("x", "y", "z", "x_dot", "y_dot", "z_dot")))
+        rtn = column(*(f"{x}_{k}" for x in ("cr_r", "ct_r", "ct_t", "cn_r", "cn_t", "cn_n")))
+        out[f"r{k}"], out[f"v{k}"] = state[:, :3], state[:, 3:]
+        out[f"c{k}"] = from_rtn(state[:, :3], state[:, 3:], _rtn_block(rtn.T))
+    out["hbr"] = column("hbr_m")[:, 0] * 1e-3
+    out["pc"] = column("pc2d")[:, 0]
+    return out
+
+
+def test_foster_equals_caras_53_conjunctions():
+    """CARA's Pc2D of 53 real CDMs (states moved to the linear TCA first, as CARA does),
+    which span 4e-168 to 2e-2 (the far tails keep their relative accuracy): 52 to the
+    "loose" level of CARA's isclose.m, 1e-8 (the README: Matlab versions alone move these
+    values by about that), all to 5e-8. The one between (2.4e-8) is a 33 km x 3.9 m
+    ellipse (condition 7e7) with the disc 5 minor standard deviations out: rounding the
+    inputs' conversion to km differently (1e-16) moves its Pc by 1.5e-8."""
+    data = cara_conjunctions()
+    r1, v1, r2, v2 = _at_linear_tca(data["r1"], data["v1"], data["r2"], data["v2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LongEncounterWarning)
+        pc = probability(r1, v1, data["c1"], r2, v2, data["c2"], data["hbr"])
+    assert len(pc) == 53 and data["pc"].min() < 1e-160 and data["pc"].max() > 1e-2
+    error = np.abs(pc / data["pc"] - 1)
+    assert error.max() <= 5e-8 and np.count_nonzero(error <= 1e-8) >= 52, np.sort(error)[-3:]
+
+
+def _along_the_minor_axis(r1, v1, c1, r2, v2, c2, hbr):
+    """The 2D Gaussian's mass over the disc as one adaptive integral (scipy's quad) along
+    the projected covariance's minor axis of the major axis' closed form (scipy's erf);
+    plane, axes and eigenvalues from numpy, independently of the kernel. Much faster than
+    `reference` where the disc is hundreds of standard deviations wide."""
+    r, v = np.subtract(r2, r1), np.subtract(v2, v1)
+    z = v / np.linalg.norm(v)
+    x = r - (r @ z) * z
+    x /= np.linalg.norm(x)
+    plane = np.stack([x, np.cross(z, x)])
+    variances, axes = np.linalg.eigh(plane @ (np.asarray(c1) + np.asarray(c2)) @ plane.T)
+    s2, s1 = np.sqrt(variances)
+    d2, d1 = axes.T @ [np.linalg.norm(r), 0.0]
+
+    def strip(y):
+        half = math.sqrt(max(hbr * hbr - y * y, 0.0))
+        inner = 0.5 * (special.erf((d1 + half) / (math.sqrt(2) * s1))
+                       - special.erf((d1 - half) / (math.sqrt(2) * s1)))
+        return inner * math.exp(-0.5 * ((d2 + y) / s2) ** 2) / (math.sqrt(2 * math.pi) * s2)
+
+    near = min(hbr, max(-hbr, -d2))
+    value, _ = integrate.quad(strip, -hbr, hbr, points=[near], epsabs=0.0, epsrel=1e-12,
+                              limit=1000)
+    return value
+
+
+def test_foster_equals_the_integral_where_pccircle_approximates_it():
+    """PcCircle_UnitTest.m's eight radii on one geometry (0 and inf left out:
+    `probability` refuses them): 10 m and 100 m equal CARA's to 1e-7 (measured: 2e-8).
+    From 1 km on, a disc of up to 1600 minor standard deviations, CARA's default mode
+    (64-point Gauss-Chebyshev) is off the integral by up to 2.8e-4, which an adaptive
+    integral shows (`_along_the_minor_axis`; scipy's dblquad agrees with it to 1e-13):
+    ours equals that to 1e-9."""
+    case = cara.PCCIRCLE_HBRS
+    r1, v1, c1, r2, v2, c2 = _km(case, "r1", "v1", "c1", "r2", "v2", "c2")
+    hbr = np.array(case["hbr"]) * 1e-3
+    n = len(hbr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LongEncounterWarning)
+        pc = probability(np.tile(r1, (n, 1)), np.tile(v1, (n, 1)), c1, np.tile(r2, (n, 1)),
+                         np.tile(v2, (n, 1)), c2, hbr)
+    np.testing.assert_allclose(pc[:2], case["pc"][:2], rtol=1e-7)
+    exact = [_along_the_minor_axis(r1, v1, c1, r2, v2, c2, x) for x in hbr]
+    np.testing.assert_allclose(pc, exact, rtol=1e-9)
+    np.testing.assert_allclose(pc, case["pc"], rtol=3e-4)
+
+
+def _dilution_case(name):
+    case = cara.DILUTION[name]
+    r1, v1, r2, v2 = (np.array(case[x]) for x in ("r1", "v1", "r2", "v2"))
+    c1 = from_rtn(r1, v1, _rtn_block(case["rtn1"]))
+    c2 = from_rtn(r2, v2, _rtn_block(case["rtn2"]))
+    r1, v1, r2, v2 = _at_linear_tca(r1, v1, r2, v2)
+    return r1, v1, c1, r2, v2, c2, cara.DILUTION_HBR[name] * 1e-3
+
+
+def test_foster_gives_0_and_repairs_caras_non_positive_definite_case():
+    """Pc2D_Foster_UnitTest.m's testNonPositiveDefinite: Pc 0 (AbsTol 1e-10), remediated."""
+    with pytest.warns(CovarianceRepairedWarning), warnings.catch_warnings():
+        warnings.simplefilter("ignore", LongEncounterWarning)  # a 2,200 km sigma
+        result = probability(*_dilution_case("Test07_NonPDCovariance"), full=True)
+    assert abs(float(result.pc)) <= 1e-10 and result.repaired.tolist() == [True]
+
+
+@pytest.mark.filterwarnings("ignore::hapsira_cowell.conjunctions.LongEncounterWarning")
+@pytest.mark.parametrize("name", sorted(cara.DILUTION_MAX))
+def test_max_equals_caras_dilution_cases(name):
+    """DilutionMaxPc_UnitTest.m's maximum Pc over the combined covariance's scale, to its
+    RelTol 5e-3 (measured: 4.2e-4 at worst; 1 where the miss is inside the disc, which
+    CARA's search gives as 0.999)."""
+    pc = probability(*_dilution_case(name), method="max")
+    assert float(pc) == pytest.approx(cara.DILUTION_MAX[name], rel=cara.DILUTION_RTOL)
+
+
+def _in_the_plane(xm, ym, sx, sy, radius, scale=1e-3):
+    """States and covariances whose encounter plane has the miss ``(xm, ym)`` along the
+    principal axes of standard deviations ``sx``, ``sy`` (``scale``: their unit in km)."""
+    n = len(xm)
+    r1 = np.tile([7000.0, 0.0, 0.0], (n, 1))
+    v1 = np.tile([0.0, 7.5, 0.0], (n, 1))
+    r2 = r1 + scale * np.stack([np.zeros(n), xm, ym], axis=1)
+    v2 = v1 + [10.0, 0.0, 0.0]                    # relative velocity along x
+    c = np.zeros((n, 3, 3))
+    c[:, 0, 0], c[:, 1, 1], c[:, 2, 2] = 1.0, (scale * sx) ** 2, (scale * sy) ** 2
+    return r1, v1, c / 2, r2, v2, c / 2, scale * radius
+
+
+def test_chan_equals_chans_cases():
+    """Chan's cases as Orekit's Chan1997Test.java gives them, to the absolute tolerance
+    it states for each (measured: at most 0.55 of it, "CSM test case 3"). Left out: its
+    "Alfano test case 5" (sigma 0.037 x 178, miss 33 standard deviations along the minor
+    axis), where Orekit's 1.7346e-202 is the series cut at Chan's 60 terms and the whole
+    series (ours) is 8.8e-184, the exact Pc being 0.04: an ellipse that no circle of equal
+    area stands for."""
+    names = [name for name in cara.CHAN if name != "Alfano test case 5"]
+    xm, ym, sx, sy, radius, expected, tolerance = np.array([cara.CHAN[x] for x in names]).T
+    pc = probability(*_in_the_plane(xm, ym, sx, sy, radius), method="chan")
+    off = [(n, p, e) for n, p, e, t in zip(names, pc, expected, tolerance) if abs(p - e) > t]
+    assert len(names) == 18 and not off, off
 
 
 def test_foster_equals_dblquad_on_100_random_geometries():
@@ -253,3 +445,142 @@ def test_no_approaches():
     empty = np.zeros((0, 3))
     pc = probability(empty, empty, np.zeros((0, 3, 3)), empty, empty, np.zeros((0, 3, 3)), 0.01)
     assert pc.shape == (0,)
+
+
+def _short_encounters(n, seed, velocity_sigma=None):
+    """``n`` approaches at their TCA with a Foster Pc of 1e-3 to 1e-1 (`geometries`),
+    optionally with velocity errors of ``velocity_sigma`` km/s on each axis (6 x 6)."""
+    r1, v1, c1, r2, v2, c2, hbr = geometries(8 * n, seed, sigma=(0.05, 0.5),
+                                             hbr=(0.01, 0.05), spread=2.0)
+    pc = probability(r1, v1, c1, r2, v2, c2, hbr)
+    keep = np.flatnonzero((pc > 1e-3) & (pc < 1e-1))[:n]
+    assert len(keep) == n
+    c1, c2 = c1[keep], c2[keep]
+    if velocity_sigma is not None:
+        c1, c2 = (np.pad(c, ((0, 0), (0, 3), (0, 3))) for c in (c1, c2))
+        for c in (c1, c2):
+            c[:, 3:, 3:] = np.eye(3) * velocity_sigma ** 2
+    return r1[keep], v1[keep], c1, r2[keep], v2[keep], c2, hbr[keep], pc[keep]
+
+
+@pytest.mark.parametrize("velocity_sigma", [None, 1e-3], ids=["3x3", "6x6 1 m/s"])
+def test_monte_carlo_brackets_foster_where_the_encounter_is_short(velocity_sigma):
+    """Eight random short encounters (Pc 1e-3 to 1e-1, states at the TCA), 2 x 10^5
+    samples each: the 2D value lies in the Monte Carlo's 95% interval (at least 6 of 8:
+    a 95% interval misses 5% of the time; 3 misses of 8 has a chance of 0.5%) and in its
+    99.99% interval every time. With 3 x 3 covariances the sampled model is the 2D one;
+    with 1 m/s velocity errors against ~10 km/s the encounter plane hardly tilts."""
+    r1, v1, c1, r2, v2, c2, hbr, foster = _short_encounters(8, seed=54,
+                                                           velocity_sigma=velocity_sigma)
+    result = probability(r1, v1, c1, r2, v2, c2, hbr, method="monte_carlo", samples=200_000,
+                         seed=7, full=True)
+    assert result.method == "monte_carlo" and result.samples == 200_000
+    np.testing.assert_array_equal(result.pc, result.hits / 200_000)
+    lower, upper = result.interval.T
+    inside = (lower <= foster) & (foster <= upper)
+    assert inside.sum() >= 6, (foster, result.interval)
+    wide = clopper_pearson(result.hits, 200_000, confidence=0.9999)
+    assert np.all((wide[0] <= foster) & (foster <= wide[1]))
+    assert not result.repaired.any() and not result.long_encounter.any()
+
+
+def test_monte_carlo_agrees_with_caras_monte_carlo_on_alfanos_linear_cases():
+    """Alfano's cases of linear (3, 5) and near-linear (6) relative motion with their 6 x 6
+    covariances (velocity errors sampled), 5 x 10^5 samples: our 95% interval overlaps
+    that of CARA's 10^8-trial Monte Carlo, and CARA's interval holds the 2D value."""
+    cases = [3, 5, 6]
+    r1, v1, c1, r2, v2, c2 = (np.array(x) for x in zip(*(
+        _km(cara.ALFANO[i], "r1", "v1", "P1", "r2", "v2", "P2") for i in cases)))
+    hbr = np.array([cara.ALFANO_HBR[i] for i in cases]) * 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LongEncounterWarning)  # case 6: 0.17 km/s
+        result = probability(r1, v1, c1, r2, v2, c2, hbr, method="monte_carlo",
+                             samples=500_000, seed=2009, full=True)
+        foster = probability(r1, v1, c1, r2, v2, c2, hbr)
+    theirs = np.array([cara.ALFANO_CARA_MC[i][1:] for i in cases])
+    lower, upper = result.interval.T
+    assert np.all((lower <= theirs[:, 1]) & (theirs[:, 0] <= upper)), (result.interval, theirs)
+    assert np.all((theirs[:, 0] <= foster) & (foster <= theirs[:, 1]))
+
+
+def test_clopper_pearson_equals_scipys_beta_quantiles():
+    hits = np.array([0, 1, 2, 17, 1000, 123_456, 999_999, 1_000_000, 0, 3, 50, 100])
+    samples = np.array([10 ** 6] * 8 + [100] * 4)
+    for confidence in (0.95, 0.999):
+        lower, upper = clopper_pearson(hits, samples, confidence)
+        tail = (1 - confidence) / 2
+        expected_lower = np.where(hits > 0, stats.beta.ppf(tail, np.maximum(hits, 1),
+                                                           samples - hits + 1), 0.0)
+        expected_upper = np.where(hits < samples,
+                                  stats.beta.ppf(1 - tail, hits + 1,
+                                                 np.maximum(samples - hits, 1)), 1.0)
+        np.testing.assert_allclose(lower, expected_lower, rtol=1e-9, atol=0)
+        np.testing.assert_allclose(upper, expected_upper, rtol=1e-9, atol=0)
+    with pytest.raises(ValueError, match="confidence: expected a number between 0 and 1"):
+        clopper_pearson(1, 10, confidence=95)
+    with pytest.raises(ValueError, match="hits: expected whole numbers between 0 and samples"):
+        clopper_pearson(11, 10)
+
+
+def test_monte_carlo_is_reproducible_from_its_seed_and_takes_one_approach():
+    r1, v1, c1, r2, v2, c2, hbr, _ = _short_encounters(2, seed=3)
+    first = probability(r1, v1, c1, r2, v2, c2, hbr, method="monte_carlo", samples=5000,
+                        seed=11)
+    again = probability(r1, v1, c1, r2, v2, c2, hbr, method="monte_carlo", samples=5000,
+                        seed=np.random.default_rng(11))
+    np.testing.assert_array_equal(first, again)
+    one = probability(r1[0], v1[0], c1[0], r2[0], v2[0], c2[0], hbr[0], method="monte_carlo",
+                      samples=5000, seed=11, full=True)
+    assert one.pc.shape == () and one.hits.shape == (1,) and one.interval.shape == (1, 2)
+
+
+def test_monte_carlo_clips_and_names_a_covariance_with_negative_eigenvalues():
+    r1, v1, c1, r2, v2, c2, hbr, _ = _short_encounters(3, seed=4)
+    bad = c1.copy()
+    e = np.array([1.0, 0.0, 0.0])
+    bad[1] = c1[1] - 2.0 * (e @ (c1[1] + c2[1]) @ e) * np.outer(e, e)
+    with pytest.warns(CovarianceRepairedWarning, match=r"C1 \+ C2 of approach\(es\) 1 had "):
+        result = probability(r1, v1, bad, r2, v2, c2, hbr, method="monte_carlo",
+                             samples=2000, seed=1, full=True)
+    np.testing.assert_array_equal(result.repaired, [False, True, False])
+    assert np.all((result.pc >= 0) & (result.pc <= 1))
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(method="monte_carlo", samples=0), "samples: expected a whole number of samples"),
+    (dict(method="monte_carlo", samples=1.5), "samples: expected a whole number of samples"),
+    (dict(method="monte_carlo", samples=True), "samples: expected a whole number of samples"),
+    (dict(method="monte_carlo", seed="x"), "seed: expected None, an int or a numpy.random"),
+    (dict(samples=1000), "samples: only used with method='monte_carlo'"),
+    (dict(method="chan", seed=1), "seed: only used with method='monte_carlo'"),
+])
+def test_monte_carlo_bad_options_name_the_argument(options, match):
+    r1, v1, c1, r2, v2, c2, hbr = geometries(2, seed=1)
+    with pytest.raises(ValueError, match=match):
+        probability(r1, v1, c1, r2, v2, c2, hbr, **options)
+
+
+def test_monte_carlo_refuses_a_nan_velocity_block():
+    r1, v1, c1, r2, v2, c2, hbr = geometries(2, seed=1)
+    big = np.zeros((2, 6, 6))
+    big[:, :3, :3] = c1
+    big[1, 4, 4] = np.nan
+    assert np.all(np.isfinite(probability(r1, v1, big, r2, v2, c2, hbr)))  # 2D: positions
+    with pytest.raises(ValueError, match=r"c1: expected finite numbers, got NaN"):
+        probability(r1, v1, big, r2, v2, c2, hbr, method="monte_carlo", samples=10)
+
+
+def test_encounters_give_the_monte_carlo_of_each_approach():
+    r1, v1, c1, r2, v2, c2, hbr, _ = _short_encounters(3, seed=12)
+    P1, P2 = np.zeros((3, 6, 6)), np.zeros((3, 6, 6))
+    P1[:, :3, :3], P2[:, :3, :3] = c1, c2
+    status = np.array([[0, 0], [0, -1], [0, 0]])
+    enc = Encounters(rr1=r1, vv1=v1, rr2=r2, vv2=v2, P1=P1, P2=P2, status=status,
+                     tca=np.zeros(3))
+    full = enc.probability(hbr, method="monte_carlo", samples=4000, seed=5, full=True)
+    direct = probability(r1[[0, 2]], v1[[0, 2]], c1[[0, 2]], r2[[0, 2]], v2[[0, 2]],
+                         c2[[0, 2]], hbr[[0, 2]], method="monte_carlo", samples=4000, seed=5,
+                         full=True)
+    np.testing.assert_array_equal(full.pc[[0, 2]], direct.pc)
+    np.testing.assert_array_equal(full.hits[[0, 2]], direct.hits)
+    assert np.isnan(full.pc[1]) and np.isnan(full.hits[1]) and np.isnan(full.interval[1]).all()
