@@ -120,7 +120,8 @@ def build_parser():
     s.add_argument("--out", default="conjunctions.csv", help="CSV output (default "
                    "conjunctions.csv)")
     s.add_argument("--plot", default=None, metavar="PNG",
-                   help="also write a histogram of the miss distances")
+                   help="also write a histogram of the miss distances (with --pc, beside it "
+                   "each approach's probability against its miss distance, log scale)")
     s.add_argument("--cdm", default=None, metavar="DIR",
                    help="also write one CCSDS Conjunction Data Message per approach into "
                    "DIR (made if missing; needs --sigma and pip install "
@@ -341,7 +342,8 @@ def _screen_command(args, started):
         table, enc, pc = screening.pc_filter(args, table, enc, pc, stats)
     screening.write_csv(args.out, table, catalog.names, catalog.epoch, pc)
     if args.plot:
-        screening.miss_histogram(args.plot, table, args.threshold)
+        screening.miss_histogram(args.plot, table, args.threshold, pc=pc,
+                                 pc_above=args.pc_above)
     written = None
     if args.cdm is not None:
         written = screening.write_cdm_files(args, catalog, table, stats, enc, pc)

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..constants import OMEGA_EARTH  # rad/s, for the ground tracks
 
-__all__ = ["altitude_vs_time", "ground_tracks", "throughput", "benchmark_points"]
+__all__ = ["altitude_vs_time", "draw_probability_vs_miss", "ground_tracks",
+           "probability_vs_miss", "throughput", "benchmark_points"]
 
 
 def _pyplot():
@@ -223,6 +224,55 @@ def ground_tracks(res, tofs, path, max_objects=10, hours=None, gmst0=0.0, title=
     span = (tofs[-1] - tofs[0]) / 3600.0
     ax.set_title(title or f"ground tracks over the first {span:.3g} h")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    return _save(fig, path)
+
+
+def draw_probability_vs_miss(ax, miss, pc, flagged=None, floor=None, method=None):
+    """On ``ax``: each approach's probability of collision (log scale) against its miss
+    distance (km). Approaches flagged (``flagged``, bool: a repaired covariance or a long
+    encounter) are drawn apart; a probability of 0 (below the smallest double) sits on
+    the axis' floor as a down triangle; NaN ones (no TCA state) are counted in the
+    legend only; ``floor`` (e.g. ``--pc-above``) is a dashed line."""
+    miss = np.asarray(miss, dtype=float)
+    pc = np.asarray(pc, dtype=float)
+    flagged = np.zeros(pc.shape, bool) if flagged is None else np.asarray(flagged, bool)
+    positive = pc > 0
+    low = float(pc[positive].min()) if positive.any() else 1e-10
+    if floor is not None and floor > 0:
+        low = min(low, floor)
+    bottom = 10.0 ** np.floor(np.log10(low) - 1.0)
+    for keep, style, label in (
+            (positive & ~flagged, dict(marker="o", color="tab:blue"), "Pc"),
+            (positive & flagged, dict(marker="s", color="tab:orange"),
+             "flagged (repaired covariance or long encounter)")):
+        if keep.any():
+            ax.scatter(miss[keep], pc[keep], s=14, alpha=0.8, label=f"{label} ({keep.sum()})",
+                       **style)
+    zero = pc == 0
+    if zero.any():
+        ax.scatter(miss[zero], np.full(zero.sum(), bottom), marker="v", s=18, color="0.4",
+                   label=f"Pc = 0 ({zero.sum()})", clip_on=False)
+    missing = np.isnan(pc)
+    if missing.any():
+        ax.plot([], [], " ", label=f"no Pc ({missing.sum()}: no state at the TCA)")
+    if floor is not None and floor > 0:
+        ax.axhline(floor, color="k", ls="--", lw=0.8, label=f"--pc-above {floor:g}")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, 1.5)
+    ax.set_xlabel("miss distance (km)")
+    ax.set_ylabel("probability of collision" + (f" ({method})" if method else ""))
+    ax.grid(alpha=0.3, which="both")
+    if len(pc):
+        ax.legend(loc="lower left", fontsize=8)
+    return ax
+
+
+def probability_vs_miss(path, miss, pc, flagged=None, floor=None, method=None, title=None):
+    """A PNG of each approach's probability of collision (log scale) against its miss
+    distance (km): `draw_probability_vs_miss` on one figure."""
+    fig, ax = _pyplot().subplots(figsize=(7, 4.5), layout="constrained")
+    draw_probability_vs_miss(ax, miss, pc, flagged, floor, method)
+    ax.set_title(title or f"{len(np.asarray(pc))} approaches")
     return _save(fig, path)
 
 

@@ -4,7 +4,8 @@ CCSDS CDMs.
 The work is `hapsira_cowell.conjunctions.screen`; this module reads the
 catalog, drops the objects SGP4 could not place, writes one CSV line per
 approach (with the objects' names and the TCA in UTC), and on request a
-miss-distance histogram (matplotlib), each approach's probability of collision
+miss-distance histogram (matplotlib; with ``--pc`` beside it the probability against the
+miss distance), each approach's probability of collision
 (``--pc``: `hapsira_cowell.conjunctions.probability` on the covariance ``--sigma``
 gives, propagated to the TCA, and the hard-body radius ``--hbr``) and one Conjunction
 Data Message per approach (`hapsira_cowell.outputs.cdm`).
@@ -92,14 +93,25 @@ def _utc(seconds, epoch):
     return list((epoch + np.asarray(seconds) * u.s).utc.isot)
 
 
-def miss_histogram(path, table, threshold, title=None):
-    """A PNG histogram of the miss distances (km), bins of threshold / 20."""
-    from .plots import _pyplot, _save
+def miss_histogram(path, table, threshold, title=None, pc=None, pc_above=None):
+    """A PNG histogram of the miss distances (km), bins of threshold / 20; with ``pc``
+    (a `hapsira_cowell.conjunctions.Probability` of the table's approaches) beside it
+    each approach's probability against its miss distance, log scale
+    (`plots.draw_probability_vs_miss`; ``pc_above``: ``--pc-above``, a dashed line)."""
+    from .plots import _pyplot, _save, draw_probability_vs_miss
 
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    if pc is None:
+        fig, ax = plt.subplots(figsize=(7, 4))
+    else:
+        fig, (ax, right) = plt.subplots(1, 2, figsize=(13, 4.5), layout="constrained")
+        draw_probability_vs_miss(right, table.miss, pc.pc, pc.repaired | pc.long_encounter,
+                                 pc_above, pc.method)
+        right.set_xlim(0.0, threshold)
+        right.set_title(f"probability of collision ({pc.method}, HBR {pc.hbr * 1e3:g} m)"
+                        if hasattr(pc, "hbr") else "probability of collision")
     ax.hist(table.miss, bins=np.linspace(0.0, threshold, 21), color="tab:blue",
             edgecolor="white")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 approaches

@@ -194,6 +194,39 @@ def test_the_histogram_counts_on_integer_ticks(tmp_path, monkeypatch):
     assert len(ticks) >= 2 and np.all(ticks == np.round(ticks)), ticks
 
 
+def test_the_plot_with_pc_draws_each_probability_against_its_miss(tmp_path, monkeypatch):
+    """--plot with --pc: beside the histogram, each approach's Pc (log scale) against its
+    miss distance; flagged ones apart, a Pc of 0 on the axis' floor, NaN ones counted,
+    --pc-above a dashed line."""
+    pytest.importorskip("matplotlib", reason="plots need the cli extra (matplotlib)")
+    from hapsira_cowell.cli import plots
+    from hapsira_cowell.cli.screening import miss_histogram
+    from hapsira_cowell.conjunctions import Probability
+    from hapsira_cowell.propagation.conjunctions import ConjunctionTable
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    miss = np.array([0.5, 1.2, 3.3, 4.0, 2.2])
+    pc = np.array([3e-4, 2e-7, 0.0, np.nan, 5e-2])
+    flags = np.array([False, False, False, False, True])
+    table = ConjunctionTable(np.zeros(5, int), np.ones(5, int), np.arange(5.0), miss,
+                             np.ones(5))
+    result = Probability(pc=pc, method="foster", repaired=flags,
+                         long_encounter=np.zeros(5, bool), hbr=0.02)
+    miss_histogram(tmp_path / "h.png", table, 5.0, pc=result, pc_above=1e-6)
+    left, right = figures[0].axes
+    assert left.get_xlabel() == right.get_xlabel() == "miss distance (km)"
+    assert right.get_yscale() == "log" and right.get_ylim()[0] <= 2e-8
+    points = {c.get_label(): c.get_offsets() for c in right.collections}
+    np.testing.assert_array_equal(points["Pc (2)"], [[0.5, 3e-4], [1.2, 2e-7]])
+    np.testing.assert_array_equal(points["flagged (repaired covariance or long encounter) (1)"],
+                                  [[2.2, 5e-2]])
+    np.testing.assert_array_equal(points["Pc = 0 (1)"], [[3.3, right.get_ylim()[0]]])
+    labels = [t.get_text() for t in right.get_legend().get_texts()]
+    assert "no Pc (1: no state at the TCA)" in labels and "--pc-above 1e-06" in labels
+    assert "HBR 20 m" in right.get_title()
+
+
 def test_an_entry_given_twice_is_screened_once_and_named(tmp_path, capsys):
     """Review finding: a catalog entry given twice gave hundreds of rows of miss 0 (the
     refinement's steps), without a word. The CSV is the catalog's without the copy, and
@@ -237,11 +270,13 @@ def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tm
     from hapsira_cowell.covariance import from_rtn
 
     path = _fengyun(tmp_path)
-    out = tmp_path / "all.csv"
+    out, png = tmp_path / "all.csv", tmp_path / "pc.png"
     flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
              "--sigma", "5000,30000,5000", "--pc", "--hbr", "50m"]
-    assert cli.main([*flags, "--out", str(out)]) == 0
+    assert cli.main([*flags, "--out", str(out), "--plot", str(png)]) == 0
     printed = capsys.readouterr().out
+    assert f"wrote {out} and {png}" in printed  # --plot with --pc: Pc against miss beside
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(out) as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) > 3
