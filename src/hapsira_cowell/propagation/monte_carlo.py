@@ -10,7 +10,7 @@ relative path's closest approach, ``|r|^2 - (r . v)^2 / |v|^2`` over all times, 
 ``hbr^2``. With velocity errors left out this is the 2D methods' own model sampled, so
 its estimate converges to `foster`'s value; with them it adds the spread of the
 encounter plane's orientation. Plain numpy, vectorised over approaches and samples in
-blocks of `BLOCK`; the random numbers come from a ``numpy.random.Generator``.
+blocks of `BLOCK` draws; the random numbers come from a ``numpy.random.Generator``.
 """
 
 import math
@@ -22,8 +22,9 @@ __all__ = ["BLOCK", "CONFIDENCE", "NEGATIVE", "SAMPLES", "clopper_pearson", "hit
 
 #: Default number of samples per approach
 SAMPLES = 1_000_000
-#: Samples drawn at once over all approaches of a block (6 doubles each: 48 MiB)
-BLOCK = 1 << 20
+#: Samples drawn at once over all approaches of a block (with velocity errors, their
+#: draws, sums and relative states take about 90 MiB at this size)
+BLOCK = 1 << 19
 #: Confidence of `Probability.interval`
 CONFIDENCE = 0.95
 #: Negative eigenvalues below this fraction of the largest flag a covariance as repaired

@@ -22,8 +22,8 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     leaves out a mass below ``2 Phi(-12) < 4e-33``; where the disc lies out in the tail,
     a part far below the one kept, so that tiny probabilities keep their relative
     accuracy. The rule agrees with adaptive integration to better than 1e-9 relative,
-    and with CARA's 53 conjunctions of 1e-168 to 2e-2 to 1e-8
-    (tests/cowell/propagation/test_probability.py). The small eigenvalue of the
+    and with CARA's 53 conjunctions of 1e-168 to 2e-2 to 1e-8 (52 of them; an
+    ill-conditioned one to 2.4e-8: tests/cowell/propagation/test_probability.py). The small eigenvalue of the
     projected covariance is computed as ``det / l1``, which keeps its relative accuracy
     where the ellipse is long and thin along the miss.
 ``chan``
