@@ -469,6 +469,26 @@ def _foreign_summary(record):
     return {"metric": "seconds", "groups": groups}
 
 
+def _gpu_peers_args(quick, have, gpu, out):
+    return (["--quick"] if quick else []) + ["--out", out], {}
+
+
+def _gpu_peers_summary(record):
+    groups = {}
+    for row in record["stiff"]:
+        group = groups.setdefault(f"{row['problem']}, {row['n']} objects", {})
+        group[f"hapsira cuda {row['ours_method']}"] = row.get("ours_us_per_object")
+        group[f"CuBIE {row.get('cubie_algorithm', 'radau')}"] = row.get("cubie_us_per_object")
+    for row in record["large_n"]:
+        group = groups.setdefault(f"Lorenz-96 n = {row['n']}, {row['objects']} objects", {})
+        group["hapsira cuda DOP853"] = row.get("ours_us")
+        for peer, label in (("diffrax", "diffrax Dopri8"), ("cubie", "CuBIE dop853")):
+            if row.get(f"{peer}_us") is not None:
+                group[label] = row[f"{peer}_us"]
+    return {"metric": "us per object", "groups": {
+        name: _rows(rows.items()) for name, rows in groups.items()}}
+
+
 BENCHMARKS = {b.name: b for b in (
     Benchmark("cpu_vs_peers", "cpu_vs_peers.py", "run_target",
               "reference workload (LEO cloud, two-body + J2, one day) on the cpu and parallel "
@@ -535,6 +555,12 @@ BENCHMARKS = {b.name: b for b in (
     Benchmark("probability", "probability.py", "approaches",
               "conjunctions.probability over many approaches, per method: first call "
               "and best", (), _probability_args, _probability_summary, gpu="uses"),
+    Benchmark("gpu_peers", "gpu_peers.py", "run_stiff",
+              "one GPU: stiff ensembles (Robertson, Van der Pol, HIRES) with every stiff method "
+              "against CuBIE's Radau IIA, Lorenz-96 at n = 200 and 1000 against diffrax Dopri8, "
+              "the cost of stm=True: seconds, us/object, error against a tight reference",
+              (CUBIE, DIFFRAX), _gpu_peers_args, _gpu_peers_summary, requires=(SCIPY,),
+              gpu="needs"),
     Benchmark("foreign", "foreign.py", "run_main",
               "a C function in a cuda kernel against its hjit twin, two processes sharing "
               "one kernel cache: first call and best",

@@ -122,6 +122,13 @@ def versions(extra=PEER_MODULES):
     return out
 
 
+def simulated():
+    """Whether numba's CUDA simulator stands in for a GPU (``NUMBA_ENABLE_CUDASIM`` read as
+    ``hapsira_core.settings.cuda_simulator_enabled`` reads it; not imported from there, which
+    would fix the target): a cuda run then checks code paths, and its times mean nothing."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0").strip() not in ("", "0")
+
+
 def machine():
     """A description of this machine and checkout, for every result file."""
     try:

@@ -50,6 +50,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import numpy as np  # noqa: E402
+
 import harness  # noqa: E402
 
 F = 8.0
@@ -99,7 +101,8 @@ steps = int(res.nsteps.sum())
 print(json.dumps({{"first_s": first, "best_s": best, "compile_s": first - best,
                   "steps": steps, "steps_per_object": steps / objects,
                   "steps_object_0": int(res.nsteps[0]),
-                  "per_object_step_us": 1e6 * best / steps, "y_end": res.y[0, :, -1].tolist()}}))
+                  "per_object_step_us": 1e6 * best / steps, "y_end": res.y[0, :, -1].tolist(),
+                  "y_ends": res.y[:{keep}, :, -1].tolist()}}))
 '''
 
 
@@ -200,7 +203,7 @@ print(json.dumps({{"first_s": first, "best_s": best, "compile_s": first - best,
                   "per_object_step_us": 1e6 * best / objects / mean_steps,
                   "failed": int(np.sum(result != 0)), "algorithm": {solver!r},
                   "device": str(jax.devices()[0]), "version": diffrax.__version__,
-                  "y_end": final[0].tolist()}}))
+                  "y_end": final[0].tolist(), "y_ends": final[:{keep}].tolist()}}))
 """
 
 CUBIE_CHILD = """
@@ -258,21 +261,23 @@ print(json.dumps({{"first_s": first, "best_s": best, "codegen_s": codegen,
                   "per_object_step_us": 1e6 * best / objects / mean_steps,
                   "failed": int(np.sum(np.asarray(res.status_codes) != 0)),
                   "algorithm": {algorithm!r}, "device": device, "version": cubie.__version__,
-                  "y_end": [float(state[-1, row[f"x{{i}}"], 0]) for i in range(n)]}}))
+                  "y_end": [float(state[-1, row[f"x{{i}}"], 0]) for i in range(n)],
+                  "y_ends": [[float(state[-1, row[f"x{{i}}"], k]) for i in range(n)]
+                             for k in range(min({keep}, objects))]}}))
 """
 
 
-def gpu_peer(who, n, objects, method, timeout):
+def gpu_peer(who, n, objects, method, timeout, keep=1):
     """``who`` (diffrax or cubie) on Lorenz-96 at this n, in a new process: a record with
-    ``y_end`` (object 0's final state), or ``{"error": ...}`` (a failure, a timeout, a method
-    the peer lacks)."""
+    ``y_end`` (object 0's final state) and ``y_ends`` (the first ``keep`` objects'), or
+    ``{"error": ...}`` (a failure, a timeout, a method the peer lacks)."""
     solver = PEER_METHODS[who].get(method)
     if solver is None:
         return {"error": f"{who} has no method matching {method} here"}
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false",
                NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
     common = {"n": n, "objects": objects, "F": F, "rtol": RTOL, "atol": ATOL,
-              "t0": SPAN[0], "t1": SPAN[1]}
+              "t0": SPAN[0], "t1": SPAN[1], "keep": keep}
     if who == "diffrax":
         return harness.run_child(DIFFRAX_CHILD.format(solver=solver, **common), env=env,
                                  timeout=timeout, check=False)
@@ -285,18 +290,32 @@ def gpu_peer(who, n, objects, method, timeout):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def ours_script(n, objects, method, form="array", keep=1):
+    """The child's source: our solve_ivp on Lorenz-96 at this n on ``objects`` objects (the
+    target: the child's HAPSIRA_TARGET), ``y_ends`` the first ``keep`` objects' final states."""
+    return CHILD.format(n=n, objects=objects, method=method, form=form, F=F, span=SPAN,
+                        rtol=RTOL, atol=ATOL, keep=keep)
+
+
+def initial_states(n, objects):
+    """The children's y0 (every one draws the same): ``(objects, n)``, each row's first
+    draws those of any larger ``objects``."""
+    return np.random.default_rng(0).uniform(-F, F, (objects, n))
+
+
+def lorenz96_numpy(t, y):
+    """Lorenz-96's right-hand side in numpy, for scipy."""
+    return (np.roll(y, -1) - np.roll(y, 2)) * np.roll(y, 1) - y + F
+
+
 def scipy_per_step(n, method, repeat=3):
     """scipy's solve_ivp on one object of Lorenz-96 with a numpy right-hand side."""
-    import numpy as np
     from scipy.integrate import solve_ivp
 
-    def lorenz96_np(t, y):
-        return (np.roll(y, -1) - np.roll(y, 2)) * np.roll(y, 1) - y + F
-
-    rng = np.random.default_rng(0)
-    y0 = rng.uniform(-F, F, (1, n))[0]
+    y0 = initial_states(n, 1)[0]
     best, _, sol = harness.best_of(
-        lambda: solve_ivp(lorenz96_np, SPAN, y0, method=method, rtol=RTOL, atol=ATOL), repeat)
+        lambda: solve_ivp(lorenz96_numpy, SPAN, y0, method=method, rtol=RTOL, atol=ATOL),
+        repeat)
     steps = len(sol.t) - 1
     return {"best_s": best, "steps": steps, "per_object_step_us": 1e6 * best / steps,
             "per_object_us": 1e6 * best,
@@ -364,8 +383,7 @@ def main():
             for form in args.forms.split(","):
                 if form == "tuple" and n > TUPLE_MAX_N:
                     continue
-                script = CHILD.format(n=n, objects=args.objects, method=args.method, form=form,
-                                      F=F, span=SPAN, rtol=RTOL, atol=ATOL)
+                script = ours_script(n, args.objects, args.method, form)
                 record = harness.run_child(script, env=harness.child_env(
                     target=target, pythonpath=pythonpath), timeout=1800, check=False)
                 record.update({"who": f"{target}/{form}", "n": n, "target": target,
@@ -402,6 +420,7 @@ def main():
                   f" ({record['algorithm']}, {record['device']})", flush=True)
     for row in rows:
         row.pop("y_end", None)
+        row.pop("y_ends", None)
     harness.write_result(args.out, {"method": args.method, "span": SPAN, "rtol": RTOL,
                                     "atol": ATOL, "workload": "Lorenz-96, F = 8",
                                     "peers": gpu_peers, "peer_timeout_s": args.peer_timeout,

@@ -4,12 +4,13 @@
                                [--methods BDF,Rodas5P] [--scipy-methods BDF,Radau]
     python benchmarks/stiff.py --platform cuda [--n 1000000] [--peers ours,diffrax,cubie]
 
-Two stiff problems (workloads.py, ``stiff_problem``), N objects each, every
+Two stiff problems by default (workloads.py, ``stiff_problem``), N objects each, every
 parameter drawn within +-20 % of its nominal value: Robertson's kinetics (rate
 constants k1, k2, k3 around 0.04, 1e4, 3e7; y0 = (1, 0, 0); t in [0, 1e3];
 rtol 1e-6, atol 1e-10) and Van der Pol (mu around 1000; y0 = (2, 0); t in
-[0, 2000], one period and its two fast jumps; rtol 1e-6, atol 1e-8). Final
-state only.
+[0, 2000], one period and its two fast jumps; rtol 1e-6, atol 1e-8); a third on
+``--problems``: HIRES (its eight rate constants; y0 and t in [0, 321.8122] of the
+test set; rtol 1e-6, atol 1e-9). Final state only.
 
 ``--platform host`` (default): our cpu target on one core (``NUMBA_NUM_THREADS=1``)
 and our parallel target on every core, each in its own process (the target is
@@ -58,8 +59,10 @@ import peers
 import workloads
 from workloads import STIFF, STIFF_REF_TOL, STIFF_SPANS, STIFF_TOL
 
-PROBLEMS = tuple(STIFF)
-LABELS = {"robertson": "Robertson", "van_der_pol_stiff": "Van der Pol (mu 1000)"}
+#: the problems run by default; HIRES (STIFF's third) on --problems
+PROBLEMS = ("robertson", "van_der_pol_stiff")
+LABELS = {"robertson": "Robertson", "van_der_pol_stiff": "Van der Pol (mu 1000)",
+          "hires": "HIRES"}
 MAX_STEPS = 100_000
 # the peers' install hints (the bench extras of pyproject.toml)
 INSTALL = {"diffrax": "pip install jax diffrax (jax[cuda12] on a GPU), or pip install -e .[bench]",
@@ -99,15 +102,22 @@ def reference(name, n):
 
 # --- ours, in a child process per target ---
 
-def run_ours(name, method, n, repeat, n_keep):
+def tolerances(name, scale=1.0):
+    """(rtol, atol) of problem ``name``, both multiplied by ``scale`` (a work-precision sweep)."""
+    rtol, atol = STIFF_TOL[name]
+    return float(f"{rtol * scale:.12g}"), float(f"{atol * scale:.12g}")
+
+
+def run_ours(name, method, n, repeat, n_keep, scale=1.0):
     """Our solve_ivp at N objects on this process's target: a compile call on two objects,
-    then the best of ``repeat`` calls (wall clock, host arrays in and out)."""
+    then the best of ``repeat`` calls (wall clock, host arrays in and out); tolerances
+    ``tolerances(name, scale)``."""
     from hapsira_core.ivp import METHODS, solve_ivp
     if method not in METHODS:
         return {"missing": f"method {method!r} is not in this checkout's METHODS "
                            f"({', '.join(METHODS)})"}, None
     y0, params = workloads.stiff_problem(name, n)
-    rtol, atol = STIFF_TOL[name]
+    rtol, atol = tolerances(name, scale)
 
     def call(m):
         return solve_ivp(STIFF[name], STIFF_SPANS[name], y0[:m], method=method, rtol=rtol,
@@ -128,13 +138,13 @@ def run_ours(name, method, n, repeat, n_keep):
             "us_per_object": 1e6 * best / n, "cpu_us_per_object": 1e6 * min(cpu_times) / n, "mean_steps": float(res.nsteps.mean()),
             "mean_njev": float(res.njev.mean()), "mean_nlu": float(res.nlu.mean()),
             "mean_nfev": float(res.nfev.mean()),
-            "failed": int((res.status < 0).sum()),
+            "failed": int((res.status < 0).sum()), "rtol": rtol, "atol": atol,
             # steps on scipy's sample too: the same objects as scipy's mean_steps
             "mean_steps_sample": float(res.nsteps[:n_keep].mean()) if n_keep else None,
             }, res.y[:n_keep, :, -1]
 
 
-def run_diffrax(name, n, repeat, n_keep):
+def run_diffrax(name, n, repeat, n_keep, scale=1.0):
     """diffrax Kvaerno5 (an ESDIRK of order 5 with its own Newton solver), PID controller,
     float64, ``jax.jit(jax.vmap(diffeqsolve))`` on JAX's default device."""
     jax = peers.need("jax")
@@ -142,7 +152,7 @@ def run_diffrax(name, n, repeat, n_keep):
     diffrax = peers.need("diffrax")
     import jax.numpy as jnp
     y0, params = workloads.stiff_problem(name, n)
-    rtol, atol = STIFF_TOL[name]
+    rtol, atol = tolerances(name, scale)
     t0, tf = STIFF_SPANS[name]
     term = diffrax.ODETerm(workloads.stiff_jax_rhs(name))
 
@@ -162,23 +172,32 @@ def run_diffrax(name, n, repeat, n_keep):
     return {"first_call_s": first, "seconds": best, "us_per_object": 1e6 * best / n,
             "mean_steps": float(np.mean(steps)),
             "failed": int(np.sum(np.asarray(result) != 0)), "device": str(jax.devices()[0]),
-            "version": diffrax.__version__}, np.asarray(final)[:n_keep]
+            "version": diffrax.__version__, "rtol": rtol, "atol": atol}, np.asarray(final)[:n_keep]
 
 
 CUBIE_EQUATIONS = {
     "robertson": (["dy1 = -k1*y1 + k2*y2*y3", "dy2 = k1*y1 - k2*y2*y3 - k3*y2*y2",
                    "dy3 = k3*y2*y2"], ("y1", "y2", "y3"), ("k1", "k2", "k3")),
     "van_der_pol_stiff": (["dx = v", "dv = mu * (1 - x*x) * v - x"], ("x", "v"), ("mu",)),
+    "hires": (["dy1 = -k1*y1 + k2*y2 + k3*y3 + k4",
+               "dy2 = k1*y1 - (k3 + k2)*y2",
+               "dy3 = -(k3 + k1)*y3 + k2*y4 + k5*y5",
+               "dy4 = k3*y2 + k1*y3 - (k2 + k7)*y4",
+               "dy5 = -(k1 + k5)*y5 + k2*y6 + k2*y7",
+               "dy6 = -k6*y6*y8 + k7*y4 + k1*y5 - k2*y6 + k7*y7",
+               "dy7 = k6*y6*y8 - k8*y7",
+               "dy8 = -k6*y6*y8 + k8*y7"],
+              tuple(f"y{i}" for i in range(1, 9)), tuple(f"k{i}" for i in range(1, 9))),
 }
 
 
-def run_cubie(name, n, repeat, n_keep, algorithm):
+def run_cubie(name, n, repeat, n_keep, algorithm, scale=1.0):
     """CuBIE (PyPI ``cubie``): ``Solver`` with ``algorithm``, a PID controller, float64, one run
     per (y0, params) row (``grid_type="verbatim"``), as peers.ensemble_cubie."""
     cubie = peers.need("cubie", "cubie (the bench-gpu extra)")
     equations, states, names = CUBIE_EQUATIONS[name]
     y0, params = workloads.stiff_problem(name, n)
-    rtol, atol = STIFF_TOL[name]
+    rtol, atol = tolerances(name, scale)
     t0, tf = STIFF_SPANS[name]
     system = cubie.create_ODE_system(equations, precision=np.float64,
                                      states={s: 1.0 for s in states},
@@ -196,34 +215,43 @@ def run_cubie(name, n, repeat, n_keep, algorithm):
     status = np.asarray(res.status_codes)
     return {"first_call_s": first, "seconds": best, "us_per_object": 1e6 * best / n,
             "algorithm": algorithm, "failed": int(np.sum(status != 0)),
-            "version": getattr(cubie, "__version__", None)}, final[:n_keep]
+            "version": getattr(cubie, "__version__", None), "rtol": rtol, "atol": atol,
+            }, final[:n_keep]
 
 
 def child(args):
     """One peer (ours: every method) on every problem in this process: JSON on stdout,
-    the first ``--n-keep`` final states in ``--finals`` (npz)."""
+    the first ``--n-keep`` final states in ``--finals`` (npz). With ``--tol-scales``, each
+    (problem, method) again at its tolerances times each scale (``--sweep-repeat`` timed
+    calls), under the key ``problem/method@scale``."""
     report, finals = {}, {}
     methods = args.methods.split(",") if args.child == "ours" else [args.child]
-    for name in args.problems.split(","):
-        for method in methods:
-            key = f"{name}/{method}"
-            try:
-                if args.child == "ours":
-                    result, final = run_ours(name, method, args.n, args.repeat, args.n_keep)
-                elif args.child == "diffrax":
-                    result, final = run_diffrax(name, args.n, args.repeat, args.n_keep)
-                else:
-                    result, final = run_cubie(name, args.n, args.repeat, args.n_keep,
-                                              args.cubie_algorithm)
-            except peers.Missing as error:
-                result, final = {"missing": str(error)}, None
-            except Exception as error:  # noqa: BLE001 (one failing run is reported; the others still run)
-                result, final = {"error": f"{type(error).__name__}: {error}"[:2000]}, None
-            if final is not None:
-                finals[key.replace("/", "__")] = final
-            report[key] = result
-            print(args.child, key, json.dumps(result), file=sys.stderr, flush=True)
-    np.savez(args.finals, **finals)
+    scales = [1.0] + [float(s) for s in args.tol_scales.split(",") if s and float(s) != 1.0]
+    runs = [(name, method, scale) for name in args.problems.split(",") for method in methods
+            for scale in scales]
+    for name, method, scale in runs:
+        key = f"{name}/{method}" + (f"@{scale:g}" if scale != 1.0 else "")
+        repeat = args.repeat if scale == 1.0 else args.sweep_repeat
+        try:
+            if args.child == "ours":
+                result, final = run_ours(name, method, args.n, repeat, args.n_keep, scale)
+            elif args.child == "diffrax":
+                result, final = run_diffrax(name, args.n, repeat, args.n_keep, scale)
+            else:
+                result, final = run_cubie(name, args.n, repeat, args.n_keep,
+                                          args.cubie_algorithm, scale)
+        except peers.Missing as error:
+            result, final = {"missing": str(error)}, None
+        except Exception as error:  # noqa: BLE001 (one failing run is reported; the others still run)
+            result, final = {"error": f"{type(error).__name__}: {error}"[:2000]}, None
+        if final is not None:
+            finals[key.replace("/", "__")] = final
+        report[key] = result
+        print(args.child, key, json.dumps(result), file=sys.stderr, flush=True)
+        # what is done so far, kept should a later run outlast the parent's timeout
+        np.savez(args.finals, **finals)
+        with open(args.finals + ".json", "w") as out:
+            json.dump(report, out)
     print(json.dumps(report))
 
 
@@ -232,18 +260,32 @@ def spawn(peer, args, env, finals, n, n_keep, timeout=None):
                "--platform", env.get("HAPSIRA_TARGET", "cpu"), "--n", str(n),
                "--n-keep", str(n_keep), "--repeat", str(args.repeat), "--methods", args.methods,
                "--problems", args.problems, "--cubie-algorithm", args.cubie_algorithm,
-               "--finals", finals]
+               "--tol-scales", getattr(args, "tol_scales", ""),
+               "--sweep-repeat", str(getattr(args, "sweep_repeat", 1)), "--finals", finals]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}, {}
+        # the runs that ended before the timeout, as the child left them
+        report, arrays = saved_so_far(finals)
+        return dict(report, timed_out=f"timed out after {timeout:.0f} s (the runs finished "
+                                      "before it are kept)"), arrays
     if done.returncode:
         return {"error": done.stderr.strip()[-2000:]}, {}
     report = json.loads(done.stdout.strip().splitlines()[-1])
     report["process_s"] = time.perf_counter() - start
-    with np.load(finals) as saved:
-        arrays = {key.replace("__", "/"): saved[key] for key in saved.files}
+    return report, saved_so_far(finals)[1]
+
+
+def saved_so_far(finals):
+    """(the child's report, its final states by key) as it last wrote them to ``finals``."""
+    try:
+        with open(finals + ".json") as source:
+            report = json.load(source)
+        with np.load(finals) as saved:
+            arrays = {key.replace("__", "/"): saved[key] for key in saved.files}
+    except (OSError, ValueError):
+        return {}, {}
     return report, arrays
 
 
@@ -412,6 +454,11 @@ def main():
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--n-keep", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--finals", help=argparse.SUPPRESS)
+    parser.add_argument("--tol-scales", default="",
+                        help="children: each run again with rtol and atol times each of these "
+                             "(comma-separated; a work-precision sweep, benchmarks/gpu_peers.py)")
+    parser.add_argument("--sweep-repeat", type=int, default=1,
+                        help="children: timed calls at each --tol-scales point (best)")
     args = parser.parse_args()
     if args.child:
         return child(args)

@@ -129,7 +129,7 @@ def main():
                           "ratio": reference["stm"]["best_s"] / reference["plain"]["best_s"]}
     reference_name = "heyoka"
     for target in args.targets.split(","):
-        if target == "cuda" and not harness.gpus():
+        if target == "cuda" and not harness.gpus() and not harness.simulated():
             rows[target] = {"skipped": "no GPU on this machine"}
             continue
         objects = args.cuda_objects if target == "cuda" else args.objects

@@ -194,28 +194,42 @@ def ensemble_jax_rhs(name):
     return rhs
 
 
-# --- stiff ensembles (issue 31): Robertson and Van der Pol mu ~ 1000, per-object parameters ---
+# --- stiff ensembles (issue 31): Robertson and Van der Pol mu ~ 1000, per-object parameters;
+# HIRES (issue 53), a problem the stiff methods' defaults were not chosen on ---
 
 #: time spans of the stiff ensembles: Robertson to t = 1e3 (the docs' Rodas5P example),
 #: Van der Pol mu ~ 1000 to t = 2000 (Hairer & Wanner II, Sec. IV.10: over one period,
-#: 1.614 mu, with its two fast jumps)
-STIFF_SPANS = {"robertson": (0.0, 1e3), "van_der_pol_stiff": (0.0, 2000.0)}
+#: 1.614 mu, with its two fast jumps), HIRES to t = 321.8122 (Hairer & Wanner II, Sec. IV.10)
+STIFF_SPANS = {"robertson": (0.0, 1e3), "van_der_pol_stiff": (0.0, 2000.0),
+               "hires": (0.0, 321.8122)}
 #: benchmark tolerances (the BDF tests' on the same problems)
-STIFF_TOL = {"robertson": (1e-6, 1e-10), "van_der_pol_stiff": (1e-6, 1e-8)}
+STIFF_TOL = {"robertson": (1e-6, 1e-10), "van_der_pol_stiff": (1e-6, 1e-8),
+             "hires": (1e-6, 1e-9)}
 #: the reference's tolerances (scipy Radau): rtol 1e-10, atol well under each problem's scale
-STIFF_REF_TOL = {"robertson": (1e-10, 1e-16), "van_der_pol_stiff": (1e-10, 1e-12)}
+STIFF_REF_TOL = {"robertson": (1e-10, 1e-16), "van_der_pol_stiff": (1e-10, 1e-12),
+                 "hires": (1e-10, 1e-14)}
 #: Robertson's rate constants (Hairer & Wanner II, Sec. IV.10, eq. 10.3)
 ROBERTSON_RATES = (0.04, 1e4, 3e7)
+#: HIRES's eight independent rate constants (Schaefer 1975; Hairer & Wanner II, Sec. IV.10):
+#: k1 1.71, k2 0.43, k3 8.32, k4 0.0007, k5 0.035, k6 280, k7 0.69, k8 1.81; the test set's
+#: other constants are their sums (8.75 = k3 + k2, 10.03 = k3 + k1, 1.12 = k2 + k7,
+#: 1.745 = k1 + k5), kept so whatever the draws
+HIRES_RATES = (1.71, 0.43, 8.32, 0.0007, 0.035, 280.0, 0.69, 1.81)
+HIRES_Y0 = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0057)
 
 
 def stiff_problem(name, n, seed=0, spread=0.2):
     """Initial states (N, n) and params (N, P) of ``n`` objects of stiff ensemble ``name``:
     each parameter drawn uniformly within +-``spread`` of its nominal value (Robertson: the
-    three rate constants, y0 = (1, 0, 0); Van der Pol: mu around 1000, y0 = (2, 0))."""
+    three rate constants, y0 = (1, 0, 0); Van der Pol: mu around 1000, y0 = (2, 0); HIRES:
+    its eight rate constants, y0 of the test set)."""
     rng = np.random.default_rng(seed)
     if name == "robertson":
         params = np.array(ROBERTSON_RATES) * rng.uniform(1 - spread, 1 + spread, (n, 3))
         return np.tile([1.0, 0.0, 0.0], (n, 1)), params
+    if name == "hires":
+        params = np.array(HIRES_RATES) * rng.uniform(1 - spread, 1 + spread, (n, 8))
+        return np.tile(HIRES_Y0, (n, 1)), params
     return np.tile([2.0, 0.0], (n, 1)), 1000.0 * rng.uniform(1 - spread, 1 + spread, (n, 1))
 
 
@@ -227,7 +241,35 @@ def robertson(t, y, p):
             p[2] * y[1] * y[1])
 
 
-STIFF = {"robertson": robertson, "van_der_pol_stiff": van_der_pol}
+@hjit
+def hires(t, y, p):
+    """HIRES (Schaefer's plant physiology model, 8 species) with the rate constants
+    ``p = (k1, ..., k8)`` of ``HIRES_RATES``."""
+    r = p[5] * y[5] * y[7]
+    return (-p[0] * y[0] + p[1] * y[1] + p[2] * y[2] + p[3],
+            p[0] * y[0] - (p[2] + p[1]) * y[1],
+            -(p[2] + p[0]) * y[2] + p[1] * y[3] + p[4] * y[4],
+            p[2] * y[1] + p[0] * y[2] - (p[1] + p[6]) * y[3],
+            -(p[0] + p[4]) * y[4] + p[1] * y[5] + p[1] * y[6],
+            -r + p[6] * y[3] + p[0] * y[4] - p[1] * y[5] + p[6] * y[6],
+            r - p[7] * y[6],
+            -r + p[7] * y[6])
+
+
+STIFF = {"robertson": robertson, "van_der_pol_stiff": van_der_pol, "hires": hires}
+
+
+def hires_numpy(y, p):
+    """HIRES's right-hand side in numpy (or JAX: ``y`` and ``p`` of either)."""
+    r = p[5] * y[5] * y[7]
+    return [-p[0] * y[0] + p[1] * y[1] + p[2] * y[2] + p[3],
+            p[0] * y[0] - (p[2] + p[1]) * y[1],
+            -(p[2] + p[0]) * y[2] + p[1] * y[3] + p[4] * y[4],
+            p[2] * y[1] + p[0] * y[2] - (p[1] + p[6]) * y[3],
+            -(p[0] + p[4]) * y[4] + p[1] * y[5] + p[1] * y[6],
+            -r + p[6] * y[3] + p[0] * y[4] - p[1] * y[5] + p[6] * y[6],
+            r - p[7] * y[6],
+            -r + p[7] * y[6]]
 
 
 def stiff_scipy(name, p):
@@ -245,6 +287,24 @@ def stiff_scipy(name, p):
             return np.array([[-k1, k2 * y[2], k2 * y[1]],
                              [k1, -k2 * y[2] - 2 * k3 * y[1], -k2 * y[1]],
                              [0.0, 2 * k3 * y[1], 0.0]])
+        return rhs, jac
+    if name == "hires":
+        k = [float(x) for x in p]
+
+        def rhs(t, y):
+            return np.array(hires_numpy(y, k))
+
+        def jac(t, y):
+            J = np.zeros((8, 8))
+            J[0, :3] = -k[0], k[1], k[2]
+            J[1, :2] = k[0], -(k[2] + k[1])
+            J[2, 2:5] = -(k[2] + k[0]), k[1], k[4]
+            J[3, 1:4] = k[2], k[0], -(k[1] + k[6])
+            J[4, 4:7] = -(k[0] + k[4]), k[1], k[1]
+            J[5, 3:8] = k[6], k[0], -k[1] - k[5] * y[7], k[6], -k[5] * y[5]
+            J[6, 5:8] = k[5] * y[7], -k[7], k[5] * y[5]
+            J[7, 5:8] = -k[5] * y[7], k[7], -k[5] * y[5]
+            return J
         return rhs, jac
     mu = float(p[0])
 
@@ -265,5 +325,7 @@ def stiff_jax_rhs(name):
             return jnp.stack([-p[0] * y[0] + p[1] * y[1] * y[2],
                               p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
                               p[2] * y[1] * y[1]])
+        if name == "hires":
+            return jnp.stack(hires_numpy(y, p))
         return jnp.stack([y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]])
     return rhs

@@ -153,7 +153,7 @@ SAMPLES = {"cpu_vs_peers": "cpu_vs_scipy.json", "ensembles": "ensembles.json",
            "state_size": "h200_state_size_peers_small.json",
            "jax_vs_diffrax": "jax_vs_diffrax_cpu.json", "dask_overhead": "dask_overhead_2core.json",
            "gravity": "gravity_2core.json", "oem_write": "oem_write_2core-after.json",
-           "foreign": "h100_foreign.json",
+           "foreign": "h100_foreign.json", "gpu_peers": "gpu_peers_cudasim_quick.json",
            "probability": "probability_2core_2026-12-07.json"}
 
 
