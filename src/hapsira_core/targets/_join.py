@@ -483,10 +483,9 @@ class JoinedKernel(kernel.ObjectKernel):
                 except Exception as error:
                     library = _damaged(self.cache_name, error, "loaded")
         if library is None:
-            with progress.compiling(f"the loop of {self.description} (once for every "
-                                    "function of this form)"):
-                generic_code = generic(self.generic_key, lambda: self.LOOP(
-                    self.make_generic(), self.args, recipe=None))
+            loop = f"the loop of {self.description} (once for every function of this form)"
+            with progress.compiling(loop):
+                generic_code = generic(self.generic_key, lambda: self._loop(loop))
             name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
                            "the user's function")
             with progress.compiling(f"{self.description} for {name}"):
@@ -499,6 +498,13 @@ class JoinedKernel(kernel.ObjectKernel):
             raise RuntimeError(f"hapsira: the joined kernel {entry} has no entry")
         self._library = _JOINED[entry] = library  # its code must outlive the calls
         return address, self._caller()
+
+    def _loop(self, description):
+        """The generic loop's kernel, compiled in memory; its notice (`progress`) says
+        what the joined kernel's says of it."""
+        made = self.LOOP(self.make_generic(), self.args, recipe=None)
+        made.description = description
+        return made
 
     def _caller(self):
         """``call(address, *arrays)``: what runs the entry on the kernel's arrays."""
