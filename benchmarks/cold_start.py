@@ -1,7 +1,8 @@
 """What a new user waits for: a new function's first call, each in a new process.
 
-For each workload (Lorenz with DOP853 and a user's hjit f; ``cowell`` with J2), in
-fresh processes on the active target (cpu by default):
+For each workload (Lorenz with DOP853 and a user's hjit f; ``cowell`` with J2; HIRES,
+the stiff chemistry problem of Hairer & Wanner, with Radau and its Jacobian derived
+from f), in fresh processes on the active target (cpu by default):
 
 * ``classic_cold``: ``HAPSIRA_JOIN=0``, an empty cache: the whole kernel compiled;
 * ``joined_cold``: ``HAPSIRA_JOIN=1``, an empty cache: the generic loop compiled, then
@@ -15,7 +16,7 @@ fresh processes on the active target (cpu by default):
 diffrax's first ``jax.jit`` call of the same Lorenz ensemble is measured beside them
 where diffrax is installed (``pip install -e ".[bench]"``).
 
-    python benchmarks/cold_start.py [--objects 256] [--rounds 2]
+    python benchmarks/cold_start.py [--objects 256] [--rounds 2] [--workloads hires_radau]
 
 Writes ``benchmarks/results/cold_start_<machine>_<date>.json``.
 """
@@ -50,6 +51,51 @@ def f(t, rr, vv, k, p):
     return drr, (dvv[0] + a[0], dvv[1] + a[1], dvv[2] + a[2])
 '''
 
+HIRES = '''
+from hapsira_core.jit import hjit
+
+@hjit
+def f(t, y, p):
+    y1, y2, y3, y4, y5, y6, y7, y8 = y
+    r = 280.0 * {scale} * y6 * y8
+    return (-1.71 * y1 + 0.43 * y2 + 8.32 * y3 + 0.0007,
+            1.71 * y1 - 8.75 * y2,
+            -10.03 * y3 + 0.43 * y4 + 0.035 * y5,
+            8.32 * y2 + 1.71 * y3 - 1.12 * y4,
+            -1.745 * y5 + 0.43 * y6 + 0.43 * y7,
+            -r + 0.69 * y4 + 1.71 * y5 - 0.43 * y6 + 0.69 * y7,
+            r - 1.81 * y7,
+            -r + 1.81 * y7)
+'''
+
+#: each workload's call, in the child (``user.f``, ``objects`` and numpy as np in scope)
+CALLS = {
+    "orbit": """
+from hapsira_cowell import cowell
+rng = np.random.default_rng(0)
+r0 = np.zeros((objects, 3)); r0[:, 0] = 6800 + rng.uniform(0, 800, objects)
+v0 = np.zeros((objects, 3)); v0[:, 1] = 7.5; v0[:, 2] = rng.uniform(0, 1, objects)
+call = lambda: cowell(398600.4418, r0, v0, np.linspace(0, 86400.0, 5), f=user.f).rr
+""",
+    "lorenz": """
+from hapsira_core.ivp import solve_ivp
+y0 = np.random.default_rng(0).uniform(-10, 10, (objects, 3))
+call = lambda: solve_ivp(user.f, (0.0, 10.0), y0, method="DOP853", rtol=1e-8, atol=1e-8,
+                         params=[10.0, 28.0, 8 / 3]).y
+""",
+    "hires": """
+from hapsira_core.ivp import solve_ivp
+y0 = np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057]) * np.random.default_rng(0).uniform(
+    0.5, 1.5, (objects, 1))
+call = lambda: solve_ivp(user.f, (0.0, 321.8122), y0, method="Radau", rtol=1e-6,
+                         atol=1e-9).y
+""",
+}
+
+#: name: (the user's module, with {scale}; its call in `CALLS`)
+WORKLOADS = {"lorenz_dop853": (LORENZ, "lorenz"), "cowell_j2": (COWELL, "orbit"),
+             "hires_radau": (HIRES, "hires")}
+
 CHILD = '''
 import json, sys, time
 start = time.perf_counter()
@@ -58,17 +104,7 @@ sys.path.insert(0, {folder!r})
 import {module} as user
 imported = time.perf_counter()
 objects = {objects}
-if {orbit}:
-    from hapsira_cowell import cowell
-    rng = np.random.default_rng(0)
-    r0 = np.zeros((objects, 3)); r0[:, 0] = 6800 + rng.uniform(0, 800, objects)
-    v0 = np.zeros((objects, 3)); v0[:, 1] = 7.5; v0[:, 2] = rng.uniform(0, 1, objects)
-    call = lambda: cowell(398600.4418, r0, v0, np.linspace(0, 86400.0, 5), f=user.f).rr
-else:
-    from hapsira_core.ivp import solve_ivp
-    y0 = np.random.default_rng(0).uniform(-10, 10, (objects, 3))
-    call = lambda: solve_ivp(user.f, (0.0, 10.0), y0, method="DOP853", rtol=1e-8, atol=1e-8,
-                             params=[10.0, 28.0, 8 / 3]).y
+{call}
 first = time.perf_counter(); out = call(); first = time.perf_counter() - first
 runs = []
 for _ in range({repeat}):
@@ -99,7 +135,7 @@ print(json.dumps({{"import_s": imported - start, "first_call_s": first}}))
 '''
 
 
-def run_case(name, template, orbit, objects, repeat, rounds):
+def run_case(name, template, call, objects, repeat, rounds):
     """Every measurement of one workload, each in a new process."""
     out = {"classic_cold": [], "joined_cold": [], "joined_new_function": [], "warm": []}
     for round_ in range(rounds):
@@ -111,7 +147,7 @@ def run_case(name, template, orbit, objects, repeat, rounds):
                 env = harness.child_env(cache=True, HAPSIRA_CACHE_DIR=cache_dir,
                                         HAPSIRA_JOIN=join)
                 return harness.run_child(CHILD.format(folder=folder, module=module,
-                                                      objects=objects, orbit=orbit,
+                                                      objects=objects, call=CALLS[call],
                                                       repeat=repeat), env=env)
 
             classic = child(f"classic{round_}", 1.0, os.path.join(folder, "c0"), "0")
@@ -140,13 +176,22 @@ def main():
     parser.add_argument("--objects", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated, of {', '.join(WORKLOADS)} (default: all)")
     parser.add_argument("--out", default=None)
     options = parser.parse_args()
+    chosen = [w for w in options.workloads.split(",") if w]
+    unknown = [w for w in chosen if w not in WORKLOADS]
+    if unknown or not chosen:
+        parser.error(f"--workloads: expected names among {', '.join(WORKLOADS)}, "
+                     f"got {options.workloads!r}")
     results = {"objects": options.objects, "cases": {}}
-    results["cases"]["lorenz_dop853"] = run_case("lorenz_dop853", LORENZ, False, options.objects,
-                                                 options.repeat, options.rounds)
-    results["cases"]["cowell_j2"] = run_case("cowell_j2", COWELL, True, options.objects,
-                                             options.repeat, options.rounds)
+    for name in chosen:
+        template, call = WORKLOADS[name]
+        results["cases"][name] = run_case(name, template, call, options.objects,
+                                          options.repeat, options.rounds)
+    if "lorenz_dop853" not in chosen:  # diffrax runs the Lorenz ensemble
+        return _write(results, options)
     try:
         import diffrax  # noqa: F401
         results["diffrax_first_jit_s"] = min(
@@ -155,6 +200,10 @@ def main():
     except ImportError:
         results["diffrax_first_jit_s"] = None
         results["notes"] = "diffrax not installed (pip install -e '.[bench]')"
+    _write(results, options)
+
+
+def _write(results, options):
     host = harness.cpu_model().split()[0].lower() if harness.cpu_model() else "host"
     name = options.out or f"cold_start_{host}{os.cpu_count()}_{time.strftime('%Y-%m-%d')}"
     harness.write_result(name, results)

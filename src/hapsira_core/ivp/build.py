@@ -19,6 +19,7 @@ from ..targets import active as target
 from . import lanes as lanes_module
 from . import methods
 from .state import fun_form
+from .state import ops as state_ops
 
 #: Built kernels of the active target, by their `KernelSpec`.
 KERNELS = {}
@@ -152,10 +153,9 @@ class KernelSpec:
     def joins(self):
         """Whether the kernel is a generic loop joined to the user's functions: on a
         target that joins (cpu, parallel) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
-        lanes) of a registered explicit method (`.methods.builtin`: the generic loop is
-        cached on disk by the method's name) without a user's ``jac``."""
+        lanes) of a registered method (`.methods.builtin`: the generic loop is
+        cached on disk by the method's name)."""
         return (hasattr(target, "JoinedKernel") and settings.JOIN == "on" and not self.lanes
-                and self.jac is None and methods.get(self.method).state_shape is None
                 and methods.builtin(self.method))
 
     def _joined(self, args):
@@ -164,39 +164,86 @@ class KernelSpec:
         functions = {"fun": self.fun}
         if self.event_functions:
             functions["events"] = jit.switch(self.event_functions, 4)
+        # first: a Jacobian that cannot be derived fails here, as in a kernel built at once
+        body = self.body()
+        functions.update(self._derived())
 
         # the host targets share joined kernels: the same loop, compiled for the same CPU
         options = target.JoinedKernel.code_options()
-        return target.JoinedKernel(self.body(), args, self.recipe(options),
+        return target.JoinedKernel(body, args, self.recipe(options),
                                    self.generic_key(args), self.generic_body, functions)
 
     def _stubs(self):
-        """The stand-ins of `generic_body`: ``fun`` in its form, the events' switch."""
+        """The stand-ins of `generic_body`: ``fun`` in its form (carrying the stand-ins
+        of the functions an implicit method derives from it, `_derived_stubs`), the
+        events' switch."""
         components = getattr(self.fun, "hapsira_error_components", None)
+        derived = self._derived_stubs()
+        marks = (("hapsira_stand_ins", derived),) if derived else ()
         if (fun_form(self.fun) or "tuple") == "tuple":
-            fun = target.stub("fun", 3, "state", components)
+            fun = target.stub("fun", 3, "state", components, marks)
         else:
-            fun = target.stub("fun", 4, "none", components)
+            fun = target.stub("fun", 4, "none", components, marks)
         return fun, target.stub("events", 5, "float")
 
     def generic_body(self):
         """The per-object ``body`` with stubs for the user's functions (`_stubs`)."""
         fun, g = self._stubs()
-        namespace = {"_fun": fun, "_g": g}
-        exec(compile(self.source("_fun", "()", "None", g="_g" if self.event_functions
-                                 else "switch((), 4)"),
+        # a user's jac=: the method asks for its Jacobian (the stand-in, whose marks say
+        # what the loop must know of it) as it would of the user's
+        namespace = {"_fun": fun, "_g": g,
+                     "_jac": dict(getattr(fun, "hapsira_stand_ins", ())).get("jac")}
+        exec(compile(self.source("_fun", "()", "None" if self.jac is None else "_jac",
+                                 g="_g" if self.event_functions else "switch((), 4)"),
                      f"<hapsira generic kernel {self.method} n={self.n}>", "exec"), namespace)
         return namespace["body"]
 
     def generic_key(self, args):
         """What fixes the generic kernel: everything but the user's functions."""
+        implicit = ()
+        if methods.get(self.method).state_shape is not None:
+            # whether jac= was given, and what the loop reads of each derived function
+            implicit = (self.jac is not None,
+                        tuple((role, _arity(f), _marks(f)) for role, f in self._derived()))
         return cache.key("generic kernel", self.method, self.n, self.keep_stages,
                          fun_form(self.fun) or "tuple",
                          getattr(self.fun, "hapsira_error_components", None),
                          bool(self.event_functions), self.event_states, self.records,
                          repr([(a.name, a.dtype.str, a.core, a.per_object, a.output,
-                                a.interleaved) for a in args]),
+                                a.interleaved) for a in args]), *implicit,
                          code_options=target.JoinedKernel.code_options())
+
+    def _derived(self):
+        """``((role, function), ...)``: what an implicit method makes from ``fun`` and
+        ``jac=`` and calls (its Jacobian: `.methods.base.Functions.derived`), compiled
+        alone and joined as ``fun`` is; () for an explicit method."""
+        method = methods.get(self.method)
+        if method.state_shape is None:
+            return ()
+        ops = state_ops(self.n, method.state_shape,
+                        getattr(self.fun, "hapsira_error_components", None))
+        return method.build(ops, self.keep_stages, self.fun, self.jac).derived
+
+    def _derived_stubs(self):
+        """``((role, stub), ...)``: a stand-in for each of `_derived`, which writes into
+        arrays (a stub returning none) and carries the function's marks (`_marks`)."""
+        return tuple((role, target.stub(role, _arity(f), "none", None, _marks(f)))
+                     for role, f in self._derived())
+
+
+def _arity(function):
+    """The positional parameters of an hjit ``function``."""
+    import inspect
+    return len(inspect.signature(getattr(function, "py_func", function)).parameters)
+
+
+def _marks(function):
+    """``((attribute, value), ...)``: what a method reads of a derived ``function`` (its
+    ``hapsira_*`` attributes: `..sensitivities.constant_jacobian`, ``hapsira_autonomous``),
+    which its stand-in in a generic loop carries and the generic key holds."""
+    return tuple(sorted((name, value) for name, value in vars(function).items()
+                        if name.startswith("hapsira_")
+                        and isinstance(value, (bool, int, float, str, type(None)))))
 
 
 def interleaves_work(method, fun=None):

@@ -275,7 +275,15 @@ def check_jac(jac, n):
     return jac
 
 
-@factory
+def stand_in(fun, role):
+    """The stand-in that a generic solve loop's ``fun`` carries for the function of
+    ``role`` derived from it (``"jac"``: `method_jacobian`, ``"jac_t"``:
+    `jacobian_with_time`), or None for any other ``fun``. The host targets compile an
+    implicit method's loop once with stand-ins (`hapsira_core.targets._join.stub`)
+    and each user's function and its Jacobian alone (`hapsira_core.ivp.build`)."""
+    return dict(getattr(fun, "hapsira_stand_ins", ())).get(role)
+
+
 def method_jacobian(fun, n, jac=None):
     """``jac_into(t, y, p, J) -> J``: d fun / d y written into the first n rows of the 2-D
     array ``J``, the one choice every implicit method makes the same way.
@@ -284,7 +292,14 @@ def method_jacobian(fun, n, jac=None):
     -> flat row-major tuple of n * n floats`` (read as ``J[i, j] = jac[i * n + j]``) or
     the array form ``jac(t, y, p, J)`` filling ``J``. None: the automatic Jacobian of a
     tuple-form ``fun`` (`jacobian_rows`); an array-form ``fun`` then raises a ValueError
-    naming ``jac`` (it is not differentiated in this version)."""
+    naming ``jac`` (it is not differentiated in this version). A generic loop's ``fun``:
+    its stand-in (`stand_in`)."""
+    found = stand_in(fun, "jac")
+    return found if found is not None else _method_jacobian(fun, n, jac)
+
+
+@factory
+def _method_jacobian(fun, n, jac=None):
     if jac is None:
         if fun_form(fun) == "array":
             raise ValueError(
@@ -393,13 +408,19 @@ def params_jacobian(t, y, p, J):
 
 
 
-@factory
 def jacobian_with_time(fun, n):
     """``jt_into(t, y, p, J, ft)``: d fun / d y into the first n rows of ``J`` and
     d fun / d t into the row ``ft``, from one forward-mode derivative of a tuple-form
     ``fun`` with respect to ``t`` and ``y`` (what a Rosenbrock method needs: exact, no
     finite difference in t). ``jt_into.hapsira_autonomous``: every d fun / d t is known
-    to be zero (then ``ft`` is not written and a method may drop the term)."""
+    to be zero (then ``ft`` is not written and a method may drop the term). A generic
+    loop's ``fun``: its stand-in (`stand_in`)."""
+    found = stand_in(fun, "jac_t")
+    return found if found is not None else _jacobian_with_time(fun, n)
+
+
+@factory
+def _jacobian_with_time(fun, n):
     _checked(fun)
     spec = (derivatives.SCALAR, (derivatives.SCALAR,) * n, None)
     vj = derivative_twin(fun, spec)

@@ -8,7 +8,7 @@ with `stub` calls where it calls the user's functions: each an external call who
 symbol name carries the call's numba types. Its LLVM bitcode is kept in memory and
 in the cache folder. A user's functions are then compiled alone, each as a small
 wrapper with a stub's types (`wrapper`), linked with the loop into one LLVM module
-whose functions are all internal but one entry (`join`), and LLVM's optimiser runs
+whose functions are all private but one entry (`join`), and LLVM's optimiser runs
 on the whole, so that they are inlined into the loop as in a kernel compiled at
 once: the same instructions and the same numbers. The joined object code is cached
 too (`JoinedKernel`), so a warm process loads it.
@@ -88,13 +88,17 @@ def _intrinsic(arity, typer, codegen):
 
 
 @factory
-def stub(role, arity, returns, error_components=None):
+def stub(role, arity, returns, error_components=None, marks=()):
     """The stand-in for a user function of ``role`` called with ``arity`` arguments.
 
     ``returns``: what the call returns, from its argument types: ``"state"`` (the
-    tuple form of ``fun``: the state's own type), ``"none"`` (the array form) or
-    ``"float"`` (an event function). ``error_components``: the mark of an stm=True
-    system's right-hand side, which the loop reads (`hapsira_core.ivp.state.ops`)."""
+    tuple form of ``fun``: the state's own type), ``"none"`` (the array form, and a
+    Jacobian written into its array) or ``"float"`` (an event function).
+    ``error_components``: the mark of an stm=True system's right-hand side, which the
+    loop reads (`hapsira_core.ivp.state.ops`). ``marks``: ``((attribute, value), ...)``
+    set on the stand-in, what a method reads of the function it stands for (a
+    Jacobian's constancy, `hapsira_core.ivp.sensitivities.constant_jacobian`) or the
+    stand-ins of the functions derived from it (`hapsira_core.ivp.sensitivities.stand_in`)."""
     def typer(*args):
         result = {"state": lambda: args[1], "none": lambda: types.none,
                   "float": lambda: types.float64}[returns]()
@@ -119,6 +123,8 @@ def stub(role, arity, returns, error_components=None):
     made.py_func = namespace[role]
     if error_components is not None:
         made.hapsira_error_components = error_components
+    for attribute, value in marks:
+        setattr(made, attribute, value)
     return made
 
 
@@ -352,7 +358,7 @@ def _read_generic(name):
 def join(generic_code, functions, entry):
     """The library of ``generic_code`` joined to the user's ``functions``
     (``{role: function}``): each stub the loop calls defined by the function's
-    `wrapper`, every function internal but ``entry`` (the kernel's, in numba's calling
+    `wrapper`, every function private but ``entry`` (the kernel's, in numba's calling
     convention), optimised as one module. Returns the finalised library."""
     import llvmlite.binding as llvm
     from llvmlite import ir
@@ -380,13 +386,16 @@ def join(generic_code, functions, entry):
     module.link_in(llvm.parse_assembly(str(bridges)))
     for library in linked:
         module.link_in(library._get_module_for_linking(), preserve=True)
+    # private, not internal: the JIT's linker registers an internal symbol by its name,
+    # and a later kernel's copy of a function of that name (linkonce_odr, which yields to
+    # a definition already loaded) would call this one, whose arguments LLVM may have
+    # changed here (BDF's interpolant, which the dense output's kernel calls again)
     for function in module.functions:
         if not function.is_declaration and function.name != entry:
-            function.linkage = "internal"
+            function.linkage = "private"
     for variable in module.global_variables:
-        if not variable.is_declaration and variable.linkage not in (
-                llvm.Linkage.internal, llvm.Linkage.private):
-            variable.linkage = "internal"
+        if not variable.is_declaration:
+            variable.linkage = "private"
     codegen = context.codegen()
     library = codegen.create_library(entry)
     library.enable_object_caching()
@@ -474,10 +483,9 @@ class JoinedKernel(kernel.ObjectKernel):
                 except Exception as error:
                     library = _damaged(self.cache_name, error, "loaded")
         if library is None:
-            with progress.compiling(f"the loop of {self.description} (once for every "
-                                    "function of this form)"):
-                generic_code = generic(self.generic_key, lambda: self.LOOP(
-                    self.make_generic(), self.args, recipe=None))
+            loop = f"the loop of {self.description} (once for every function of this form)"
+            with progress.compiling(loop):
+                generic_code = generic(self.generic_key, lambda: self._loop(loop))
             name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
                            "the user's function")
             with progress.compiling(f"{self.description} for {name}"):
@@ -490,6 +498,13 @@ class JoinedKernel(kernel.ObjectKernel):
             raise RuntimeError(f"hapsira: the joined kernel {entry} has no entry")
         self._library = _JOINED[entry] = library  # its code must outlive the calls
         return address, self._caller()
+
+    def _loop(self, description):
+        """The generic loop's kernel, compiled in memory; its notice (`progress`) says
+        what the joined kernel's says of it."""
+        made = self.LOOP(self.make_generic(), self.args, recipe=None)
+        made.description = description
+        return made
 
     def _caller(self):
         """``call(address, *arrays)``: what runs the entry on the kernel's arrays."""

@@ -1,6 +1,7 @@
 """A generic solve loop joined to each user function in LLVM (`hapsira_core.targets._join`,
-``HAPSIRA_JOIN``): the same numbers as the kernel compiled at once, the loop compiled once
-per form, a warm process loading the joined kernel, an edit never served stale.
+``HAPSIRA_JOIN``): the same numbers as the kernel compiled at once (explicit and implicit
+methods, a Jacobian derived or given), the loop compiled once per form, a warm process
+loading the joined kernel, an edit never served stale.
 
 The host targets (cpu, parallel) join and share their joined kernels; cuda compiles every
 kernel at once, which the last test checks.
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from hapsira_core import settings
-from hapsira_core.ivp import Event, build, solve_ivp
+from hapsira_core.ivp import Event, build, dense, solve_ivp
 from hapsira_core.jit import hjit
 from hapsira_core.kernels.errors import CallbackCompileError
 from hapsira_core.targets import active as target
@@ -124,6 +125,140 @@ def test_a_function_returning_another_length_is_named(monkeypatch):
         solve_ivp(decay_two, (0.0, 1.0), np.array([[1.0]]), method="RK45")
 
 
+@hjit
+def robertson(t, y, p):  # Robertson's kinetics, the rate constants per object in p
+    return (-p[0] * y[0] + p[1] * y[1] * y[2],
+            p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
+            p[2] * y[1] * y[1])
+
+
+@hjit
+def robertson_halved(t, y, p):  # robertson with p[0] halved: the same numbers at 2 p[0]
+    return (-2.0 * p[0] * y[0] + p[1] * y[1] * y[2],
+            2.0 * p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
+            p[2] * y[1] * y[1])
+
+
+@hjit
+def robertson_jac(t, y, p):  # row-major d f_i / d y_j
+    return (-p[0], p[1] * y[2], p[1] * y[1],
+            p[0], -p[1] * y[2] - 2.0 * p[2] * y[1], -p[1] * y[1],
+            0.0, 2.0 * p[2] * y[1], 0.0)
+
+
+@hjit
+def robertson_jac_rows(t, y, p, J):
+    for i in range(3):
+        for j in range(3):
+            J[i, j] = 0.0
+    J[0, 0] = -p[0]
+    J[0, 1] = p[1] * y[2]
+    J[0, 2] = p[1] * y[1]
+    J[1, 0] = p[0]
+    J[1, 1] = -p[1] * y[2] - 2.0 * p[2] * y[1]
+    J[1, 2] = -p[1] * y[1]
+    J[2, 1] = 2.0 * p[2] * y[1]
+
+
+@hjit
+def quarter_gone(t, y, p):
+    return y[0] - 0.75
+
+
+RATES = np.array([[0.04, 1e4, 3e7], [0.08, 1e4, 3e7], [0.04, 3e4, 1e7], [0.02, 1e4, 6e7]])
+#: scipy's constant jac= matrix path: Robertson's Jacobian near its quasi-steady state
+#: y = (0.9, 3e-5, 0.1), the simplified Newton iterations' matrix for the whole run
+ROBERTSON_MATRIX = np.array([[-0.04, 1e3, 0.3], [0.04, -2.8e3, -0.3], [0.0, 1.8e3, 0.0]])
+
+
+def _robertson_call(method, jac=None, fun=robertson, rates=RATES, steps=False, events=False):
+    """``steps``: every step (``t_eval="steps"``, scipy's None) and ``dense_output``."""
+    y0 = np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [1.0, 0.0, 0.0], [0.8, 0.0, 0.2]])
+    return solve_ivp(fun, (0.0, 40.0), y0, method=method, params=rates, jac=jac,
+                     t_eval="steps" if steps else np.linspace(0.0, 40.0, 9), dense_output=steps,
+                     rtol=1e-6, atol=1e-10,
+                     events=[Event(quarter_gone, direction=-1)] if events else None)
+
+
+STIFF = {  # method, jac=, steps (t_eval="steps", dense_output=True), events
+    "Radau-derived-events": ("Radau", None, False, True),
+    "BDF-derived-steps": ("BDF", None, True, False),
+    "Rodas5P-derived": ("Rodas5P", None, False, False),
+    "Radau-jac": ("Radau", robertson_jac, False, False),
+    "BDF-jac-matrix": ("BDF", ROBERTSON_MATRIX, False, False),
+    "Rodas5P-jac-rows": ("Rodas5P", robertson_jac_rows, False, False),
+}
+
+
+@needs_join
+@pytest.mark.parametrize("case", list(STIFF))
+def test_joined_implicit_kernels_give_the_numbers_of_kernels_compiled_at_once(monkeypatch,
+                                                                                 case):
+    method, jac, steps, events = STIFF[case]
+
+    def call():
+        return _robertson_call(method, jac, steps=steps, events=events)
+    joined, joined_kinds = _run("on", monkeypatch, call)
+    times = np.linspace(0.0, 40.0, 13)
+    if steps:  # the dense output's kernel, compiled after the joined one calls BDF's
+        # interpolant as the joined kernel does, each its own (`_join.join`: private)
+        monkeypatch.setattr(dense, "KERNELS", {})
+        joined_sol = joined.sol(times)
+    classic, classic_kinds = _run("off", monkeypatch, call)
+    assert joined_kinds == {"JoinedKernel"} and "JoinedKernel" not in classic_kinds
+    for field in ("t", "y", "status", "nfev", "nsteps", "njev", "nlu", "n_events"):
+        a, b = getattr(classic, field), getattr(joined, field)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
+    for a, b in zip(classic.t_events, joined.t_events):
+        assert a.tobytes() == b.tobytes()
+    if steps:
+        assert classic.sol(times).tobytes() == joined_sol.tobytes()
+        assert np.all(np.isfinite(joined_sol)) and np.ptp(joined_sol[:, 0, -1]) > 0.01
+    # stiff runs that worked, each object its own: real numbers to compare
+    assert np.all(joined.status == 0) and np.all(joined.njev > 0 if jac is not ROBERTSON_MATRIX
+                                                  else joined.njev == 0)
+    assert np.all(joined.nlu > 0) and len(set(joined.nsteps.tolist())) > 1
+    # y: (N, n, M); with steps, each object's last state after its own steps
+    final = joined.y[:, :, -1] if not steps else joined.y[np.arange(4), :, joined.nsteps]
+    np.testing.assert_allclose(final.sum(axis=1), [1.0] * 4, rtol=1e-6)  # mass conserved
+    assert np.all(final[:, 2] > 0.01)  # a product formed, the stiff part at work
+    if events:  # (N, C): one crossing each where a quarter of y0 is gone by t = 40
+        crossings = joined.t_events[0][~np.isnan(joined.t_events[0])]
+        assert len(crossings) >= 2 and np.all((crossings > 0.0) & (crossings < 40.0))
+
+
+@needs_join
+@pytest.mark.parametrize("method", ["Radau", "BDF", "Rodas5P"])
+def test_a_new_stiff_function_compiles_alone_with_its_jacobian(monkeypatch, method):
+    from hapsira_core.targets import _join
+
+    monkeypatch.setattr(settings, "JOIN", "on")
+    monkeypatch.setattr(build, "KERNELS", {})
+    first = _robertson_call(method)
+
+    def refuse(generic_kernel):
+        raise AssertionError("the generic loop was compiled again")
+    monkeypatch.setattr(_join, "_compile_generic", refuse)
+    # the new function joined here, never loaded from an earlier run's joined entry
+    read = _join._read
+    monkeypatch.setattr(_join, "_read", lambda name: None if "_joined_" in name else read(name))
+    joined = []
+    original = _join.join
+    monkeypatch.setattr(_join, "join", lambda code, functions, entry: joined.append(
+        functions) or original(code, functions, entry))
+    halved = RATES * [0.5, 1.0, 1.0]
+    second = _robertson_call(method, fun=robertson_halved, rates=halved)
+    # the new function and the Jacobian derived from it, joined to the loop compiled once
+    (functions,) = joined
+    assert functions["fun"] is robertson_halved
+    assert [type(k).__name__ for k in build.KERNELS.values()] == ["JoinedKernel"] * 2
+    assert set(functions) == {"fun", "jac_t" if method == "Rodas5P" else "jac"}
+    # 2 * (p[0] / 2) == p[0]: the same system, the same numbers, through the new function
+    for field in ("y", "nfev", "njev", "nlu", "status"):
+        assert getattr(second, field).tobytes() == getattr(first, field).tobytes(), field
+    assert np.all(first.status == 0) and np.ptp(first.y[:, 0, -1]) > 0.01
+
+
 SCRIPT = textwrap.dedent("""
     import json
     import numpy as np
@@ -198,4 +333,4 @@ def test_the_host_targets_join():
         patch.setattr(settings, "JOIN", "on")
         # the kernels other targets run are compiled at once, whatever the setting
         assert spec.joins() == JOINS
-        assert not build.KernelSpec("Radau", 3, lorenz).joins()
+        assert build.KernelSpec("Radau", 3, lorenz).joins() == JOINS

@@ -93,6 +93,13 @@ class Functions:
     ``interpolant_in_work``
         Whether the coefficients are ``work`` itself (BDF's history): ``placeholder``
         is then ``placeholder(y, work)``. Default False.
+    ``derived``
+        ``((role, function), ...)``: the functions made from ``fun`` and the user's
+        ``jac=`` that the method calls (its Jacobian, `..sensitivities.method_jacobian`,
+        role ``"jac"``; a Rosenbrock method's J and df/dt at once,
+        `..sensitivities.jacobian_with_time`, role ``"jac_t"``). The host targets
+        compile the loop once with stand-ins for them and each function alone
+        (`hapsira_core.targets._join`). Default ().
 
     **Optional**, either kind:
 
@@ -114,6 +121,7 @@ class Functions:
     counts: object = no_counts
     failure: object = step_too_small
     interpolant_in_work: bool = False
+    derived: tuple = ()
     end_value: object = None
     end_value_nfev: int = 0
 

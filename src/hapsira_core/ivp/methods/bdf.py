@@ -434,7 +434,8 @@ def build(ops, keep, fun, rows, jac=None):
     return {"step": step, "begin": begin, "counts": counts, "failure": guard.failure,
             "coefficients": coefficients, "placeholder": placeholder,
             "evaluate": make_evaluate(n), "interpolant_in_work": True,
-            "step_nfev": 0, "dense_nfev": 0, "error_exponent": -0.5}
+            "step_nfev": 0, "dense_nfev": 0, "error_exponent": -0.5,
+            "derived": (("jac", jac_into),)}
 
 
 _EVALUATE = {}

@@ -485,7 +485,7 @@ def _build(ops, fun, jac, rows):
     return Functions(
         step=step, begin=begin, counts=counts, failure=failure, coefficients=coefficients,
         placeholder=placeholder, evaluate=make_evaluate(n), step_nfev=0, dense_nfev=0,
-        error_exponent=-0.25)
+        error_exponent=-0.25, derived=(("jac", jac_into),))
 
 
 _EVALUATE = {}

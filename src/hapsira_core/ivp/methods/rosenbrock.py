@@ -380,7 +380,8 @@ def _build(tableau, ops, fun, jac, rows):
     return Functions(step=step, begin=begin, counts=counts, failure=guard.failure,
                      coefficients=coefficients,
                      placeholder=placeholder, evaluate=make_evaluate(n), step_nfev=S,
-                     dense_nfev=0, error_exponent=exponent)
+                     dense_nfev=0, error_exponent=exponent,
+                     derived=(("jac", jac_into),) if finite_time else (("jac_t", jac_t),))
 
 
 _EVALUATE = {}
