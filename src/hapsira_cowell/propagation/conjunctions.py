@@ -58,6 +58,7 @@ holds under any perturbation the chord margin allows.
 import math
 import warnings
 
+import numba
 import numpy as np
 from astropy import units as u
 
@@ -522,7 +523,8 @@ def _sort_window(window, samples, conf, margin, box, sorted_keys, sorted_entries
         widest_r = max(widest_r, side_r)
     inverse = _inverse_width(widest)
     inverse_r = _inverse_width(widest_r)
-    # counting sort of the entries by hash slot
+    # counting sort of the entries by hash slot: each slot's count, their running sums
+    # (each slot's end), and each entry put before its slot's end, moved down
     for h in range(size + 1):
         starts[h] = 0
     for o in range(n):
@@ -532,9 +534,10 @@ def _sort_window(window, samples, conf, margin, box, sorted_keys, sorted_entries
                 for bz in range(cells[6] + 1):
                     for br in range(cells[7] + 1):
                         key, h, home = _entry(cells, bx, by, bz, br, size)
-                        starts[h + 1] += 1
-    for h in range(1, size + 1):
+                        starts[h] += 1
+    for h in range(1, size):
         starts[h] += starts[h - 1]
+    starts[size] = starts[size - 1]
     for o in range(n):
         cells = _cells(box, o, inverse, inverse_r)
         for bx in range(cells[4] + 1):
@@ -542,14 +545,10 @@ def _sort_window(window, samples, conf, margin, box, sorted_keys, sorted_entries
                 for bz in range(cells[6] + 1):
                     for br in range(cells[7] + 1):
                         key, h, home = _entry(cells, bx, by, bz, br, size)
+                        starts[h] -= 1
                         slot = starts[h]
                         sorted_keys[slot] = key
                         sorted_entries[slot] = o * CELLS + home
-                        starts[h] += 1
-    # each slot's count was moved one slot down by the filling: shift back
-    for h in range(size, 0, -1):
-        starts[h] = starts[h - 1]
-    starts[0] = 0
     return starts[size]
 
 
@@ -782,10 +781,11 @@ MAX_ITEMS = 2 ** 31 - 1
 #: kernel keeps room for; rows with more run again with room for all of theirs.
 SLOT_CAP = 1
 WINDOW_CAP = 16
-#: Windows per call of the host targets' kernel (`broad_phase`): each holds a window's
-#: working rows, room for 16 entries an object (about 280 bytes an object), so that a
-#: chunk's windows reuse a few rows rather than each having its own.
-HOST_BATCH = 16
+#: Windows per call of the host targets' kernel and thread (`broad_phase`): each holds a
+#: window's working rows, room for 16 entries an object (about 280 bytes an object, of
+#: which a window touches about 130), so that a chunk's windows reuse a few rows rather
+#: than each having its own.
+HOST_BATCH = 8
 
 
 def window_cap(n):
@@ -906,13 +906,13 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     then `_scan_entry` per (window, entry), all left in the target's memory
     (``samples`` moved there once); otherwise (the host targets) one kernel per
     window, `_grid_window`, which runs the same two halves while the window's arrays
-    are in the core's cache, `HOST_BATCH` windows a call. Same candidates, same counts.
-    ``cap``: candidates per kernel row that the first run keeps room for (`SLOT_CAP`,
-    `WINDOW_CAP`); rows with more run again with room for all of theirs. The rows stay
-    where the kernel wrote them and are compacted there (``active.compact_rows``: on
-    cuda only the candidates cross to the host, not an entry's 20 bytes of row and
-    counts). ``items``: an `Items`, for ``per_slot`` (made here without it: `screen`
-    keeps one for all its chunks).
+    are in the core's cache, `HOST_BATCH` windows a call and thread. Same candidates,
+    same counts. ``cap``: candidates per kernel row that the first run keeps room for
+    (`SLOT_CAP`, `WINDOW_CAP`); rows with more run again with room for all of theirs.
+    The rows stay where the kernel wrote them and are compacted there
+    (``active.compact_rows``: on cuda only the candidates cross to the host, not an
+    entry's 20 bytes of row and counts). ``items``: an `Items`, for ``per_slot`` (made
+    here without it: `screen` keeps one for all its chunks).
     """
     if not in_target_memory(samples):
         samples = np.ascontiguousarray(samples, dtype=np.float64)
@@ -946,7 +946,7 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     else:
         row = n
         sizes = {"n": n, "eight": 8, "e": CELLS * n, "h1": size + 1}
-        batch = min(HOST_BATCH, windows)
+        batch = min(HOST_BATCH * numba.get_num_threads(), windows)
         work = [empty((batch, *(sizes[d] for d in core)), dtype)
                 for _, dtype, core in _WINDOW_ARRAYS]
         every = np.arange(windows, dtype=np.int64).reshape(-1, 1)
@@ -1187,13 +1187,13 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
         Windows screened at once (at least 1): bounds memory, about 100 bytes of host
-        memory per object and window on the host targets (samples 48, the
-        candidates' rows of the broad phase, beside the solver's own; its working rows
-        are `HOST_BATCH` windows', about 300 bytes an object each) and on cuda 512
-        bytes of GPU memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
-        host targets; 4e7 on cuda, or fewer if a quarter of the GPU's free memory holds
-        less. The candidates of several chunks, up to `REFINE_BATCH`, are refined in
-        one solver call.
+        memory per object and window on the host targets (samples 48, the candidates'
+        rows of the broad phase, beside the solver's own; its working rows are
+        `HOST_BATCH` windows' a thread, about 300 bytes an object each) and on cuda
+        512 bytes of GPU memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6
+        object-windows on the host targets; 4e7 on cuda, or fewer if a quarter of the
+        GPU's free memory holds less. The candidates of several chunks, up to
+        `REFINE_BATCH`, are refined in one solver call.
     stats : dict, optional
         Filled with the time per phase (s), the number of windows, grid pairs (pairs
         of entries that share a cell), pairs chord-tested (whose boxes overlap) and

@@ -1,10 +1,12 @@
-"""`row_max`, `row_offsets` and `bucket_sort` on the GPU: per-row work that one thread per row would do
-serially, spread over a block per row (and a thread per entry), in the GPU's memory.
+"""`row_max`, `row_offsets` and `bucket_sort` on the GPU: per-row work that one thread per
+row would do serially, spread over a block per row (and a thread per entry), in the
+GPU's memory.
 
 `bucket_sort` is a counting sort of each row's entries by bucket: a histogram (atomic
 adds), a block scan per row, a scatter (atomic adds on the bucket's next slot) and a
 shift of the starts back by one bucket. Within a bucket the order is the atomics',
 not the entries' (the host targets' is stable): callers must not depend on it.
+`row_offsets` is a copy of each row one place on and the same block scan per row.
 Why: one thread per row walking all its entries and buckets would be a large share of
 `hapsira_cowell.conjunctions`' broad phase.
 """
