@@ -146,7 +146,7 @@ def test_an_approach_across_shells_passes_the_radius_test():
                 f=two_body_j2)
     shells = np.linalg.norm(at.rr, axis=-1)  # (2 objects, 2 times)
     assert np.all(np.abs(shells[0] - shells[1]) > 10.0)
-    # and the radius test drops most pairs the grid forms in this cloud
+    # and the boxes' overlap (the radius among it) drops most pairs the grid forms here
     assert stats["grid_pairs"] > stats["chord_tests"] >= stats["candidates"] >= 1
 
 
@@ -425,8 +425,8 @@ def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, mo
 def test_the_candidates_are_every_pair_through_the_chord_test_on_real_debris(simulated):
     """On real debris of three clouds, both forms' candidates are exactly the (window,
     pair)s of all N (N - 1) / 2 pairs that the chord test keeps (numpy, every pair: the
-    grid and the radius test lose none and add none), and they hold every (window, pair)
-    whose distance, sampled every second, comes within the threshold."""
+    grid and the boxes' overlap lose none and add none), and they hold every (window,
+    pair) whose distance, sampled every second, comes within the threshold."""
     n_each, windows, threshold = (6, 3, 300.0) if simulated else (100, 20, 100.0)
     r, v = _debris_mix(n_each)
     n, dt = len(r), 30.0
