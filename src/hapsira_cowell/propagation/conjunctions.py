@@ -35,7 +35,7 @@
    m_j``, and that implies the boxes' overlap: the candidates are exactly the
    pairs the chord test keeps, the grid only spares testing the rest. The
    radius is what separates objects of different shells that are near in
-   space: a 3-D grid formed 7x the pairs at 20,000 objects (docs/screening.md).
+   space (docs/screening.md, "How it works").
 3. Narrow phase. Each candidate (pair, window) is integrated as one ODE of 12
    components (both objects, the same force model) from the window's first
    sample to its last (and 5% past it: a minimum at a sample time is on two
@@ -320,15 +320,15 @@ _BOX_PAD = 1e-9
 # overlapping boxes. A window's cells are as wide as its widest box along x, y and z (one
 # width for the three) and as its widest radius interval along the radius: a box touches
 # one or two cells along each axis, at most 16, and its object is entered in each
-# (`_cells`, `_entry`; 4.5 a object on average at 20,000 objects of the benchmark's
-# population). Overlapping boxes share the cell of the lower corner of their overlap,
-# max(low_i, low_j) along each axis (the same floor of the same numbers: cells are
-# counted alike for both, whatever the rounding), and are tested there only: in that
-# cell, along each axis, one of the two boxes starts (the entries' "home" bits), and in
-# no other cell they share is that so. The radius is what separates most objects that
-# are near in space (shells tens of km apart): the 3-D grid of one cell per object
-# (its centre's) and its 26 neighbours that this replaces formed about 7x the pairs
-# at 20,000 objects, and 92% of them failed the radius test.
+# (`_cells`, `_entry`; a few on average). Overlapping boxes share the cell of the lower
+# corner of their overlap, max(low_i, low_j) along each axis (the same floor of the same
+# numbers: cells are counted alike for both, whatever the rounding), and are tested
+# there only: in that cell, along each axis, one of the two boxes starts (the entries'
+# "home" bits), and in no other cell they share is that so. The radius is what
+# separates most objects that are near in space (shells tens of km apart): a 3-D grid
+# pairs them up; and looking up neighbour cells (rather than entering each object in
+# every cell it touches) costs more than the entries (docs/screening.md and
+# docs/log.md say how much).
 #
 # The cells are hashed into a table (spatial hashing: Teschner et al., "Optimized
 # Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003, whose three
@@ -803,8 +803,8 @@ def two_kernels():
 
 
 def table_size(n):
-    """Hash slots of a window of ``n`` objects: a power of two >= 4 N (about 4.5 entries
-    an object: short slots)."""
+    """Hash slots of a window of ``n`` objects: a power of two >= 4 N (short slots for a
+    few entries an object)."""
     return 1 << max(1, (4 * n - 1).bit_length())
 
 
@@ -1137,8 +1137,8 @@ CHUNK_DEVICE = 40_000_000
 REFINE_BATCH = 2_500_000
 
 #: Bytes of the target's own memory per object-window of a chunk, two kernels
-#: (`broad_phase`), at 6 entries an object (4.5 at 20,000 objects of the benchmark's
-#: population; 16 at most, objects all of the same motion): the states 48 (moved once
+#: (`broad_phase`), at 6 entries an object (fewer in the benchmark's population,
+#: docs/screening.md; 16 at most, objects all of the same motion): the states 48 (moved once
 #: for all), per object 96 (margin, box, its sides, its count of cells and offset), the
 #: hash table's starts 16 to 32 (4 bytes a slot, 4 to 8 slots an object), per entry 56
 #: (keys, hash slots, packed entries, the sort's order, the sorted keys and entries,
