@@ -323,7 +323,7 @@ def main(argv=None):
           f"({result['broad_cpu_s']:.2f} s CPU), "
           f"refinement {result['narrow_s']:.2f} s, total {result['total_s']:.2f} s wall "
           f"({result['cpu_s']:.2f} s CPU time of this process, all threads)")
-    print(f"grid pairs {result['grid_pairs']}, chord-tested (through the radius test) "
+    print(f"grid pairs {result['grid_pairs']}, chord-tested (boxes overlapping) "
           f"{result.get('chord_tests', 'n/a')}, candidates refined {result['candidates']}, "
           f"approaches {result['approaches']}")
     if args.json:

@@ -6,11 +6,12 @@
 The population of benchmarks/screening.py (N objects) is sampled over ``--windows``
 windows of the default dt; `broad_phase` is compiled on three windows, then run
 on all of them with each kernel call and each call of the target's primitives
-(``compact_rows``, ``row_max``, ``bucket_sort``) wrapped: its wall time (GPU
-synchronised before and after) and, for a kernel, ``last_kernel_seconds`` (CUDA events around its launches), the host work in
-between (``other_s``), and a cProfile of a third call (top entries by own time). The
-per-slot loads of the scan (grid pairs per slot: maximum and mean, from the first run's
-counts, copied after the timing) say whether one thread's work paces the second kernel.
+(``compact_rows``, ``row_max``, ``row_offsets``, ``bucket_sort``) wrapped: its wall time
+(GPU synchronised before and after) and, for a kernel, ``last_kernel_seconds`` (CUDA
+events around its launches), the host work in between (``other_s``), and a cProfile of
+a third call (top entries by own time). The per-row loads of the scan (grid pairs per
+(window, entry): maximum and mean, from the first run's counts, copied after the
+timing) say whether one thread's work paces the second kernel.
 Writes JSON (``--out``).
 
 Written because on an H200 the broad phase of 20,000 objects x 6 h took 48.3 s of wall
@@ -81,7 +82,8 @@ def main(argv=None):
         return call
 
     def timed_primitive(name, primitive):
-        """The target's ``primitive`` (compact_rows, row_max, bucket_sort), timed."""
+        """The target's ``primitive`` (compact_rows, row_max, row_offsets, bucket_sort),
+        timed."""
         def call(*arrays):
             sync()
             start = time.perf_counter()
@@ -93,10 +95,10 @@ def main(argv=None):
             return out
         return call
 
-    originals = {name: getattr(C, name) for name in ("_OBJECT", "_KEY", "_SLOT", "_SCAN",
-                                                     "_GRID")}
+    originals = {name: getattr(C, name) for name in ("_OBJECT", "_COUNT", "_ENTRY", "_SLOT",
+                                                     "_SCAN", "_GRID")}
     primitives = {name: getattr(active, name) for name in ("compact_rows", "row_max",
-                                                           "bucket_sort")}
+                                                           "row_offsets", "bucket_sort")}
     for name, kernel in originals.items():
         setattr(C, name, wrapped(name, kernel))
     for name, primitive in primitives.items():

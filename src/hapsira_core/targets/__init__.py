@@ -56,6 +56,10 @@ it needs. A target provides
                          to the host (numpy on the host targets)
 ``row_max(v)``            the largest entry of each row of ``v`` ``(R, C)``
                          float64: ``(R,)``, where ``v`` is
+``row_offsets(c)``       each row of ``c`` ``(R, C)`` (non-negative ints) as
+                         running sums before each entry: ``offsets`` ``(R, C +
+                         1)`` int32 (0 first, the row's total last), where ``c``
+                         is, and the largest row total (an int, on the host)
 ``bucket_sort(b, size)`` each row of ``b`` ``(R, C)`` (ints in ``0 .. size -
                          1``) sorted by bucket: ``order`` ``(R, C)`` int32,
                          entry indices grouped by bucket (within a bucket in

@@ -136,6 +136,18 @@ def row_max(values):
     return np.asarray(values).max(axis=1, initial=-np.inf)
 
 
+def row_offsets(counts):
+    """Where each entry's share of its row begins (numpy, on the host;
+    `hapsira_core.targets`): ``counts`` ``(R, C)`` non-negative ints; returns ``offsets``
+    ``(R, C + 1)`` int32, each row's running sums before each entry (0 first, the row's
+    total last), and the largest row total (an int, on the host)."""
+    counts = np.asarray(counts)
+    rows, columns = counts.shape
+    offsets = np.zeros((rows, columns + 1), np.int32)
+    np.cumsum(counts, axis=1, out=offsets[:, 1:])
+    return offsets, int(offsets[:, columns].max()) if rows else 0
+
+
 def bucket_sort(buckets, size):
     """Each row's entries sorted by bucket (numpy, on the host; `hapsira_core.targets`):
     ``buckets`` ``(R, C)`` ints in ``0 .. size - 1``; returns ``order`` ``(R, C)`` int32,

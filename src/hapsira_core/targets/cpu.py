@@ -18,6 +18,7 @@ from ._host import (  # noqa: F401
     lane_code_options,
     lane_width,
     row_max,
+    row_offsets,
     reciprocal,
     rsqrt,
     to_device,

@@ -11,28 +11,31 @@
    by the bound on the distance between a curve and its chord,
    ``|r(t) - L(t)| <= dt^2 / 8 * max|r''|`` (the linear interpolation error
    bound; e.g. Atkinson, *An Introduction to Numerical Analysis*, 2nd ed.,
-   Theorem 3.2), with ``max|r''|`` bounded as described at `_chord_margin`.
-   Each box's centre goes in one cell of a uniform grid whose cells are as
-   wide as the widest box plus the threshold, so that boxes closer than the
-   threshold have centres in the same or adjacent cells; the cells are hashed
-   into a table and the objects counting-sorted by slot (`_sort_window`, one
-   "object" of a kernel per window), and each object looks at its own cell and
-   the 13 neighbours after it (`_scan`). On cuda these are two kernels, the
-   scan one GPU thread per (window, slot) (`_scan_slot`), the sorted arrays
-   kept on the GPU between them; on the host targets one kernel runs both per
-   window (`_grid_window`: a loop on cpu, a gufunc on parallel), while the
-   window's arrays are in the core's cache (`broad_phase`). Pairs found so are
-   kept only if the straight-line relative motion between the two samples comes within
-   ``threshold + m_i + m_j`` (``m`` the chord margins), a test that never
-   drops a true approach since ``|r_i - r_j| >= |L_i - L_j| - m_i - m_j``.
-   Before the chord test, a radius test: each arc's distance from the centre
-   lies in ``[d - m, max(|p_a|, |p_b|) + m]`` (``d`` the chord's distance from
-   the centre), and since ``|r_i - r_j| >= ||r_i| - |r_j||`` two objects whose
-   radius intervals are more than the threshold apart cannot meet in the window
-   (`radius_candidates`). The chord test implies it (same chords, same margins: it
-   removes no candidate), but the radius test is cheaper: it reads two numbers per object stored
-   in the order the grid scans them, and drops most grid pairs (objects on
-   different shells) before their positions are read.
+   Theorem 3.2), with ``max|r''|`` bounded as described at `_chord_margin`; and
+   its distance from the centre lies in ``[d - m, max(|p_a|, |p_b|) + m]``
+   (``d`` a lower bound on the chord's distance from the centre,
+   `radius_bounds`). These four intervals, x, y, z and the radius, make a 4-D
+   box per object; since ``|r_i - r_j| >= ||r_i| - |r_j||``, two arcs that come
+   within the threshold have boxes within the threshold along all four axes.
+   Each window is a grid of 4-D cells as wide as its widest box (along the
+   radius, its widest radius interval), and each object is entered in every
+   cell its box (tops moved out by the threshold) touches: one or two along
+   each axis. The entries are hashed into a table and counting-sorted by slot
+   (`_sort_window`), and each entry looks at the later entries of its slot
+   (`_pairs`): a pair is tested only in the one cell where its overlap begins
+   (`_entry`'s home bits), if its boxes overlap. On cuda these are kernels of
+   one GPU thread per (window, object) and per (window, entry), the scan one
+   thread per (window, entry) (`_scan_entry`), the sorted arrays kept on the
+   GPU between them; on the host targets one kernel runs both per window
+   (`_grid_window`: a loop on cpu, a gufunc on parallel), while the window's
+   arrays are in the core's cache (`broad_phase`). Pairs found so are kept
+   only if the straight-line relative motion between the two samples comes
+   within ``threshold + m_i + m_j`` (``m`` the chord margins), a test that
+   never drops a true approach since ``|r_i - r_j| >= |L_i - L_j| - m_i -
+   m_j``, and that implies the boxes' overlap: the candidates are exactly the
+   pairs the chord test keeps, the grid only spares testing the rest. The
+   radius is what separates objects of different shells that are near in
+   space (docs/screening.md, "How it works").
 3. Narrow phase. Each candidate (pair, window) is integrated as one ODE of 12
    components (both objects, the same force model) from the window's first
    sample to its last (and 5% past it: a minimum at a sample time is on two
@@ -55,6 +58,7 @@ holds under any perturbation the chord margin allows.
 import math
 import warnings
 
+import numba
 import numpy as np
 from astropy import units as u
 
@@ -278,106 +282,117 @@ def chord_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
 
 def radius_bounds(p0, p1, m):
     """``(lo, hi)``: bounds on ``|r(t)|`` over each window, from its samples ``p0``,
-    ``p1`` (..., 3) and chord margin ``m``: ``|L(t)|`` is convex along the chord, so it
-    is at most its larger end and at least the chord's distance from the centre, and
+    ``p1`` (..., 3) and chord margin ``m``: along the chord ``L(s) = (1 - s) p0 + s p1``,
+    ``|L(s)|^2 = (1 - s)|p0|^2 + s|p1|^2 - s(1 - s)|p1 - p0|^2``, so ``|L(s)|`` is at
+    most its larger end and at least ``sqrt(min(|p0|^2, |p1|^2) - |p1 - p0|^2 / 4)``
+    (the chord's dip below its ends: equal radii, its distance from the centre), and
     ``|r(t)|`` is within ``m`` of ``|L(t)|``."""
+    square0 = np.einsum("...k,...k->...", p0, p0)
+    square1 = np.einsum("...k,...k->...", p1, p1)
     e = p1 - p0
-    ee = np.einsum("...k,...k->...", e, e)
-    s = np.clip(-np.einsum("...k,...k->...", p0, e) / np.where(ee > 0, ee, 1.0), 0.0, 1.0)
-    low = np.linalg.norm(p0 + s[..., None] * e, axis=-1) - m
-    high = np.maximum(np.linalg.norm(p0, axis=-1), np.linalg.norm(p1, axis=-1)) + m
+    low = np.sqrt(np.maximum(np.minimum(square0, square1)
+                             - 0.25 * np.einsum("...k,...k->...", e, e), 0.0)) - m
+    high = np.maximum(np.sqrt(square0), np.sqrt(square1)) + m
     return low, high
 
 
 def radius_candidates(p0i, p1i, p0j, p1j, mi, mj, threshold):
     """Where the radius intervals of `radius_bounds` come within ``threshold`` (the
-    kernel's test, on the host)."""
+    kernel's radius test, on the host: each interval's top moved out by the threshold
+    and `_BOX_PAD` of itself, as `_object_box` does)."""
     lo_i, hi_i = radius_bounds(p0i, p1i, mi)
     lo_j, hi_j = radius_bounds(p0j, p1j, mj)
-    return np.maximum(lo_i - hi_j, lo_j - hi_i) <= threshold + _RADIUS_PAD * np.maximum(hi_i, hi_j)
+    return ((lo_j <= hi_i + (threshold + _BOX_PAD * hi_i))
+            & (lo_i <= hi_j + (threshold + _BOX_PAD * hi_j)))
 
 
-#: Rounding of the radius bounds (a few ulps of the radius) is covered by this
-#: fraction of the radius added to the threshold in the radius test.
-_RADIUS_PAD = 1e-12
+#: Rounding of the boxes and radius intervals (a few units in the last place of a
+#: coordinate) is covered by this fraction of the radius, added to their reach.
+_BOX_PAD = 1e-9
 
 
-# --- the broad phase as two kernels: one per window, then one per (window, slot) ---
+# --- the broad phase: per window, a grid of 4-D cells (x, y, z, radius) ---
 #
-# A uniform grid per window, hashed (spatial hashing: Teschner et al., "Optimized Spatial
-# Hashing for Collision Detection of Deformable Objects", VMV 2003, whose three primes
-# are used below) and sorted by counting: every object goes in the one cell of its box's
-# centre, cells at least as wide as the widest box plus the threshold, so that two boxes
-# closer than the threshold have centres in the same or adjacent cells. Each object then
-# looks at its own cell and the 13 neighbours "ahead" of it (half of the 26: a pair in
-# two adjacent cells is seen from one side only), pairs pass the radius test (on copies
-# in slot order: a slot's scan reads consecutive memory) and the chord test, and the
-# survivors go to a bounded output row with a counter that keeps counting past the row's
-# end (the caller runs such rows again with room for all: no pair is lost).
+# Each object's arc over a window lies in a 4-D box (`_object_box`): its chord's bounding
+# box widened by the chord margin m along x, y and z, and its radius interval
+# (`radius_bounds`) along the radius; each box's tops are moved out by the threshold (and
+# `_BOX_PAD` of its radius), so that two arcs that come within the threshold have
+# overlapping boxes. A window's cells are as wide as its widest box along x, y and z (one
+# width for the three) and as its widest radius interval along the radius: a box touches
+# one or two cells along each axis, at most 16, and its object is entered in each
+# (`_cells`, `_entry`; a few on average). Overlapping boxes share the cell of the lower
+# corner of their overlap, max(low_i, low_j) along each axis (the same floor of the same
+# numbers: cells are counted alike for both, whatever the rounding), and are tested
+# there only: in that cell, along each axis, one of the two boxes starts (the entries'
+# "home" bits), and in no other cell they share is that so. The radius is what
+# separates most objects that are near in space (shells tens of km apart): a 3-D grid
+# pairs them up; and looking up neighbour cells (rather than entering each object in
+# every cell it touches) costs more than the entries (docs/screening.md and
+# docs/log.md say how much).
 #
-# Two halves, written once: `_sort_window` (margins, the cell size, keys and the counting
-# sort of one window: O(N) passes) and `_scan` (the pair scan of a range of its slots).
-# On a target with memory of its own (cuda) they are separate kernels: the per-window half
-# as kernels per (window, object) and the target's `bucket_sort` (`_sorted_windows`: the
-# same numbers), and `_SCAN` with one "object" per (window, slot) (`_scan_slot`), so that
-# all of it runs on W * N GPU threads rather than W; the per-window
-# arrays between them stay in the target's memory (`hapsira_core.targets.active.
-# device_empty`: nothing of them crosses to the host), and so do the scan's rows, which
-# the target compacts there (`compact_rows`, `_candidates`). On the host targets one
-# kernel, `_GRID`, runs both halves per window (`_grid_window`): the two kernels there
-# took 1.5 to 1.6 times its broad-phase CPU (2,000 objects, 624 windows, cpu target,
-# 2-core box), the scan reading each window's arrays back from memory after all windows
-# were sorted, and paying a kernel object's overhead per slot.
+# The cells are hashed into a table (spatial hashing: Teschner et al., "Optimized
+# Spatial Hashing for Collision Detection of Deformable Objects", VMV 2003, whose three
+# primes are used below, and a fourth) and the entries counting-sorted by slot; each
+# entry then looks at the entries after it in its slot (`_pairs`): same cell, home bits,
+# the boxes' overlap, then the chord test. Candidates go to a bounded output row with a
+# counter that keeps counting past the row's end (the caller runs such rows again with
+# room for all: no pair is lost).
+#
+# Written once, in halves: `_sort_window` (boxes, cell sizes, entries and the counting
+# sort of one window) and `_pairs` (the pair scan of one sorted entry). On the host
+# targets one kernel object per window runs both (`_grid_window`: slot by slot), while the
+# window's arrays are in the core's cache. On a target with memory of its own (cuda) the
+# same numbers come from kernels of one object per (window, object) and per (window,
+# entry) around the target's `row_max`, `row_offsets` and `bucket_sort`
+# (`_sorted_windows`), and `_SCAN` runs one "object" per (window, entry)
+# (`_scan_entry`); the arrays between them stay in the target's memory.
 
-#: Bits per cell coordinate in a packed cell key (three in an int64); coordinates are
-#: offset by half the range and clamped into it (clamping merges far cells: more pairs
-#: tested, none lost).
-_BITS = 21
+#: Bits per cell coordinate in a packed cell key (four in an int64, none in its sign
+#: bit: -1 is no cell); coordinates are offset by half the range and clamped into it
+#: (clamping merges far cells: more pairs tested, none lost).
+_BITS = 15
 _HALF = 1 << (_BITS - 1)
 _MASK = (1 << _BITS) - 1
-#: The cell width is the bound times this, so that rounding of the centres never puts
-#: two boxes closer than the threshold two cells apart.
+#: The cell widths are the widest box's times this, so that rounding of the divisions
+#: never puts a box in three cells along an axis.
 _CELL_SLACK = 1.0 + 1e-6
+#: Cells an object is entered in at most (two along each of the four axes), and the
+#: bits of an entry's home flags (one per axis) in its packed entry ``o * CELLS + home``.
+CELLS = 16
 
 
-@hjit
-def _arc_margin(k, dt, x0, y0, z0, x1, y1, z1, dvx, dvy, dvz):
-    """`_chord_margin` of one object and window (the same bound, scalar form)."""
-    r_low = RADIUS_FRACTION * min(math.sqrt(x0 * x0 + y0 * y0 + z0 * z0),
-                                  math.sqrt(x1 * x1 + y1 * y1 + z1 * z1))
+@hjit(inline="always")
+def _arc_margin(k, dt, r0, r1, dvx, dvy, dvz):
+    """`_chord_margin` of one object and window (the same bound, scalar form), from the
+    sampled radii ``r0``, ``r1`` and the change of velocity."""
+    r_low = RADIUS_FRACTION * min(r0, r1)
     a_max = max((1.0 + PERTURBATION_FRACTION) * k / (r_low * r_low),
                 2.0 * math.sqrt(dvx * dvx + dvy * dvy + dvz * dvz) / dt)
     return dt * dt / 8.0 * a_max
 
 
-@hjit
-def _cell_coordinate(x, cell):
-    c = int(math.floor(x / cell)) + _HALF  # noqa: RUF046 (an int64 on every target)
+@hjit(inline="always")
+def _cell_coordinate(x):
+    """The cell of ``x`` in cell widths (``x`` times the inverse width: a product, the
+    same for every box, so boxes are counted alike), offset by `_HALF`, clamped."""
+    c = int(math.floor(max(min(x, float(_HALF)), -float(_HALF + 1)))) + _HALF  # noqa: RUF046
     return min(max(c, 0), _MASK)
 
 
-@hjit
-def _bucket(cx, cy, cz, size):
+@hjit(inline="always")
+def _bucket(cx, cy, cz, cr, size):
     """The hash table slot of a cell (``size`` a power of two)."""
-    return ((cx * 73856093) ^ (cy * 19349663) ^ (cz * 83492791)) & (size - 1)
+    return ((cx * 73856093) ^ (cy * 19349663) ^ (cz * 83492791) ^ (cr * 50331653)) & (size - 1)
 
 
-@hjit
-def _radius_low(x0, y0, z0, x1, y1, z1):
-    """The chord's distance from the centre (`radius_bounds` before the margin)."""
-    ex = x1 - x0
-    ey = y1 - y0
-    ez = z1 - z0
-    ee = ex * ex + ey * ey + ez * ez
-    s = -(x0 * ex + y0 * ey + z0 * ez) / (ee if ee > 0 else 1.0)
-    s = min(max(s, 0.0), 1.0)
-    cx = x0 + s * ex
-    cy = y0 + s * ey
-    cz = z0 + s * ez
-    return math.sqrt(cx * cx + cy * cy + cz * cz)
+@hjit(inline="always")
+def _key_bucket(key, size):
+    """`_bucket` of a packed cell key."""
+    return _bucket(key >> (3 * _BITS), (key >> (2 * _BITS)) & _MASK, (key >> _BITS) & _MASK,
+                   key & _MASK, size)
 
 
-@hjit
+@hjit(inline="always")
 def _chord_close(samples, a, b, o, q, limit):
     """`chord_candidates` for objects ``o`` and ``q`` between samples ``a`` and ``b``:
     whether their straight-line relative motion comes within ``limit``."""
@@ -396,50 +411,103 @@ def _chord_close(samples, a, b, o, q, limit):
     return cx * cx + cy * cy + cz * cz <= limit * limit
 
 
-@hjit
-def _object_window(samples, o, a, b, k, dt):
-    """What the broad phase needs of object ``o`` in the window of samples ``a``, ``b``:
-    ``(margin, extent, low, high)``, its chord margin (`_arc_margin`), its box's widest
-    side with the margins (the window's widest sets the cell) and its radius interval."""
-    m = _arc_margin(k, dt, samples[o, a, 0], samples[o, a, 1], samples[o, a, 2],
-                    samples[o, b, 0], samples[o, b, 1], samples[o, b, 2],
-                    samples[o, b, 3] - samples[o, a, 3], samples[o, b, 4] - samples[o, a, 4],
-                    samples[o, b, 5] - samples[o, a, 5])
-    extent = 0.0
-    for axis in range(3):
-        extent = max(extent, abs(samples[o, b, axis] - samples[o, a, axis]) + 2.0 * m)
-    low = _radius_low(samples[o, a, 0], samples[o, a, 1], samples[o, a, 2],
-                      samples[o, b, 0], samples[o, b, 1], samples[o, b, 2]) - m
-    high = max(
-        math.sqrt(samples[o, a, 0] ** 2 + samples[o, a, 1] ** 2 + samples[o, a, 2] ** 2),
-        math.sqrt(samples[o, b, 0] ** 2 + samples[o, b, 1] ** 2 + samples[o, b, 2] ** 2)) + m
-    return m, extent, low, high
+@hjit(inline="always")
+def _object_box(samples, o, a, b, k, dt, threshold, margin, box, at):
+    """Object ``o``'s arc in the window of samples ``a``, ``b``: its chord margin
+    (`_arc_margin`) to ``margin[at]``, its 4-D box to ``box[at]``: ``(low x, y, z, radius
+    low, top x, y, z, radius top)``, the chord's bounds widened by the margin (the
+    radius: `radius_bounds`), each top moved out by the threshold and `_BOX_PAD` of the
+    radius top (which bounds every coordinate). Returns the box's widest side along x,
+    y, z and its side along the radius (the window's widest set its cells)."""
+    x0 = samples[o, a, 0]
+    y0 = samples[o, a, 1]
+    z0 = samples[o, a, 2]
+    x1 = samples[o, b, 0]
+    y1 = samples[o, b, 1]
+    z1 = samples[o, b, 2]
+    square0 = x0 * x0 + y0 * y0 + z0 * z0
+    square1 = x1 * x1 + y1 * y1 + z1 * z1
+    r0 = math.sqrt(square0)
+    r1 = math.sqrt(square1)
+    m = _arc_margin(k, dt, r0, r1, samples[o, b, 3] - samples[o, a, 3],
+                    samples[o, b, 4] - samples[o, a, 4], samples[o, b, 5] - samples[o, a, 5])
+    ex = x1 - x0
+    ey = y1 - y0
+    ez = z1 - z0
+    low = math.sqrt(max(min(square0, square1) - 0.25 * (ex * ex + ey * ey + ez * ez),
+                        0.0)) - m
+    high = max(r0, r1) + m
+    reach = threshold + _BOX_PAD * high
+    margin[at] = m
+    box[at, 0] = min(x0, x1) - m
+    box[at, 1] = min(y0, y1) - m
+    box[at, 2] = min(z0, z1) - m
+    box[at, 3] = low
+    box[at, 4] = max(x0, x1) + m + reach
+    box[at, 5] = max(y0, y1) + m + reach
+    box[at, 6] = max(z0, z1) + m + reach
+    box[at, 7] = high + reach
+    side = max(box[at, 4] - box[at, 0], box[at, 5] - box[at, 1], box[at, 6] - box[at, 2])
+    return side, box[at, 7] - box[at, 3]
 
 
-@hjit
-def _cell_key(samples, o, a, b, cell, size):
-    """Object ``o``'s cell in the window (its centre's, cells of side ``cell``):
-    ``(packed key, hash slot of a table of size slots)``."""
-    cx = _cell_coordinate(0.5 * (samples[o, a, 0] + samples[o, b, 0]), cell)
-    cy = _cell_coordinate(0.5 * (samples[o, a, 1] + samples[o, b, 1]), cell)
-    cz = _cell_coordinate(0.5 * (samples[o, a, 2] + samples[o, b, 2]), cell)
-    return (cx << (2 * _BITS)) | (cy << _BITS) | cz, _bucket(cx, cy, cz, size)
+@hjit(inline="always")
+def _cells(box, o, inverse, inverse_r):
+    """The cells of object ``o``'s box, ``(x, y, z, r, sx, sy, sz, sr)``, cells
+    ``1 / inverse`` wide along x, y, z and ``1 / inverse_r`` along the radius: its first
+    cell's coordinates and, along each axis, 1 where it reaches the next cell too (never
+    two more: cells are wider than any box, `_CELL_SLACK`)."""
+    cx = _cell_coordinate(box[o, 0] * inverse)
+    cy = _cell_coordinate(box[o, 1] * inverse)
+    cz = _cell_coordinate(box[o, 2] * inverse)
+    cr = _cell_coordinate(box[o, 3] * inverse_r)
+    return (cx, cy, cz, cr,
+            min(_cell_coordinate(box[o, 4] * inverse) - cx, 1),
+            min(_cell_coordinate(box[o, 5] * inverse) - cy, 1),
+            min(_cell_coordinate(box[o, 6] * inverse) - cz, 1),
+            min(_cell_coordinate(box[o, 7] * inverse_r) - cr, 1))
 
 
-@hjit
-def _sort_window(window, samples, conf, margin, order, sorted_keys, radius, starts, keys,
-                 bounds):
-    """The per-window half of the broad phase: what `_scan` reads of window
-    ``window[0]`` (samples ``a``, ``a + 1`` of ``samples``, ``(N, M, 6)`` states;
-    ``conf = (dt, k, threshold)``).
+@hjit(inline="always")
+def _inverse_width(widest):
+    """The inverse of the cells' width along an axis, from the window's widest box
+    there (the same number for every target: cuda computes it per thread)."""
+    return 1.0 / (widest * _CELL_SLACK)
 
-    Outputs (by object: ``margin``, the chord margins; by slot of the sort: ``order``,
-    the object in each slot, ``sorted_keys``, its cell key, ``radius``, its radius
-    interval (low, high); by hash slot: ``starts``, where each slot's entries begin
-    (``size + 1``, the last the end)). ``keys`` (the cell key) and ``bounds`` (the radius
-    interval) by object: working rows. (The host targets' form, one window per core at
-    a time; on cuda the same numbers come from kernels per (window, object) and the
-    target's `bucket_sort`: `broad_phase`.)"""
+
+@hjit(inline="always")
+def _count(cells):
+    """How many cells `_cells` lists (1 to 16)."""
+    return (1 + cells[4]) * (1 + cells[5]) * (1 + cells[6]) * (1 + cells[7])
+
+
+@hjit(inline="always")
+def _entry(cells, bx, by, bz, br, size):
+    """A cell of `_cells` ``cells``: the first along each axis, or the next where ``bx``,
+    ``by``, ``bz``, ``br`` (x, y, z, radius) are 1 (0 to ``cells[4:8]``): ``(packed key,
+    hash slot of a table of size slots, home bits)``. Home bit ``d``: the box starts in
+    this cell along axis ``d``."""
+    x = cells[0] + bx
+    y = cells[1] + by
+    z = cells[2] + bz
+    r = cells[3] + br
+    key = (x << (3 * _BITS)) | (y << (2 * _BITS)) | (z << _BITS) | r
+    home = (1 - bx) | ((1 - by) << 1) | ((1 - bz) << 2) | ((1 - br) << 3)
+    return key, _bucket(x, y, z, r, size), home
+
+
+@hjit(inline="always")
+def _sort_window(window, samples, conf, margin, box, sorted_keys, sorted_entries, starts):
+    """The per-window half of the broad phase: what `_pairs` reads of window ``window[0]``
+    (samples ``a``, ``a + 1`` of ``samples``, ``(N, M, 6)`` states; ``conf = (dt, k,
+    threshold)``). Returns the number of entries.
+
+    Outputs: by object, ``margin`` (chord margins) and ``box`` (`_object_box`); by entry
+    in slot order, ``sorted_keys`` (the cell's packed key) and ``sorted_entries`` (``o *
+    CELLS + home bits``); by hash slot, ``starts``, where each slot's entries begin (``size
+    + 1``, the last the end). (The host targets' form, one window per core at a time; on
+    cuda the same numbers come from kernels per (window, object) and per (window, entry)
+    and the target's `bucket_sort`: `_sorted_windows`.)"""
     a = window[0]
     b = a + 1
     dt = conf[0]
@@ -447,191 +515,254 @@ def _sort_window(window, samples, conf, margin, order, sorted_keys, radius, star
     threshold = conf[2]
     n = samples.shape[0]
     size = starts.shape[0] - 1
-    # the widest box of the window: the grid's cell; each object's radius interval
     widest = 0.0
+    widest_r = 0.0
     for o in range(n):
-        m, extent, low, high = _object_window(samples, o, a, b, k, dt)
-        margin[o] = m
-        widest = max(widest, extent)
-        bounds[o, 0] = low
-        bounds[o, 1] = high
-    cell = (widest + threshold) * _CELL_SLACK
-    # counting sort of the objects by the hash slot of their centre's cell
+        side, side_r = _object_box(samples, o, a, b, k, dt, threshold, margin, box, o)
+        widest = max(widest, side)
+        widest_r = max(widest_r, side_r)
+    inverse = _inverse_width(widest)
+    inverse_r = _inverse_width(widest_r)
+    # counting sort of the entries by hash slot: each slot's count, their running sums
+    # (each slot's end), and each entry put before its slot's end, moved down
     for h in range(size + 1):
         starts[h] = 0
     for o in range(n):
-        key, h = _cell_key(samples, o, a, b, cell, size)
-        keys[o] = key
-        starts[h + 1] += 1
-    for h in range(1, size + 1):
+        cells = _cells(box, o, inverse, inverse_r)
+        for bx in range(cells[4] + 1):
+            for by in range(cells[5] + 1):
+                for bz in range(cells[6] + 1):
+                    for br in range(cells[7] + 1):
+                        key, h, home = _entry(cells, bx, by, bz, br, size)
+                        starts[h] += 1
+    for h in range(1, size):
         starts[h] += starts[h - 1]
+    starts[size] = starts[size - 1]
     for o in range(n):
-        key = keys[o]
-        h = _bucket(key >> (2 * _BITS), (key >> _BITS) & _MASK, key & _MASK, size)
-        slot = starts[h]
-        order[slot] = o
-        # what the pair scan reads of each object, in slot order: the scan of a slot
-        # reads consecutive memory, and only pairs through the radius test read samples
-        sorted_keys[slot] = key
-        radius[slot, 0] = bounds[o, 0]
-        radius[slot, 1] = bounds[o, 1]
-        starts[h] += 1
-    # each slot's count was moved one slot down by the filling: shift back
-    for h in range(size, 0, -1):
-        starts[h] = starts[h - 1]
-    starts[0] = 0
+        cells = _cells(box, o, inverse, inverse_r)
+        for bx in range(cells[4] + 1):
+            for by in range(cells[5] + 1):
+                for bz in range(cells[6] + 1):
+                    for br in range(cells[7] + 1):
+                        key, h, home = _entry(cells, bx, by, bz, br, size)
+                        starts[h] -= 1
+                        slot = starts[h]
+                        sorted_keys[slot] = key
+                        sorted_entries[slot] = o * CELLS + home
+    return starts[size]
 
 
-@hjit
-def _window_object(item, samples, conf, margin, bounds, extent):
-    """`_sort_window`'s first pass for one (window, object), ``item[0] = w * N + o``:
-    its margin, radius interval and box extent (rows of this item)."""
-    n = samples.shape[0]
-    w = item[0] // n
-    m, e, low, high = _object_window(samples, item[0] - w * n, w, w + 1, conf[1], conf[0])
-    margin[0] = m
-    extent[0] = e
-    bounds[0] = low
-    bounds[1] = high
-
-
-@hjit
-def _window_key(item, samples, conf, widest, keys, buckets):
-    """`_sort_window`'s cell key and hash slot of one (window, object), ``item[0] = w *
-    N + o``, with the cell of its window's ``widest`` box (``conf[3]``: the table's
-    slots)."""
-    n = samples.shape[0]
-    w = item[0] // n
-    cell = (widest[w] + conf[2]) * _CELL_SLACK
-    key, h = _cell_key(samples, item[0] - w * n, w, w + 1, cell, int(conf[3]))
-    keys[0] = key
-    buckets[0] = h
-
-
-@hjit
-def _window_slot(item, order, keys, bounds, sorted_keys, radius):
-    """`_sort_window`'s rows of slot ``s`` of window ``w`` (``item[0] = w * N + s``):
-    the key and radius interval of the object that `bucket_sort` put there."""
-    n = order.shape[1]
-    w = item[0] // n
-    o = order[w, item[0] - w * n]
-    sorted_keys[0] = keys[w, o]
-    radius[0] = bounds[w, o, 0]
-    radius[1] = bounds[w, o, 1]
-
-
-@hjit
-def _scan(start, stop, a, b, threshold, samples, margin, order, sorted_keys, radius, starts,
-          pairs):
-    """The pair scan of slots ``start`` to ``stop`` of one window (samples ``a``, ``b`` of
-    ``samples``; its rows of `_sort_window`'s outputs): the object in each slot against the
-    entries after it in its own cell and those of the 13 neighbour cells after it.
-    Candidates go to ``pairs`` (rows ``i, j``, ``i < j``; past its end counted, not
-    written). Returns ``(candidates, grid pairs, pairs through the radius test)``."""
-    size = starts.shape[0] - 1
+@hjit(inline="always")
+def _pairs(here, end, a, b, threshold, samples, margin, box, sorted_keys, sorted_entries,
+           pairs, found):
+    """Sorted entry ``here`` of one window (samples ``a``, ``b`` of ``samples``; its rows
+    of `_sort_window`'s outputs) against the entries after it in its hash slot (to
+    ``end``): those in its cell, at the pair's home cell (`_entry`), whose boxes overlap
+    and whose straight-line relative motion passes the chord test. Candidates go to
+    ``pairs`` from row ``found`` on (rows ``i, j``, ``i < j``; past its end counted, not
+    written). Returns ``(candidates, grid pairs, pairs whose boxes overlap)``, the first
+    with ``found``: grid pairs are pairs of entries that share a cell (a pair sharing
+    several counted in each)."""
     cap = pairs.shape[0]
-    found = 0
     formed = 0
     thin = 0
-    for here in range(start, stop):
-        o = order[here]
-        key = sorted_keys[here]
-        cx = key >> (2 * _BITS)
-        cy = (key >> _BITS) & _MASK
-        cz = key & _MASK
-        low = radius[here, 0]
-        high = radius[here, 1]
-        # offsets 13..26 of the 27 in lexicographic order: the cell itself and the
-        # 13 neighbours after it
-        for index in range(13, 27):
-            nx = cx + index // 9 - 1
-            ny = cy + (index // 3) % 3 - 1
-            nz = cz + index % 3 - 1
-            if nx < 0 or ny < 0 or nz < 0 or nx > _MASK or ny > _MASK or nz > _MASK:
-                continue
-            wanted = (nx << (2 * _BITS)) | (ny << _BITS) | nz
-            h = _bucket(nx, ny, nz, size)
-            # own cell: the entries after this one in its slot (each pair seen once)
-            first = here + 1 if index == 13 else starts[h]
-            for slot in range(first, starts[h + 1]):
-                # another cell in the same slot
-                if sorted_keys[slot] != wanted:
-                    continue
-                formed += 1
-                # radius intervals more than the threshold apart: never within it
-                gap = max(radius[slot, 0] - high, low - radius[slot, 1])
-                if gap > threshold + _RADIUS_PAD * max(high, radius[slot, 1]):
-                    continue
-                thin += 1
-                q = order[slot]
-                if _chord_close(samples, a, b, o, q, threshold + margin[o] + margin[q]):
-                    if found < cap:
-                        pairs[found, 0] = min(o, q)
-                        pairs[found, 1] = max(o, q)
-                    found += 1
+    key = sorted_keys[here]
+    packed = sorted_entries[here]
+    o = packed // CELLS
+    home = packed - o * CELLS
+    low_x = box[o, 0]
+    low_y = box[o, 1]
+    low_z = box[o, 2]
+    low_r = box[o, 3]
+    top_x = box[o, 4]
+    top_y = box[o, 5]
+    top_z = box[o, 6]
+    top_r = box[o, 7]
+    for there in range(here + 1, end):
+        # another cell in the same slot
+        if sorted_keys[there] != key:
+            continue
+        formed += 1
+        other = sorted_entries[there]
+        q = other // CELLS
+        # not both boxes' home cell: the pair is tested in another cell, or its boxes do
+        # not overlap
+        if (home | (other - q * CELLS)) != CELLS - 1:
+            continue
+        if (box[q, 3] > top_r or low_r > box[q, 7] or box[q, 0] > top_x
+                or low_x > box[q, 4] or box[q, 1] > top_y or low_y > box[q, 5]
+                or box[q, 2] > top_z or low_z > box[q, 6]):
+            continue
+        thin += 1
+        if _chord_close(samples, a, b, o, q, threshold + margin[o] + margin[q]):
+            if found < cap:
+                pairs[found, 0] = min(o, q)
+                pairs[found, 1] = max(o, q)
+            found += 1
     return found, formed, thin
 
 
 @hjit
-def _scan_slot(item, samples, conf, margin, order, sorted_keys, radius, starts, pairs, counts):
-    """The second kernel's object: `_scan` of slot ``here`` of window ``w``, ``item[0] =
-    w * N + here`` (the per-window arrays of `_sort_window`, ``(W, ...)``, whole).
-    ``counts = (candidates, grid pairs, pairs through the radius test)``."""
-    n = order.shape[1]
-    w = item[0] // n
-    here = item[0] - w * n
-    found, formed, thin = _scan(here, here + 1, w, w + 1, conf[2], samples, margin[w], order[w],
-                                sorted_keys[w], radius[w], starts[w], pairs)
+def _grid_window(window, samples, conf, pairs, counts, margin, box, sorted_keys,
+                 sorted_entries, starts):
+    """Both halves in one object, one window (the host targets' form, `broad_phase`):
+    `_sort_window`, then `_pairs` of all its entries while the window's rows are in cache.
+    ``counts`` as for `_scan_entry`, of the whole window; the rest: working rows."""
+    _sort_window(window, samples, conf, margin, box, sorted_keys, sorted_entries, starts)
+    a = window[0]
+    found = 0
+    formed = 0
+    thin = 0
+    # slot by slot: a slot of fewer than two entries holds no pair
+    for h in range(starts.shape[0] - 1):
+        end = starts[h + 1]
+        for here in range(starts[h], end - 1):
+            found, more, through = _pairs(here, end, a, a + 1, conf[2], samples, margin, box,
+                                          sorted_keys, sorted_entries, pairs, found)
+            formed += more
+            thin += through
     counts[0] = found
     counts[1] = formed
     counts[2] = thin
 
 
 @hjit
-def _grid_window(window, samples, conf, pairs, counts, margin, order, sorted_keys, radius,
-                 starts, keys, bounds):
-    """Both halves in one object, one window (the host targets' form, `broad_phase`):
-    `_sort_window`, then `_scan` of all its slots while the window's rows are in cache.
-    ``counts`` as for `_scan_slot`, of the whole window; the rest: working rows."""
-    _sort_window(window, samples, conf, margin, order, sorted_keys, radius, starts, keys,
-                 bounds)
-    a = window[0]
-    found, formed, thin = _scan(0, order.shape[0], a, a + 1, conf[2], samples, margin, order,
-                                sorted_keys, radius, starts, pairs)
+def _window_object(item, samples, conf, margin, box, side, side_r):
+    """`_sort_window`'s first pass for one (window, object), ``item[0] = w * N + o``:
+    its margin and box (`_object_box`, rows of this item), and its box's sides."""
+    n = samples.shape[0]
+    w = item[0] // n
+    s, s_r = _object_box(samples, item[0] - w * n, w, w + 1, conf[1], conf[0], conf[2],
+                         margin, box, 0)
+    side[0] = s
+    side_r[0] = s_r
+
+
+@hjit
+def _window_count(item, box, widest, widest_r, count):
+    """How many cells object ``o`` of window ``w`` is entered in (``item[0] = w * N +
+    o``), with the cells of its window's widest box."""
+    n = box.shape[1]
+    w = item[0] // n
+    count[0] = _count(_cells(box[w], item[0] - w * n, _inverse_width(widest[w]),
+                             _inverse_width(widest_r[w])))
+
+
+@hjit
+def _window_entry(item, box, widest, widest_r, offsets, conf, keys, buckets, entries):
+    """Entry ``p`` of window ``w`` (``item[0] = w * C + p``, ``C = conf[3]`` entries a
+    row): its cell's key, hash slot and packed entry (`_entry`, the cells of the object
+    whose entries ``offsets[w]`` (`row_offsets` of the counts) puts there; cells in
+    `_sort_window`'s order). Past the window's entries (rows are as long as the longest
+    window's): key -1 in the hash table's last slot, ``conf[2]``."""
+    n = box.shape[1]
+    size = int(conf[2])
+    row = int(conf[3])
+    # (int64 on every target: the cell arithmetic below overflows int32)
+    w = int(item[0]) // row
+    p = int(item[0]) - w * row
+    if p >= offsets[w, n]:
+        keys[0] = -1
+        buckets[0] = size
+        entries[0] = 0
+        return
+    # the object whose entries hold p: offsets[w, low] <= p < offsets[w, high]
+    low = 0
+    high = n
+    while high - low > 1:
+        middle = (low + high) // 2
+        if offsets[w, middle] <= p:
+            low = middle
+        else:
+            high = middle
+    cells = _cells(box[w], low, _inverse_width(widest[w]), _inverse_width(widest_r[w]))
+    # the rank-th of its cells, in `_sort_window`'s order (radius fastest)
+    rank = p - int(offsets[w, low])
+    spans = (cells[4] + 1, cells[5] + 1, cells[6] + 1, cells[7] + 1)
+    br = rank % spans[3]
+    rank //= spans[3]
+    bz = rank % spans[2]
+    rank //= spans[2]
+    by = rank % spans[1]
+    key, h, home = _entry(cells, rank // spans[1], by, bz, br, size)
+    keys[0] = key
+    buckets[0] = h
+    entries[0] = low * CELLS + home
+
+
+@hjit
+def _window_slot(item, order, keys, entries, sorted_keys, sorted_entries):
+    """`_sort_window`'s rows of sorted entry ``s`` of window ``w`` (``item[0] = w * C +
+    s``): the key and packed entry that `bucket_sort` put there."""
+    row = order.shape[1]
+    w = item[0] // row
+    e = order[w, item[0] - w * row]
+    sorted_keys[0] = keys[w, e]
+    sorted_entries[0] = entries[w, e]
+
+
+@hjit
+def _scan_entry(item, samples, conf, margin, box, sorted_keys, sorted_entries, starts, pairs,
+                counts):
+    """The second kernel's object: `_pairs` of sorted entry ``here`` of window ``w``,
+    ``item[0] = w * C + here`` (the per-window arrays of `_sorted_windows`, ``(W, ...)``,
+    whole). ``counts = (candidates, grid pairs, pairs whose boxes overlap)``."""
+    row = sorted_keys.shape[1]
+    w = item[0] // row
+    here = item[0] - w * row
+    key = sorted_keys[w, here]
+    found = 0
+    formed = 0
+    thin = 0
+    if key >= 0:  # (not the filling of a row)
+        end = starts[w, _key_bucket(key, int(conf[3])) + 1]
+        found, formed, thin = _pairs(here, end, w, w + 1, conf[2], samples, margin[w], box[w],
+                                     sorted_keys[w], sorted_entries[w], pairs, 0)
     counts[0] = found
     counts[1] = formed
     counts[2] = thin
 
 
 #: The per-window arrays: name, dtype, the dimensions of a window's row (``n`` objects,
-#: ``h1`` hash slots + 1).
-_WINDOW_ARRAYS = (("margin", np.float64, ("n",)), ("order", np.int32, ("n",)),
-                  ("sorted_keys", np.int64, ("n",)), ("radius", np.float64, ("n", "two")),
+#: ``e`` entries, ``h1`` hash slots + 1).
+_WINDOW_ARRAYS = (("margin", np.float64, ("n",)), ("box", np.float64, ("n", "eight")),
+                  ("sorted_keys", np.int64, ("e",)), ("sorted_entries", np.int32, ("e",)),
                   ("starts", np.int32, ("h1",)))
-_WORK = (("keys", np.int64, ("n",)), ("bounds", np.float64, ("n", "two")))
 _SAMPLES = [Arg("samples", np.float64, ("n", "m", "six"), per_object=False),
             Arg("conf", np.float64, ("c",), per_object=False)]
 
 #: the per-window half where the target has memory of its own, as kernels of one
-#: object per (window, object) or (window, slot) and the target's `bucket_sort`
+#: object per (window, object) or (window, entry) and the target's `row_max`,
+#: `row_offsets` and `bucket_sort`
 _ITEM = Arg("item", np.int32, ("one",))
 _OBJECT = ObjectKernel(_window_object, [
     _ITEM, *_SAMPLES, Arg("margin", np.float64, ("one",), output=True),
-    Arg("bounds", np.float64, ("two",), output=True),
-    Arg("extent", np.float64, ("one",), output=True)])
-_KEY = ObjectKernel(_window_key, [
-    _ITEM, *_SAMPLES, Arg("widest", np.float64, ("w",), per_object=False),
+    Arg("box", np.float64, ("one", "eight"), output=True),
+    Arg("side", np.float64, ("one",), output=True),
+    Arg("side_r", np.float64, ("one",), output=True)])
+_COUNT = ObjectKernel(_window_count, [
+    _ITEM, Arg("box", np.float64, ("w", "n", "eight"), per_object=False),
+    Arg("widest", np.float64, ("w",), per_object=False),
+    Arg("widest_r", np.float64, ("w",), per_object=False),
+    Arg("count", np.int32, ("one",), output=True)])
+_ENTRY = ObjectKernel(_window_entry, [
+    _ITEM, Arg("box", np.float64, ("w", "n", "eight"), per_object=False),
+    Arg("widest", np.float64, ("w",), per_object=False),
+    Arg("widest_r", np.float64, ("w",), per_object=False),
+    Arg("offsets", np.int32, ("w", "n1"), per_object=False),
+    Arg("conf", np.float64, ("c",), per_object=False),
     Arg("keys", np.int64, ("one",), output=True),
-    Arg("buckets", np.int32, ("one",), output=True)])
+    Arg("buckets", np.int32, ("one",), output=True),
+    Arg("entries", np.int32, ("one",), output=True)])
 _SLOT = ObjectKernel(_window_slot, [
-    _ITEM, Arg("order", np.int32, ("w", "n"), per_object=False),
-    Arg("keys", np.int64, ("w", "n"), per_object=False),
-    Arg("bounds", np.float64, ("w", "n", "two"), per_object=False),
+    _ITEM, Arg("order", np.int32, ("w", "e"), per_object=False),
+    Arg("keys", np.int64, ("w", "e"), per_object=False),
+    Arg("entries", np.int32, ("w", "e"), per_object=False),
     Arg("sorted_keys", np.int64, ("one",), output=True),
-    Arg("radius", np.float64, ("two",), output=True)])
+    Arg("sorted_entries", np.int32, ("one",), output=True)])
 
-#: the second kernel: one object per (window, slot), the per-window arrays whole
-_SCAN = ObjectKernel(_scan_slot, [
+#: the second kernel: one object per (window, entry), the per-window arrays whole
+_SCAN = ObjectKernel(_scan_entry, [
     Arg("item", np.int32, ("one",)), *_SAMPLES,
     *(Arg(name, dtype, ("w", *core), per_object=False) for name, dtype, core in _WINDOW_ARRAYS),
     Arg("pairs", np.int32, ("cap", "two"), output=True),
@@ -642,14 +773,19 @@ _GRID = ObjectKernel(_grid_window, [
     Arg("window", np.int64, ("one",)), *_SAMPLES,
     Arg("pairs", np.int32, ("cap", "two"), output=True),
     Arg("counts", np.int64, ("three",), output=True),
-    *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WINDOW_ARRAYS + _WORK)])
+    *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WINDOW_ARRAYS)])
 
-#: Items (window, slot) of one `broad_phase` call at most: their index is an int32.
+#: Items (window, entry) of one `broad_phase` call at most: their index is an int32.
 MAX_ITEMS = 2 ** 31 - 1
-#: Candidates per slot (`_SCAN`) and per window (`_GRID`) that the first run of a
+#: Candidates per entry (`_SCAN`) and per window (`_GRID`) that the first run of a
 #: kernel keeps room for; rows with more run again with room for all of theirs.
 SLOT_CAP = 1
 WINDOW_CAP = 16
+#: Windows per call of the host targets' kernel and thread (`broad_phase`): each holds a
+#: window's working rows, room for 16 entries an object (about 280 bytes an object, of
+#: which a window touches about 130), so that a chunk's windows reuse a few rows rather
+#: than each having its own.
+HOST_BATCH = 8
 
 
 def window_cap(n):
@@ -667,8 +803,9 @@ def two_kernels():
 
 
 def table_size(n):
-    """Hash slots of a window of ``n`` objects: a power of two >= 2 N (short slots)."""
-    return 1 << max(1, (2 * n - 1).bit_length())
+    """Hash slots of a window of ``n`` objects: a power of two >= 4 N (short slots for a
+    few entries an object)."""
+    return 1 << max(1, (4 * n - 1).bit_length())
 
 
 def _candidates(run, cap):
@@ -686,29 +823,64 @@ def _candidates(run, cap):
     return entries[:, 0], entries[:, 1], entries[:, 2], sums
 
 
+class Items:
+    """The ``(K, 1)`` int32 column ``0, 1, ...`` in the target's memory that the
+    per-(window, object) and per-(window, entry) kernels take as their objects, made
+    longer when a call needs more (`screen` keeps one for all its chunks)."""
+
+    def __init__(self):
+        self.column = None
+
+    def __call__(self, count):
+        if self.column is None or self.column.shape[0] < count:
+            # (a quarter more: the next chunk's entries may be a few more)
+            longer = min(MAX_ITEMS, count + count // 4)
+            self.column = active.to_device(np.arange(longer, dtype=np.int32).reshape(-1, 1))
+        return self.column[:count]
+
+
 def _sorted_windows(samples, conf, items, windows, n, size):
-    """`_sort_window`'s outputs for every window, ``[margin, order, sorted_keys, radius,
-    starts]`` (`_WINDOW_ARRAYS`, ``(W, ...)``), in the target's memory, made by one
-    GPU thread per (window, object) rather than one per window: `_OBJECT` (margins,
-    radius intervals, box extents), the target's ``row_max`` (each window's widest box:
-    its cell), `_KEY` (cell keys and hash slots), the target's ``bucket_sort`` (the
-    counting sort: objects by hash slot, and where each slot starts) and `_SLOT` (keys
-    and radius intervals in slot order). The same numbers as `_sort_window`'s, but for
-    the order of the objects within a hash slot (the target's), which no candidate or
-    count depends on. ``items``: the ``(W N, 1)`` column ``0, 1, ...``. One thread per
-    window would run each window's O(N) passes one after another, which is slower."""
+    """`_sort_window`'s outputs for every window, ``[margin, box, sorted_keys,
+    sorted_entries, starts]`` (`_WINDOW_ARRAYS`, ``(W, ...)``), in the target's memory,
+    made by one GPU thread per (window, object) or (window, entry) rather than one per
+    window: `_OBJECT` (margins, boxes and their sides), the target's ``row_max`` (each
+    window's widest box: its cells), `_COUNT` (each object's cells), the target's
+    ``row_offsets`` (where each object's entries start in its window's row, rows as long
+    as the longest window's), `_ENTRY` (each entry's key, hash slot and packed entry;
+    the rest of a row key -1 in an extra last slot), the target's ``bucket_sort`` (the
+    counting sort by hash slot, and where each slot starts) and `_SLOT` (keys and
+    entries in slot order). The same numbers as `_sort_window`'s but for the order of
+    the entries within a hash slot (the target's), which no candidate or count depends
+    on, and the filling of each row past its window's entries. ``items``: an `Items`.
+    One thread per window would run each window's O(N) passes one after another, which
+    is slower."""
     empty = active.device_empty
-    margin, bounds, extent = (empty((windows * n, width), np.float64) for width in (1, 2, 1))
-    _OBJECT(items, samples, conf, margin, bounds, extent)
-    widest = active.row_max(extent.reshape(windows, n))
-    keys, buckets = empty((windows * n, 1), np.int64), empty((windows * n, 1), np.int32)
-    _KEY(items, samples, conf, widest, keys, buckets)
-    order, starts = active.bucket_sort(buckets.reshape(windows, n), size)
-    sorted_keys, radius = empty((windows * n, 1), np.int64), empty((windows * n, 2), np.float64)
-    _SLOT(items, order, keys.reshape(windows, n), bounds.reshape(windows, n, 2), sorted_keys,
-          radius)
-    return [margin.reshape(windows, n), order, sorted_keys.reshape(windows, n),
-            radius.reshape(windows, n, 2), starts]
+    objects = windows * n
+    margin, box = empty((objects, 1), np.float64), empty((objects, 1, 8), np.float64)
+    side, side_r = empty((objects, 1), np.float64), empty((objects, 1), np.float64)
+    _OBJECT(items(objects), samples, conf, margin, box, side, side_r)
+    box = box.reshape(windows, n, 8)
+    widest = active.row_max(side.reshape(windows, n))
+    widest_r = active.row_max(side_r.reshape(windows, n))
+    count = empty((objects, 1), np.int32)
+    _COUNT(items(objects), box, widest, widest_r, count)
+    offsets, row = active.row_offsets(count.reshape(windows, n))
+    if windows * row > MAX_ITEMS:
+        raise ValueError(f"broad_phase: {windows} windows of {row} entries are more than "
+                         f"{MAX_ITEMS} (window, entry) items; screen fewer windows at once")
+    # (the table's size and the rows' length, for `_ENTRY`)
+    entry_conf = np.array([conf[0], conf[1], size, row], dtype=np.float64)
+    keys, buckets = empty((windows * row, 1), np.int64), empty((windows * row, 1), np.int32)
+    entries = empty((windows * row, 1), np.int32)
+    _ENTRY(items(windows * row), box, widest, widest_r, offsets, entry_conf, keys, buckets,
+           entries)
+    order, starts = active.bucket_sort(buckets.reshape(windows, row), size + 1)
+    sorted_keys = empty((windows * row, 1), np.int64)
+    sorted_entries = empty((windows * row, 1), np.int32)
+    _SLOT(items(windows * row), order, keys.reshape(windows, row),
+          entries.reshape(windows, row), sorted_keys, sorted_entries)
+    return [margin.reshape(windows, n), box, sorted_keys.reshape(windows, row),
+            sorted_entries.reshape(windows, row), starts]
 
 
 def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
@@ -719,21 +891,28 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     are 96 consecutive bytes; no transposed copy, which took 1.8 s per 2e7
     object-windows on the GPU's host). Returns ``i``, ``j``,
     ``w`` (``i < j``), each (pair, window) once, sorted by ``(w, i, j)``, the number
-    of pairs the grid formed and the number of those that passed the radius test (and
-    were chord-tested).
+    of grid pairs (pairs of entries that share a cell) and the number of pairs whose
+    boxes overlap (and were chord-tested).
+
+    No approach is lost: two arcs that come within the threshold have 4-D boxes
+    (`_object_box`: bounds on each arc's x, y, z and radius over the window, tops moved
+    out by the threshold) that overlap, so both objects are entered in the cell of
+    the overlap's lower corner, where the pair is tested; and every pair the chord
+    test keeps passes the box test (the chord test implies it, rounding covered by
+    `_BOX_PAD`): the candidates are exactly the pairs that the chord test keeps.
 
     ``per_slot`` (default `two_kernels`: where the target has memory of its own): the
-    per-window arrays made per (window, object) (`_sorted_windows`), then `_scan_slot`
-    per (window, slot), all left in the target's memory (``samples`` moved there once);
-    otherwise (the host targets) one kernel per window, `_grid_window`, which runs the
-    same two halves while the window's arrays are in the core's cache. Same candidates,
+    per-window arrays made per (window, object) and (window, entry) (`_sorted_windows`),
+    then `_scan_entry` per (window, entry), all left in the target's memory
+    (``samples`` moved there once); otherwise (the host targets) one kernel per
+    window, `_grid_window`, which runs the same two halves while the window's arrays
+    are in the core's cache, `HOST_BATCH` windows a call and thread. Same candidates,
     same counts. ``cap``: candidates per kernel row that the first run keeps room for
     (`SLOT_CAP`, `WINDOW_CAP`); rows with more run again with room for all of theirs.
     The rows stay where the kernel wrote them and are compacted there
-    (``active.compact_rows``: on cuda only the candidates cross to the host, not a
-    slot's 20 bytes of row and counts). ``items``: the ``(K, 1)``
-    int32 column ``0, 1, ...`` (K >= W N) in the target's memory, for ``per_slot``
-    (made here without it: `screen` makes it once for all its chunks).
+    (``active.compact_rows``: on cuda only the candidates cross to the host, not an
+    entry's 20 bytes of row and counts). ``items``: an `Items`, for ``per_slot`` (made
+    here without it: `screen` keeps one for all its chunks).
     """
     if not in_target_memory(samples):
         samples = np.ascontiguousarray(samples, dtype=np.float64)
@@ -746,41 +925,44 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     cap = (SLOT_CAP if per_slot else window_cap(n)) if cap is None else cap
     if count > MAX_ITEMS:
         raise ValueError(f"broad_phase: {windows} windows of {n} objects are more than "
-                         f"{MAX_ITEMS} (window, slot) items; screen fewer windows at once")
+                         f"{MAX_ITEMS} (window, object) items; screen fewer windows at once")
     size = table_size(n)
     conf = np.array([dt, k, threshold, size], dtype=np.float64)
     empty = active.device_empty
     if per_slot:
         samples_d = active.to_device(samples)
-        if items is None or items.shape[0] < count:
-            items = active.to_device(np.arange(count, dtype=np.int32).reshape(-1, 1))
-        window_arrays = _sorted_windows(samples_d, conf, items[:count], windows, n, size)
+        items = Items() if items is None else items
+        window_arrays = _sorted_windows(samples_d, conf, items, windows, n, size)
+        row = window_arrays[2].shape[1]
 
         def run(rows, cap):
-            which = (items[:count] if rows is None
+            which = (items(windows * row) if rows is None
                      else active.to_device(rows.astype(np.int32).reshape(-1, 1)))
             # in the target's memory, compacted there (`_candidates`)
             pairs = empty((which.shape[0], cap, 2), np.int32)
             counts = empty((which.shape[0], 3), np.int32)
-            _SCAN(which, samples_d, conf, *window_arrays[:len(_WINDOW_ARRAYS)], pairs, counts)
+            _SCAN(which, samples_d, conf, *window_arrays, pairs, counts)
             return pairs, counts
     else:
-        sizes = {"n": n, "two": 2, "h1": size + 1}
-        window_arrays = [empty((windows, *(sizes[d] for d in core)), dtype)
-                         for _, dtype, core in _WINDOW_ARRAYS + _WORK]
+        row = n
+        sizes = {"n": n, "eight": 8, "e": CELLS * n, "h1": size + 1}
+        batch = min(HOST_BATCH * numba.get_num_threads(), windows)
+        work = [empty((batch, *(sizes[d] for d in core)), dtype)
+                for _, dtype, core in _WINDOW_ARRAYS]
         every = np.arange(windows, dtype=np.int64).reshape(-1, 1)
 
         def run(rows, cap):
             which = every if rows is None else rows.astype(np.int64).reshape(-1, 1)
             pairs = empty((which.shape[0], cap, 2), np.int32)
             counts = empty((which.shape[0], 3), np.int64)
-            # each call's objects their own rows of the working arrays
-            work = window_arrays if rows is None else [a[:len(rows)] for a in window_arrays]
-            _GRID(which, samples, conf, pairs, counts, *work)
+            for first in range(0, which.shape[0], batch):
+                last = min(first + batch, which.shape[0])
+                _GRID(which[first:last], samples, conf, pairs[first:last], counts[first:last],
+                      *(a[:last - first] for a in work))
             return pairs, counts
 
-    i, j, row, sums = _candidates(run, cap)
-    w = row // n if per_slot else row
+    i, j, item, sums = _candidates(run, cap)
+    w = item // row if per_slot else item
     # each (window, pair) once, in (w, i, j) order (np.unique's answer without its hash
     # pass, which costs more than this sort and comparison)
     keys = np.sort((w * n + i) * n + j)
@@ -955,12 +1137,14 @@ CHUNK_DEVICE = 40_000_000
 REFINE_BATCH = 2_500_000
 
 #: Bytes of the target's own memory per object-window of a chunk, two kernels
-#: (`broad_phase`): the states 48 (moved once for all), the per-window arrays 36 and the
-#: hash table's starts 8 to 16 (4 bytes a slot, 2 to 4 slots an object), the working
-#: rows of `_sorted_windows` 36 (keys, buckets, radius intervals, extents), items 4; the
-#: second kernel's rows 20 (a candidate's 8 at `SLOT_CAP`, counts 12: compacted there,
-#: `_candidates`).
-DEVICE_BYTES = 160
+#: (`broad_phase`), at 6 entries an object (fewer in the benchmark's population,
+#: docs/screening.md; 16 at most, objects all of the same motion): the states 48 (moved once
+#: for all), per object 96 (margin, box, its sides, its count of cells and offset), the
+#: hash table's starts 16 to 32 (4 bytes a slot, 4 to 8 slots an object), per entry 56
+#: (keys, hash slots, packed entries, the sort's order, the sorted keys and entries,
+#: items 4, the second kernel's rows 20: a candidate's 8 at `SLOT_CAP`, counts 12,
+#: compacted there, `_candidates`).
+DEVICE_BYTES = 512
 
 
 def default_chunk(n):
@@ -1002,16 +1186,18 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         approach is found whatever dt is (the bounds are rigorous under the
         assumptions of `_chord_margin`); dt trades grid work for refinements.
     chunk : int, optional
-        Windows screened at once (at least 1): bounds memory, about 150 bytes of host memory per
-        object and window on the host targets (samples 48, the broad phase's
-        per-window arrays 76, beside the solver's own) and on cuda 160 bytes of GPU
-        memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6 object-windows on the
-        host targets; 4e7 on cuda, or fewer if a quarter of the GPU's free memory holds
-        less. The candidates of several chunks, up to `REFINE_BATCH`, are refined in
-        one solver call.
+        Windows screened at once (at least 1): bounds memory, about 100 bytes of host
+        memory per object and window on the host targets (samples 48, the candidates'
+        rows of the broad phase, beside the solver's own; its working rows are
+        `HOST_BATCH` windows' a thread, about 300 bytes an object each) and on cuda
+        512 bytes of GPU memory (`DEVICE_BYTES`). Default (`default_chunk`): 2e6
+        object-windows on the host targets; 4e7 on cuda, or fewer if a quarter of the
+        GPU's free memory holds less. The candidates of several chunks, up to
+        `REFINE_BATCH`, are refined in one solver call.
     stats : dict, optional
-        Filled with the time per phase (s), the number of windows, grid pairs, pairs
-        chord-tested (through the radius test) and candidates (the benchmark reads it),
+        Filled with the time per phase (s), the number of windows, grid pairs (pairs
+        of entries that share a cell), pairs chord-tested (whose boxes overlap) and
+        candidates (the benchmark reads it),
         and ``identical``: ``(M, 2)`` rows ``(row, first row)`` of the objects screened
         as an earlier one (below).
 
@@ -1106,10 +1292,9 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         stats["propagate_s"] += clock() - now
         now, used = clock(), time.process_time()
         if items is None and two_kernels():
-            # the (window, object) and (window, slot) items of the broad phase's kernels,
-            # in the target's memory once for all chunks
-            items = active.to_device(np.arange(min(chunk, windows) * n,
-                                               dtype=np.int32).reshape(-1, 1))
+            # the (window, object) and (window, entry) items of the broad phase's
+            # kernels, in the target's memory once for all chunks
+            items = Items()
         i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used

@@ -1,5 +1,6 @@
-"""``row_max`` and ``bucket_sort`` (`hapsira_core.targets`): per-row work where the rows
-are (on cuda a block per row, the simulator's too), against numpy on the same rows."""
+"""``row_max``, ``row_offsets`` and ``bucket_sort`` (`hapsira_core.targets`): per-row work
+where the rows are (on cuda a block per row, the simulator's too), against numpy on the
+same rows."""
 
 import numpy as np
 import pytest
@@ -39,3 +40,17 @@ def test_bucket_sort_groups_each_row_by_bucket(rows, columns, size, spread):
         for b in np.flatnonzero(counts):
             members = order[r, starts[r, b]:starts[r, b + 1]]
             assert (buckets[r, members] == b).all()
+
+
+@pytest.mark.parametrize("rows, columns, most", [
+    (5, 300 if SIMULATED else 3000, 16),  # a row longer than a block's threads
+    (3, 7, 1), (1, 1, 5), (4, 50, 0), (0, 6, 3), (2, 0, 3)])
+def test_row_offsets_are_numpys_running_sums(rows, columns, most):
+    counts = np.random.default_rng(rows + columns).integers(0, most + 1, (rows, columns))
+    offsets, largest = active.row_offsets(active.to_device(counts.astype(np.int32)))
+    offsets = active.to_host(offsets)
+    assert offsets.shape == (rows, columns + 1) and offsets.dtype == np.int32
+    expected = np.concatenate((np.zeros((rows, 1), np.int64), np.cumsum(counts, axis=1)), 1)
+    np.testing.assert_array_equal(offsets, expected)
+    assert isinstance(largest, int)
+    assert largest == (int(expected[:, -1].max()) if rows else 0)

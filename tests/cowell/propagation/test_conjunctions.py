@@ -13,16 +13,7 @@ from hapsira_cowell import cowell, from_tle
 from hapsira_cowell.conjunctions import ConjunctionTable, screen, two_body_j2
 from hapsira_cowell.constants import K_EARTH
 from hapsira_cowell.propagation import conjunctions
-from hapsira_cowell.propagation.conjunctions import (
-    _BITS,
-    _CELL_SLACK,
-    _MASK,
-    _RADIUS_PAD,
-    _arc_margin,
-    _bucket,
-    _cell_coordinate,
-    _radius_low,
-)
+from hapsira_cowell.propagation.conjunctions import PERTURBATION_FRACTION, RADIUS_FRACTION
 
 k = K_EARTH
 
@@ -155,7 +146,7 @@ def test_an_approach_across_shells_passes_the_radius_test():
                 f=two_body_j2)
     shells = np.linalg.norm(at.rr, axis=-1)  # (2 objects, 2 times)
     assert np.all(np.abs(shells[0] - shells[1]) > 10.0)
-    # and the radius test drops most pairs the grid forms in this cloud
+    # and the boxes' overlap (the radius among it) drops most pairs the grid forms here
     assert stats["grid_pairs"] > stats["chord_tests"] >= stats["candidates"] >= 1
 
 
@@ -378,31 +369,39 @@ def _spy(monkeypatch, name):
 
 def _same_as_the_reference(pos, vel, dt, threshold, monkeypatch):
     """broad_phase in both forms, with the default rows and rows of one and two
-    candidates, equals `reference_broad_phase` bit for bit: the candidates (w, i, j), the
-    grid pairs and the pairs through the radius test. Returns the reference's result and
-    how many times each form ran a row again (overflow)."""
+    candidates, gives `reference_broad_phase`'s candidates (w, i, j) bit for bit (the old
+    3-D grid's: both keep exactly the pairs through the chord test), and both forms the
+    same counts (grid pairs, pairs whose boxes overlap), whatever the rows; the host
+    targets' kernel the same with its windows in batches of three. Returns the
+    reference's candidates, the counts and how many times each form ran a row again
+    (overflow)."""
     expected = reference_broad_phase(pos, vel, dt, K_EARTH, threshold)
-    again = {}
+    again, counts = {}, set()
     # (the kernel, where its pairs and counts are among its arrays)
     for per_slot, kernel, at in ((True, "_SCAN", 8), (False, "_GRID", 3)):
-        for cap in (None, 1, 2):
+        for cap, batch in ((None, 1000), (1, 1000), (2, 1000), (None, 3)):
             with monkeypatch.context() as patch:
+                patch.setattr(conjunctions, "HOST_BATCH", batch)  # (1000: one call a run)
                 calls = _spy(patch, kernel)
                 got = conjunctions.broad_phase(np.concatenate((pos, vel), axis=2), dt,
                                                K_EARTH, threshold, cap=cap, per_slot=per_slot)
             for a, b in zip(got[:3], expected[:3]):
                 np.testing.assert_array_equal(a, b)
                 assert a.dtype == np.int64
-            assert got[3:] == expected[3:]
+            counts.add(got[3:])
+            if batch == 3:
+                continue
             # a second call: the rows that overflowed, with room for all of theirs
             assert len(calls) in (1, 2)
             again[per_slot, cap] = len(calls) - 1
             if len(calls) == 2:
-                pairs, counts = (conjunctions.active.to_host(a) for a in calls[1][at:at + 2])
+                pairs, rows = (conjunctions.active.to_host(a) for a in calls[1][at:at + 2])
                 room = cap or (conjunctions.SLOT_CAP if per_slot
                                else conjunctions.window_cap(pos.shape[0]))
-                assert pairs.shape[1] == counts[:, 0].max() > room
-    return expected, again
+                assert pairs.shape[1] == rows[:, 0].max() > room
+    (grid, overlapping), = counts
+    assert grid >= overlapping >= len(expected[0])
+    return expected[:3], (grid, overlapping), again
 
 
 def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, monkeypatch):
@@ -416,9 +415,9 @@ def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, mo
     times = np.linspace(0.0, 30.0 * windows, windows + 1)
     pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
                                          np.zeros((n, 0)), 1e-11, 1e-12)
-    (i, _, _, grid, chord), again = _same_as_the_reference(pos, vel, 30.0, threshold,
-                                                           monkeypatch)
-    assert len(i) > 10 and grid >= chord >= len(i)  # not vacuous
+    (i, _, _), (grid, overlapping), again = _same_as_the_reference(pos, vel, 30.0, threshold,
+                                                                  monkeypatch)
+    assert len(i) > 10 and grid >= overlapping >= len(i)  # not vacuous
     # rows of one candidate a slot overflow here: run again, none lost
     assert again[True, 1] == 1
 
@@ -426,8 +425,8 @@ def test_both_forms_equal_the_one_kernel_per_window_on_real_debris(simulated, mo
 def test_the_candidates_are_every_pair_through_the_chord_test_on_real_debris(simulated):
     """On real debris of three clouds, both forms' candidates are exactly the (window,
     pair)s of all N (N - 1) / 2 pairs that the chord test keeps (numpy, every pair: the
-    grid and the radius test lose none and add none), and they hold every (window, pair)
-    whose distance, sampled every second, comes within the threshold."""
+    grid and the boxes' overlap lose none and add none), and they hold every (window,
+    pair) whose distance, sampled every second, comes within the threshold."""
     n_each, windows, threshold = (6, 3, 300.0) if simulated else (100, 20, 100.0)
     r, v = _debris_mix(n_each)
     n, dt = len(r), 30.0
@@ -459,10 +458,12 @@ def test_the_candidates_are_every_pair_through_the_chord_test_on_real_debris(sim
 
 
 def test_the_per_window_arrays_made_per_object_are_the_one_thread_per_windows(simulated):
-    """`_sorted_windows` (kernels per (window, object) and the target's `bucket_sort`)
-    gives `_sort_window`'s numbers on real debris: the margins and hash-slot starts bit
-    for bit, and in each hash slot the same objects with the same keys and radius
-    intervals (their order there is the target's)."""
+    """`_sorted_windows` (kernels per (window, object) and (window, entry) and the
+    target's `row_max`, `row_offsets` and `bucket_sort`) gives `_sort_window`'s numbers on
+    real debris: the margins, boxes and hash-slot starts bit for bit, and in each hash
+    slot the same entries (cell keys, objects and home bits; their order there is the
+    target's); past each window's entries, its row is filled with key -1 in an extra
+    last slot."""
     n_each, windows = (6, 3) if simulated else (60, 8)
     r, v = _debris_mix(n_each)
     n = len(r)
@@ -471,31 +472,41 @@ def test_the_per_window_arrays_made_per_object_are_the_one_thread_per_windows(si
                                         1e-11, 1e-12)
     size = conjunctions.table_size(n)
     conf = np.array([30.0, K_EARTH, 150.0, size])
-    items = conjunctions.active.to_device(np.arange(windows * n, dtype=np.int32)[:, None])
     made = [conjunctions.active.to_host(a) for a in conjunctions._sorted_windows(
-        conjunctions.active.to_device(states), conf, items, windows, n, size)]
-    margin, order, sorted_keys, radius, starts = made
+        conjunctions.active.to_device(states), conf, conjunctions.Items(), windows, n, size)]
+    margin, box, sorted_keys, sorted_entries, starts = made
+    row = sorted_keys.shape[1]
+    assert starts.shape == (windows, size + 2)
     # the one thread per window: `_sort_window` as a kernel of one object per window
     one_per_window = ObjectKernel(conjunctions._sort_window, [
         Arg("window", np.int64, ("one",)), *conjunctions._SAMPLES,
         *(Arg(name, dtype, core, output=True)
-          for name, dtype, core in conjunctions._WINDOW_ARRAYS),
-        *(Arg(name, dtype, core, scratch=True) for name, dtype, core in conjunctions._WORK)])
-    sizes = {"n": n, "two": 2, "h1": size + 1}
+          for name, dtype, core in conjunctions._WINDOW_ARRAYS)])
+    sizes = {"n": n, "eight": 8, "e": conjunctions.CELLS * n, "h1": size + 1}
     expected = [np.empty((windows, *(sizes[d] for d in core)), dtype)
-                for _, dtype, core in conjunctions._WINDOW_ARRAYS + conjunctions._WORK]
+                for _, dtype, core in conjunctions._WINDOW_ARRAYS]
     one_per_window(np.arange(windows).reshape(-1, 1), states, conf, *expected)
+    assert row == expected[4][:, size].max()  # as long as the longest window's entries
     for w in range(windows):
         rows = [a[w] for a in expected]
         np.testing.assert_array_equal(margin[w], rows[0])
-        np.testing.assert_array_equal(starts[w], rows[4])
+        np.testing.assert_array_equal(box[w], rows[1])
+        np.testing.assert_array_equal(starts[w, :size + 1], rows[4])
+        total = rows[4][size]
+        assert starts[w, size + 1] == row
+        assert (sorted_keys[w, total:] == -1).all()
         for h in np.flatnonzero(np.diff(rows[4])):
             here = slice(rows[4][h], rows[4][h + 1])
-            mine, theirs = np.argsort(order[w, here]), np.argsort(rows[1][here])
-            np.testing.assert_array_equal(order[w, here][mine], rows[1][here][theirs])
+            mine = np.lexsort((sorted_entries[w, here], sorted_keys[w, here]))
+            theirs = np.lexsort((rows[3][here], rows[2][here]))
             np.testing.assert_array_equal(sorted_keys[w, here][mine], rows[2][here][theirs])
-            np.testing.assert_array_equal(radius[w, here][mine], rows[3][here][theirs])
-    assert (np.diff(starts, axis=1) > 1).any()  # some hash slot holds several objects
+            np.testing.assert_array_equal(sorted_entries[w, here][mine],
+                                          rows[3][here][theirs])
+    assert (np.diff(starts[:, :size + 1], axis=1) > 1).any()  # a slot holds several entries
+    # every object in at least one cell, some in several
+    entries = np.concatenate([expected[3][w, :expected[4][w, size]] for w in range(windows)])
+    objects = np.bincount(entries // conjunctions.CELLS, minlength=n)
+    assert objects.min() >= windows and objects.max() > windows
 
 
 def cluster(tca, a, count, miss, seed):
@@ -514,11 +525,12 @@ def cluster(tca, a, count, miss, seed):
 
 
 def test_a_cluster_overflows_the_rows_and_loses_no_pair(simulated, monkeypatch):
-    """Five objects pass within 3 km of one point at once (ten pairs, each within 3 km),
-    among background objects: the slots and windows that hold them overflow rows of one
-    and two candidates and run again; both forms equal the reference, every pair of the
-    cluster is a candidate of the meeting's window, and the screen reports each pair."""
-    tca, span, threshold, count = 812.5, 1200.0, 5.0, 5
+    """Eight objects pass within 3 km of one point at once (28 pairs, each within 3 km),
+    among background objects: the entries and windows that hold them overflow rows of
+    one and two candidates and run again; both forms equal the reference, every pair of
+    the cluster is a candidate of the meeting's window, and the screen reports each
+    pair."""
+    tca, span, threshold, count = 812.5, 1200.0, 5.0, 8
     r, v = cluster(tca, 7050.0, count, 3.0, seed=2)
     back_r, back_v = background(6 if simulated else 40, seed=4)
     r, v = np.concatenate((r, back_r)), np.concatenate((v, back_v))
@@ -526,13 +538,13 @@ def test_a_cluster_overflows_the_rows_and_loses_no_pair(simulated, monkeypatch):
     times = np.linspace(0.0, span, int(span / dt) + 1)
     pos, vel = conjunctions.sample_cloud(K_EARTH, r, v, times, two_body_j2,
                                          np.zeros((n, 0)), 1e-11, 1e-12)
-    (i, j, w, _, _), again = _same_as_the_reference(pos, vel, dt, threshold, monkeypatch)
+    (i, j, w), _, again = _same_as_the_reference(pos, vel, dt, threshold, monkeypatch)
     meeting = {(a, b) for a, b, c in zip(i.tolist(), j.tolist(), w.tolist())
                if c == int(tca // dt)}
     pairs = {(a, b) for a in range(count) for b in range(a + 1, count)}
     assert pairs <= meeting
-    # a slot's row of one, and of two, overflows (an object with 2+ partners after it);
-    # a window's row of two too
+    # an entry's row of one, and of two, overflows (an entry with 3+ partners after it
+    # in its cell, at their home cell); a window's row of two too
     assert again[True, 1] == again[True, 2] == again[False, 1] == again[False, 2] == 1
     table = screen(k, r, v, (0.0, span), threshold)
     found = {(a, b) for a, b, t, m in zip(table.i.tolist(), table.j.tolist(), table.tca,
@@ -569,7 +581,7 @@ def test_the_per_window_arrays_stay_in_the_targets_memory(monkeypatch):
     ((arguments, windows),), (scan,) = made, scans
     own = conjunctions.active.device_memory() is not None
     # the states, the items, the per-window arrays
-    for array in (arguments[0], arguments[2], *windows, scan[0], scan[1], *scan[3:8]):
+    for array in (arguments[0], arguments[2].column, *windows, scan[0], scan[1], *scan[3:8]):
         assert isinstance(array, np.ndarray) != own
     assert scan[1] is arguments[0] and all(a is b for a, b in zip(scan[3:8], windows))
     assert all(isinstance(a, np.ndarray) != own for a in scan[8:])  # the results
@@ -604,12 +616,12 @@ def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     monkeypatch.setattr(active, "device_memory", lambda: None)
     assert conjunctions.default_chunk(20000) == 100  # 2e6 object-windows
     assert not conjunctions.two_kernels()
-    monkeypatch.setattr(active, "device_memory", lambda: (80e9, 80e9))
+    monkeypatch.setattr(active, "device_memory", lambda: (140e9, 140e9))
     assert conjunctions.default_chunk(20000) == 2000  # 4e7
     assert conjunctions.two_kernels()
     # a quarter of the free memory at DEVICE_BYTES an object-window
-    monkeypatch.setattr(active, "device_memory", lambda: (4 * 160 * 2e6, 80e9))
-    assert conjunctions.DEVICE_BYTES == 160 and conjunctions.default_chunk(20000) == 100
+    monkeypatch.setattr(active, "device_memory", lambda: (4 * 512 * 2e6, 80e9))
+    assert conjunctions.DEVICE_BYTES == 512 and conjunctions.default_chunk(20000) == 100
 
 
 def test_real_debris_equal_brute_force(simulated):
@@ -727,9 +739,53 @@ def test_table_columns_csv_and_errors(tmp_path):
             screen(k, r, v, (0.0, 10.0), 1.0, chunk=chunk)
 
 
-# --- the broad phase as it was, one kernel object per window: the reference of the two
-# kernels (conjunctions._sort_window, conjunctions._scan_slot) and of the one kernel of the
-# host targets (conjunctions._grid_window), whose results must be the same, bit for bit
+# --- the broad phase as it was, one kernel object per window (a uniform 3-D grid, each
+# object in the cell of its box's centre, pairs with the 13 neighbour cells after it, a
+# radius test, the chord test): the reference whose candidates both forms of
+# conjunctions.broad_phase (the per-(window, entry) kernels and the host targets' one
+# kernel per window, a grid of 4-D cells) must equal, bit for bit. Its own copies of the
+# helpers it used then, frozen.
+
+_BITS = 21
+_HALF = 1 << (_BITS - 1)
+_MASK = (1 << _BITS) - 1
+_CELL_SLACK = 1.0 + 1e-6
+_RADIUS_PAD = 1e-12
+
+
+@hjit
+def _arc_margin(k, dt, x0, y0, z0, x1, y1, z1, dvx, dvy, dvz):
+    r_low = RADIUS_FRACTION * min(math.sqrt(x0 * x0 + y0 * y0 + z0 * z0),
+                                  math.sqrt(x1 * x1 + y1 * y1 + z1 * z1))
+    a_max = max((1.0 + PERTURBATION_FRACTION) * k / (r_low * r_low),
+                2.0 * math.sqrt(dvx * dvx + dvy * dvy + dvz * dvz) / dt)
+    return dt * dt / 8.0 * a_max
+
+
+@hjit
+def _cell_coordinate(x, cell):
+    c = int(math.floor(x / cell)) + _HALF  # noqa: RUF046
+    return min(max(c, 0), _MASK)
+
+
+@hjit
+def _bucket(cx, cy, cz, size):
+    return ((cx * 73856093) ^ (cy * 19349663) ^ (cz * 83492791)) & (size - 1)
+
+
+@hjit
+def _radius_low(x0, y0, z0, x1, y1, z1):
+    """The chord's distance from the centre."""
+    ex = x1 - x0
+    ey = y1 - y0
+    ez = z1 - z0
+    ee = ex * ex + ey * ey + ez * ez
+    s = -(x0 * ex + y0 * ey + z0 * ez) / (ee if ee > 0 else 1.0)
+    s = min(max(s, 0.0), 1.0)
+    cx = x0 + s * ex
+    cy = y0 + s * ey
+    cz = z0 + s * ez
+    return math.sqrt(cx * cx + cy * cy + cz * cz)
 
 
 @hjit

@@ -1,10 +1,12 @@
-"""`row_max` and `bucket_sort` on the GPU: per-row work that one thread per row would do
-serially, spread over a block per row (and a thread per entry), in the GPU's memory.
+"""`row_max`, `row_offsets` and `bucket_sort` on the GPU: per-row work that one thread per
+row would do serially, spread over a block per row (and a thread per entry), in the
+GPU's memory.
 
 `bucket_sort` is a counting sort of each row's entries by bucket: a histogram (atomic
 adds), a block scan per row, a scatter (atomic adds on the bucket's next slot) and a
 shift of the starts back by one bucket. Within a bucket the order is the atomics',
 not the entries' (the host targets' is stable): callers must not depend on it.
+`row_offsets` is a copy of each row one place on and the same block scan per row.
 Why: one thread per row walking all its entries and buckets would be a large share of
 `hapsira_cowell.conjunctions`' broad phase.
 """
@@ -117,6 +119,25 @@ def _shift_rows(starts):
         starts[row, first] = before
 
 
+@cuda.jit
+def _shifted(counts, offsets):
+    """``offsets[r, c] = counts[r, c - 1]`` (0 for ``c = 0``), a thread each."""
+    i = cuda.grid(1)
+    columns = offsets.shape[1]
+    if i < offsets.shape[0] * columns:
+        row = i // columns
+        c = i - row * columns
+        offsets[row, c] = counts[row, c - 1] if c > 0 else 0
+
+
+@cuda.jit
+def _last_column(offsets, out):
+    """``out[r] = offsets[r, -1]``, a thread each."""
+    row = cuda.grid(1)
+    if row < offsets.shape[0]:
+        out[row] = offsets[row, offsets.shape[1] - 1]
+
+
 def row_max(values):
     """The largest entry of each row of ``values`` ``(R, C)`` float64 in the GPU's
     memory: ``(R,)``, left there (`hapsira_core.targets`)."""
@@ -126,6 +147,24 @@ def row_max(values):
             _row_max[values.shape[0], BLOCK](values, out,
                                              block_scratch(values.shape[0], np.float64))
     return out
+
+
+def row_offsets(counts):
+    """Each row of ``counts`` ``(R, C)`` int32 in the GPU's memory as running sums before
+    each entry (`hapsira_core.targets`): ``offsets`` ``(R, C + 1)`` int32, left there (0
+    first, the row's total last: a shifted copy, then `_scan_rows`), and the largest row
+    total (an int, on the host: the rows' totals cross, ``R`` numbers)."""
+    rows, columns = counts.shape
+    offsets = cuda.device_array((rows, columns + 1), np.int32)
+    if rows == 0:
+        return offsets, 0
+    totals = cuda.device_array(rows, np.int32)
+    with _small_grids_allowed():
+        cells = rows * (columns + 1)
+        _shifted[(cells + FLAT - 1) // FLAT, FLAT](counts, offsets)
+        _scan_rows[rows, BLOCK](offsets, block_scratch(rows, np.int64))
+        _last_column[(rows + FLAT - 1) // FLAT, FLAT](offsets, totals)
+    return offsets, int(totals.copy_to_host().max())
 
 
 def bucket_sort(buckets, size):
