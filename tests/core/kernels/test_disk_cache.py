@@ -21,10 +21,10 @@ import pytest
 from hapsira_core import settings
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
-#: The cpu target joins a generic solve loop to each function (`hapsira_core.targets._join`):
+#: The host targets join a generic solve loop to each function (`hapsira_core.targets._join`):
 #: besides each kernel's own entry the folder holds the loop ("generic") and the
 #: function that calls a joined kernel ("trampoline"), shared by every kernel of a form.
-JOINS = settings.TARGET == "cpu" and settings.JOIN == "on"
+JOINS = settings.TARGET in ("cpu", "parallel") and settings.JOIN == "on"
 SHARED = ("hapsira_kernel_generic_", "hapsira_kernel_trampoline_")
 
 SCRIPT = textwrap.dedent("""
@@ -158,7 +158,7 @@ def test_damaged_entries_are_rebuilt_with_a_warning(project, warm_folder, kind, 
     assert state == ("fresh" if SIMULATED else "cached-before")
     suffixes = {"module": (".py",), "index": (".nbi",), "data": (".nbc", ".bin")}[kind]
     files = [f for f in (folder / "cache").rglob("*") if f.suffix in suffixes]
-    # one module (three where cpu joins: the kernel's, the loop's and the trampoline's);
+    # one module (three where the host targets join: the kernel's, the loop's and the trampoline's);
     # numba's index and data once per compiled function (the parallel target's gufunc
     # has two: the kernel and its gufunc wrapper); the joined kernel's and the loop's
     # code in a .bin each
@@ -207,7 +207,7 @@ def test_functions_that_cannot_be_imported_run_without_the_cache(tmp_path):
     assert done.returncode == 0, done.stderr
     np.testing.assert_allclose(np.array(eval(done.stdout.splitlines()[-2])), expected(0.1, 0.5),
                                rtol=1e-9)
-    # no entry of this kernel; where cpu joins, the loop and the trampoline it shares with
+    # no entry of this kernel; where the host targets join, the loop and the trampoline it shares with
     # every function of its form are cached (a new process compiles only the function)
     modules = [f for f in cache_files(tmp_path) if f.endswith(".py")]
     assert not [f for f in modules if not f.startswith(SHARED)]
@@ -223,7 +223,7 @@ def test_the_cache_is_pruned_and_the_command_line_shows_and_clears_it(project):
     info = subprocess.run([sys.executable, "-m", "hapsira_cowell.cli", "cache", "info"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert info.returncode == 0, info.stderr
-    # the two kernels, and where cpu joins the loop and the trampoline they share
+    # the two kernels, and where the host targets join the loop and the trampoline they share
     entries = 4 if JOINS else 2
     assert f"entries:   {entries} (" in info.stdout and str(folder / "cache") in info.stdout
     from hapsira_core.kernels import cache

@@ -49,10 +49,10 @@ def test_cached_kernel_file_and_same_numbers(tmp_path):
         outputs.append(np.array(eval(done.stdout.strip().splitlines()[-1])))
     np.testing.assert_array_equal(outputs[0], outputs[1])
     files = [p.name for p in tmp_path.iterdir() if p.suffix == ".py"]
-    # cowell's kernel; where cpu joins kernels (`hapsira_core.targets._join`), beside it
+    # cowell's kernel; where the host targets join kernels (`hapsira_core.targets._join`), beside it
     # the loop and the trampoline that every function of its form shares
     shared = [f for f in files if f.startswith(("hapsira_kernel_generic_",
                                                 "hapsira_kernel_trampoline_"))]
-    joins = settings.TARGET == "cpu" and settings.JOIN == "on"
+    joins = settings.TARGET in ("cpu", "parallel") and settings.JOIN == "on"
     assert len(files) - len(shared) == 1 and len(shared) == (2 if joins else 0), files
     assert all(f.startswith("hapsira_kernel_") for f in files)
