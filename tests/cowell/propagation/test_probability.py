@@ -18,6 +18,8 @@ import pytest
 from astropy import units as u
 from scipy import integrate, special, stats
 
+from hapsira_core import settings
+
 from hapsira_cowell.conjunctions import (CovarianceRepairedWarning, Encounters,
                                          LongEncounterWarning, probability)
 from hapsira_cowell.covariance import from_rtn
@@ -176,7 +178,9 @@ def test_foster_equals_caras_53_conjunctions():
     "loose" level of CARA's isclose.m, 1e-8 (the README: Matlab versions alone move these
     values by about that), all to 5e-8. The one between (2.4e-8) is a 33 km x 3.9 m
     ellipse (condition 7e7) with the disc 5 minor standard deviations out: rounding the
-    inputs' conversion to km differently (1e-16) moves its Pc by 1.5e-8."""
+    inputs' conversion to km differently (1e-16) moves its Pc by 1.5e-8. On a GPU (fused
+    multiply-adds, divisions as reciprocals) a second thin ellipse moves as much: 51 there
+    (seen on an H100: 1.7e-8 and 3.1e-8)."""
     data = cara_conjunctions()
     r1, v1, r2, v2 = _at_linear_tca(data["r1"], data["v1"], data["r2"], data["v2"])
     with warnings.catch_warnings():
@@ -184,7 +188,8 @@ def test_foster_equals_caras_53_conjunctions():
         pc = probability(r1, v1, data["c1"], r2, v2, data["c2"], data["hbr"])
     assert len(pc) == 53 and data["pc"].min() < 1e-160 and data["pc"].max() > 1e-2
     error = np.abs(pc / data["pc"] - 1)
-    assert error.max() <= 5e-8 and np.count_nonzero(error <= 1e-8) >= 52, np.sort(error)[-3:]
+    within = 51 if settings.TARGET == "cuda" and not settings.cuda_simulator_enabled() else 52
+    assert error.max() <= 5e-8 and np.count_nonzero(error <= 1e-8) >= within, np.sort(error)[-3:]
 
 
 def _along_the_minor_axis(r1, v1, c1, r2, v2, c2, hbr):
