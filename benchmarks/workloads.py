@@ -244,7 +244,8 @@ def robertson(t, y, p):
 @hjit
 def hires(t, y, p):
     """HIRES (Schaefer's plant physiology model, 8 species) with the rate constants
-    ``p = (k1, ..., k8)`` of ``HIRES_RATES``."""
+    ``p = (k1, ..., k8)`` of ``HIRES_RATES``; its Python body (``hires.py_func``) is scipy's
+    and JAX's right-hand side too."""
     r = p[5] * y[5] * y[7]
     return (-p[0] * y[0] + p[1] * y[1] + p[2] * y[2] + p[3],
             p[0] * y[0] - (p[2] + p[1]) * y[1],
@@ -257,19 +258,6 @@ def hires(t, y, p):
 
 
 STIFF = {"robertson": robertson, "van_der_pol_stiff": van_der_pol, "hires": hires}
-
-
-def hires_numpy(y, p):
-    """HIRES's right-hand side in numpy (or JAX: ``y`` and ``p`` of either)."""
-    r = p[5] * y[5] * y[7]
-    return [-p[0] * y[0] + p[1] * y[1] + p[2] * y[2] + p[3],
-            p[0] * y[0] - (p[2] + p[1]) * y[1],
-            -(p[2] + p[0]) * y[2] + p[1] * y[3] + p[4] * y[4],
-            p[2] * y[1] + p[0] * y[2] - (p[1] + p[6]) * y[3],
-            -(p[0] + p[4]) * y[4] + p[1] * y[5] + p[1] * y[6],
-            -r + p[6] * y[3] + p[0] * y[4] - p[1] * y[5] + p[6] * y[6],
-            r - p[7] * y[6],
-            -r + p[7] * y[6]]
 
 
 def stiff_scipy(name, p):
@@ -292,7 +280,7 @@ def stiff_scipy(name, p):
         k = [float(x) for x in p]
 
         def rhs(t, y):
-            return np.array(hires_numpy(y, k))
+            return np.array(hires.py_func(t, y, k))
 
         def jac(t, y):
             J = np.zeros((8, 8))
@@ -326,6 +314,6 @@ def stiff_jax_rhs(name):
                               p[0] * y[0] - p[1] * y[1] * y[2] - p[2] * y[1] * y[1],
                               p[2] * y[1] * y[1]])
         if name == "hires":
-            return jnp.stack(hires_numpy(y, p))
+            return jnp.stack(hires.py_func(t, y, p))
         return jnp.stack([y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0]])
     return rhs
