@@ -135,9 +135,19 @@ def build_parser():
                    help="also compute each approach's probability of collision from --sigma's "
                    "covariance and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
                    "the CDMs, the summary ranked by it)")
-    s.add_argument("--pc-method", choices=("foster", "chan", "max"), default="foster",
-                   help="foster (2D integral, default), chan (Chan's series) or max (the "
-                   "largest Pc over the covariance's size; not written to CDMs)")
+    s.add_argument("--pc-method", choices=("foster", "chan", "max", "monte_carlo"),
+                   default="foster",
+                   help="foster (2D integral, default), chan (Chan's series), max (the "
+                   "largest Pc over the covariance's size; not written to CDMs) or "
+                   "monte_carlo (samples of the relative state at the TCA, with a 95%% "
+                   "interval)")
+    s.add_argument("--pc-samples", default=None, metavar="N",
+                   help="with --pc-method monte_carlo, samples per approach (default "
+                   "1000000)")
+    s.add_argument("--pc-seed", default=None, metavar="SEED",
+                   help="with --pc-method monte_carlo, the random numbers' seed, an integer "
+                   ">= 0 (default: a fresh one, printed in the summary so that the run can "
+                   "be repeated)")
     s.add_argument("--hbr", default=None, metavar="DISTANCE",
                    help="combined hard-body radius of every pair, for --pc (default 20m: "
                    "the radius of NASA CARA's Pc2D_Foster validation cases)")

@@ -71,15 +71,20 @@ def write_csv(path, table, names, epoch, pc=None):
     """One line per approach: indices and names, TCA (s after the epoch, and UTC when
     the epoch is known), miss (km), relative speed (km/s); with ``pc`` (a
     `hapsira_cowell.conjunctions.Probability`) its probability and flags
-    (``repaired``, ``long-encounter``, separated by a space)."""
+    (``repaired``, ``long-encounter``, separated by a space); a Monte Carlo one adds
+    ``pc_low`` and ``pc_high``, its 95% interval."""
+    interval = pc is not None and hasattr(pc, "interval")
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["i", "j", "name_i", "name_j", "tca_s", "tca_utc", "miss_km",
-                      "speed_km_s"] + ([] if pc is None else ["pc", "pc_flags"]))
+                      "speed_km_s"] + ([] if pc is None else ["pc", "pc_flags"])
+                     + (["pc_low", "pc_high"] if interval else []))
         utc = _utc(table.tca, epoch)
         for row in range(len(table)):
             i, j = int(table.i[row]), int(table.j[row])
             extra = [] if pc is None else [repr(float(pc.pc[row])), _flags(pc, row)]
+            if interval:
+                extra += [repr(float(x)) for x in pc.interval[row]]
             out.writerow([i, j, names[i], names[j], repr(float(table.tca[row])), utc[row],
                           repr(float(table.miss[row])), repr(float(table.speed[row]))]
                          + extra)
@@ -178,11 +183,16 @@ def ranked_lines(table, pc, catalog=None, shown=RANKED):
     """The summary's approaches of highest probability, highest first (NaN last)."""
     order = np.argsort(np.where(np.isnan(pc.pc), -1.0, -pc.pc), kind="stable")[:shown]
     lines = [f"highest Pc ({pc.method}, HBR {pc.hbr * 1e3:g} m):"]
+    if hasattr(pc, "interval"):
+        lines[0] = (f"highest Pc ({pc.method}, {pc.samples} samples per approach, seed "
+                    f"{pc.seed}, HBR {pc.hbr * 1e3:g} m; 95% intervals):")
     utc = _utc(table.tca[order], getattr(catalog, "epoch", None))
     for rank, (k, when) in enumerate(zip(order, utc), 1):
         flags = _flags(pc, k)
         when = f"{when} UTC" if when else f"{table.tca[k]:.1f} s"
-        lines.append(f"  {rank}. Pc {pc.pc[k]:.3g}, {table.miss[k]:.3f} km at {when}: "
+        interval = (f" ({pc.interval[k, 0]:.3g} .. {pc.interval[k, 1]:.3g})"
+                    if hasattr(pc, "interval") else "")
+        lines.append(f"  {rank}. Pc {pc.pc[k]:.3g}{interval}, {table.miss[k]:.3f} km at {when}: "
                      f"{_pair(table, k, catalog)}" + (f" [{flags}]" if flags else ""))
     for name, flag, what in (("repaired", pc.repaired, "projected covariance repaired by "
                               "eigenvalue clipping"),
@@ -266,16 +276,54 @@ def parse_probability(text, name="--pc-above"):
     return value
 
 
+def parse_count(text, name="--pc-samples"):
+    """A whole number >= 1 from ``text`` (``1000000``, ``1e6``, ``1_000_000``)."""
+    try:
+        value = float(str(text).replace("_", ""))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise UsageError(f"{name}: {text!r} is not a whole number >= 1; expected e.g. "
+                         "100000 or 1e6")
+    return int(value)
+
+
+def parse_seed(text, name="--pc-seed"):
+    """A seed of numpy's random numbers: a whole number >= 0."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UsageError(f"{name}: {text!r} is not a whole number >= 0")
+    return value
+
+
 def check_pc_options(args):
     """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
-    (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``."""
+    (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
+    ``--pc-samples`` and ``--pc-seed`` need ``--pc-method monte_carlo`` (without
+    ``--pc-seed``, a fresh seed is drawn here, for the summary to print)."""
+    sampling = (("--pc-samples", args.pc_samples), ("--pc-seed", args.pc_seed))
     if not args.pc:
         for flag, value in (("--hbr", args.hbr), ("--pc-above", args.pc_above),
                             ("--pc-method", None if args.pc_method == "foster"
-                             else args.pc_method)):
+                             else args.pc_method)) + sampling:
             if value is not None:
                 raise UsageError(f"{flag}: only used with --pc")
         return
+    if args.pc_method != "monte_carlo":
+        for flag, value in sampling:
+            if value is not None:
+                raise UsageError(f"{flag}: only used with --pc-method monte_carlo, got "
+                                 f"--pc-method {args.pc_method}")
+    else:
+        from ..propagation.monte_carlo import SAMPLES
+
+        args.pc_samples = (SAMPLES if args.pc_samples is None
+                           else parse_count(args.pc_samples, "--pc-samples"))
+        args.pc_seed = (int(np.random.SeedSequence().entropy % 2 ** 63)
+                        if args.pc_seed is None else parse_seed(args.pc_seed, "--pc-seed"))
     if args.sigma is None:
         raise UsageError("--pc: the probability needs each object's covariance and a TLE "
                          "has none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
@@ -376,8 +424,12 @@ def probabilities(args, catalog, table, stats):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CovarianceRepairedWarning)
         warnings.simplefilter("ignore", LongEncounterWarning)
-        pc = enc.probability(args.hbr, args.pc_method, full=True)
+        sampling = (dict(samples=args.pc_samples, seed=args.pc_seed)
+                    if args.pc_method == "monte_carlo" else {})
+        pc = enc.probability(args.hbr, args.pc_method, full=True, **sampling)
     pc.hbr = args.hbr
+    if sampling:
+        pc.seed = args.pc_seed
     stats["pc_s"] = time.perf_counter() - started
     return enc, pc
 

@@ -84,10 +84,13 @@ __all__ = ["CovarianceRepairedWarning", "LongEncounterWarning", "METHODS", "Prob
            "probability"]
 
 #: Methods and their codes in the kernel (``monte_carlo`` samples outside it and takes
-#: its flags from foster's run); the CCSDS name of each (CDM
-#: ``COLLISION_PROBABILITY_METHOD``, SANA's registry) where it has one.
+#: its flags from foster's run); the name each gets in a CDM's
+#: ``COLLISION_PROBABILITY_METHOD``: SANA's registry names for Foster's and Chan's;
+#: the registry has no Monte Carlo method, which is written ``MONTE-CARLO`` in its
+#: style (a free text; Orekit, for one, reads an unregistered name as it is); the
+#: maximum over the covariance's size is no CDM's probability and has none.
 METHODS = {"foster": 0, "chan": 1, "max": 2, "monte_carlo": 0}
-CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997"}
+CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO"}
 #: Half-width of the band of the outer (minor-axis) integral, in standard deviations
 BAND = 12.0
 #: Widest panel, in units of ``s2 / hbr`` radians of ``theta``

@@ -133,6 +133,22 @@ CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
     (["--pc", "--sigma", "1,2,3", "--pc-above", "2"], "--pc-above: '2' is not between 0 and 1"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "max", "--cdm", "{tmp}/cdm"],
      "--pc-method max: the largest probability over the covariance's size is not"),
+    (["--pc-samples", "1000"], "--pc-samples: only used with --pc"),
+    (["--pc-seed", "7"], "--pc-seed: only used with --pc"),
+    (["--pc", "--sigma", "1,2,3", "--pc-samples", "1000"],
+     "--pc-samples: only used with --pc-method monte_carlo, got --pc-method foster"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "chan", "--pc-seed", "7"],
+     "--pc-seed: only used with --pc-method monte_carlo, got --pc-method chan"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-samples", "0"],
+     "--pc-samples: '0' is not a whole number >= 1"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-samples", "2.5"],
+     "--pc-samples: '2.5' is not a whole number >= 1"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-seed", "-3"],
+     "--pc-seed: '-3' is not a whole number >= 0"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-seed", "x"],
+     "--pc-seed: 'x' is not a whole number >= 0"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "montecarlo"],
+     "argument --pc-method: invalid choice: 'montecarlo'"),
     pytest.param(["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
                  "--frame GCRF: a TLE catalog's states are TEME", marks=needs("ccsds_ndm")),
     pytest.param(["{csv}", "--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--epoch", "2025-01-01"],
@@ -320,6 +336,69 @@ def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tm
         assert rel.collision_probability_method == "CHAN-1997"
         same = [float(row["pc"]) for row in chan if (row["i"], row["j"]) == (str(i), str(j))
                 and abs(float(row["miss_km"]) * 1e3 - rel.miss_distance.value) < 1e-6]
+        assert same == [rel.collision_probability]
+
+
+def test_screen_pc_monte_carlo_is_the_library_sampling_with_its_seed(tmp_path, capsys):
+    """--pc-method monte_carlo: the CSV's pc, pc_low and pc_high are the library's Monte
+    Carlo probability and 95% interval with --pc-samples and --pc-seed (the same draws);
+    the summary says the samples and the seed, which repeats the run; the CDMs carry the
+    Pc as MONTE-CARLO."""
+    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
+    from hapsira_cowell.covariance import from_rtn
+
+    path = _fengyun(tmp_path)
+    flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
+             "--sigma", "20000,60000,20000", "--pc", "--hbr", "5km", "--pc-method",
+             "monte_carlo", "--pc-samples", "20000"]
+    out = tmp_path / "mc.csv"
+    assert cli.main([*flags, "--out", str(out), "--pc-seed", "7"]) == 0
+    printed = capsys.readouterr().out
+    assert ("highest Pc (monte_carlo, 20000 samples per approach, seed 7, HBR 5000 m; 95% "
+            "intervals):") in printed
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 3
+    column = {c: np.array([float(row[c]) for row in rows]) for c in ("pc", "pc_low", "pc_high")}
+    catalog = read_catalog(path)
+    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
+                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
+    sigma = np.array([20000.0, 60000.0, 20000.0, 0, 0, 0]) * 1e-3
+    enc = encounters(K_EARTH, catalog.r0, catalog.v0, table,
+                     from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+    with pytest.warns(UserWarning):  # a long encounter among them, as the CSV's flags say
+        mc = enc.probability(5.0, "monte_carlo", samples=20000, seed=7, full=True)
+        foster = enc.probability(5.0)
+    np.testing.assert_array_equal(column["pc"], mc.pc)
+    np.testing.assert_array_equal(np.stack([column["pc_low"], column["pc_high"]], 1),
+                                  mc.interval)
+    assert np.all(mc.hits == np.round(column["pc"] * 20000)) and mc.hits.max() >= 50
+    assert np.all((column["pc_low"] <= column["pc"]) & (column["pc"] <= column["pc_high"]))
+    # the covariances at the TCA have velocity blocks, which tilt the samples' encounter
+    # planes: Monte Carlo is not Foster's model here, only near it where the hits are many
+    many = mc.hits >= 50
+    assert many.sum() >= 3
+    np.testing.assert_allclose(mc.pc[many], foster[many], rtol=0.3)
+    # the seed repeats the run; without it, a fresh one is drawn and said
+    again = tmp_path / "again.csv"
+    assert cli.main([*flags, "--out", str(again), "--pc-seed", "7"]) == 0
+    assert again.read_text() == out.read_text()
+    capsys.readouterr()
+    assert cli.main([*flags, "--out", str(tmp_path / "fresh.csv")]) == 0
+    seed = int(capsys.readouterr().out.split("per approach, seed ")[1].split(",")[0])
+    assert cli.main([*flags, "--out", str(again), "--pc-seed", str(seed)]) == 0
+    assert again.read_text() == (tmp_path / "fresh.csv").read_text()
+    if not need_cdm():
+        return
+    cdm = tmp_path / "cdm"
+    assert cli.main([*flags, "--out", str(again), "--pc-seed", "7", "--cdm", str(cdm)]) == 0
+    files = sorted(os.listdir(cdm))
+    assert len(files) == len(rows)
+    for name in files:
+        rel = read_cdm(cdm / name).body.relative_metadata_data
+        assert rel.collision_probability_method == "MONTE-CARLO"
+        same = [float(row["pc"]) for row in rows
+                if abs(float(row["miss_km"]) * 1e3 - rel.miss_distance.value) < 1e-6]
         assert same == [rel.collision_probability]
 
 
