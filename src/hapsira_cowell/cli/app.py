@@ -1,9 +1,10 @@
 """``hapsira-cowell``: the command line, an argparse layer over the library (docs/cli.md).
 
 ``hapsira-cowell propagate [CATALOG] --tof 1d --every 10min --perturbations j2,drag``
-(without CATALOG: the Iridium 33 debris shipped in the package); ``hapsira-cowell demo``.
-The work is done by the other modules of `hapsira_cowell.cli` (`catalog`,
-`models`, `batch`, `writers`, `demo`), which Python users import too. The target is fixed when ``hapsira_core`` is first
+(without CATALOG: the Iridium 33 debris shipped in the package); ``hapsira-cowell screen``;
+``hapsira-cowell pc CDM...`` (the probability of collision of CDMs, ranked);
+``hapsira-cowell demo``. The work is done by the other modules of `hapsira_cowell.cli`
+(`catalog`, `models`, `batch`, `writers`, `screening`, `pc`, `demo`), which Python users import too. The target is fixed when ``hapsira_core`` is first
 imported, so this module imports none of them at module level: `main` checks
 the environment and sets ``HAPSIRA_TARGET`` first (or, when the solver was
 already imported on another target, runs the command in a child process).
@@ -43,7 +44,7 @@ def build_parser():
     parser = _Parser(prog=PROG, description="Cowell orbit propagation (DOP853) of debris "
                      "catalogs on cpu, parallel cpu or CUDA GPUs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{propagate,screen,demo,cache}",
+    commands = parser.add_subparsers(dest="command", metavar="{propagate,screen,pc,demo,cache}",
                                      parser_class=_Parser)
     commands.required = True
     inputs = _lib("inputs")
@@ -169,6 +170,32 @@ def build_parser():
                    help="refuse a catalog file larger than this, MB")
     s.add_argument("--target", default=None, help=target_help)
 
+    q = commands.add_parser("pc", help="the probability of collision of CDMs, ranked",
+                            description="Read CCSDS Conjunction Data Messages (KVN or XML; "
+                            "files, or folders of .cdm, .kvn, .xml, .txt files) and print "
+                            "each approach's probability of collision from the states and "
+                            "covariances at the TCA they give, highest first, beside the "
+                            "file's own (hapsira_cowell.conjunctions.probability; needs "
+                            "pip install 'hapsira-cowell[cdm]'). See docs/cli.md.")
+    q.add_argument("cdms", metavar="CDM", nargs="+", help="CDM files or folders of them")
+    q.add_argument("--hbr", default=None, metavar="DISTANCE",
+                   help="combined hard-body radius of every CDM, e.g. 20m (default: each "
+                   "CDM's own, a comment 'HBR = 20 [m]' as NASA CARA's CDMs carry; a CDM "
+                   "without one needs --hbr)")
+    q.add_argument("--method", choices=("foster", "chan", "max", "monte_carlo"),
+                   default="foster", help="foster (2D integral, default), chan (Chan's "
+                   "series), max (the largest Pc over the covariance's size) or monte_carlo "
+                   "(samples of the relative state at the TCA, with a 95%% interval)")
+    q.add_argument("--samples", default=None, metavar="N",
+                   help="with --method monte_carlo, samples per CDM (default 1000000)")
+    q.add_argument("--seed", default=None, metavar="SEED",
+                   help="with --method monte_carlo, the random numbers' seed, an integer >= 0 "
+                   "(default: a fresh one, printed so that the run can be repeated)")
+    q.add_argument("--out", default=None, metavar="CSV",
+                   help="also write the ranked table as CSV (every CDM; the printed table "
+                   "shows the first 20)")
+    q.add_argument("--target", default=None, help=target_help)
+
     d = commands.add_parser("demo", help="propagate a synthetic debris cloud and plot it",
                             description="Propagate a synthetic LEO debris cloud (made in "
                             "code, a few fragments low enough to re-enter) for 1 day with "
@@ -191,7 +218,8 @@ def build_parser():
 _SIGNED = re.compile(r"^-\.?\d")  # '-1d', '-.5h': a value, not an option
 
 
-_SIGNED_OPTIONS = ("--tof", "--every", "--threshold", "--cdm-below", "--hbr", "--pc-above")
+_SIGNED_OPTIONS = ("--tof", "--every", "--threshold", "--cdm-below", "--hbr", "--pc-above",
+                   "--pc-seed", "--seed", "--pc-samples", "--samples")
 
 
 def _join_negative_values(argv):
@@ -238,6 +266,24 @@ def _validate(args):
         screening.check_cdm_options(args)
         if args.catalog is not None:
             _lib("catalog").check_file(args.catalog, args.max_input_mb)
+    elif args.command == "pc":
+        screening = _lib("screening")
+        if args.hbr is not None:
+            args.hbr = screening.parse_distance(args.hbr, "--hbr")
+        if args.method != "monte_carlo":
+            for flag, value in (("--samples", args.samples), ("--seed", args.seed)):
+                if value is not None:
+                    raise UsageError(f"{flag}: only used with --method monte_carlo, got "
+                                     f"--method {args.method}")
+        else:
+            from ..propagation.monte_carlo import SAMPLES
+
+            args.samples = (SAMPLES if args.samples is None
+                            else screening.parse_count(args.samples, "--samples"))
+            args.seed = (screening.fresh_seed() if args.seed is None
+                         else screening.parse_seed(args.seed, "--seed"))
+        screening.check_output(args.out)
+        args.paths = _lib("pc").cdm_paths(args.cdms)
     elif args.command == "demo":
         writers.check_plot_output(args.out, "--out")
 
@@ -365,6 +411,20 @@ def _screen_command(args, started):
     return 0
 
 
+def _pc_command(args):
+    pc_module = _lib("pc")
+    cdms = pc_module.read(args.paths)
+    hbr, where = pc_module.hard_body_radii(cdms, args.hbr)
+    pc = pc_module.compute(cdms, hbr, args.method, args.samples, args.seed)
+    pc.seed = args.seed
+    for line in pc_module.table_lines(cdms, pc, hbr, where):
+        print(line)
+    if args.out is not None:
+        pc_module.write_table(args.out, cdms, pc, hbr, where)
+        print(f"wrote {args.out}")
+    return 0
+
+
 def _cache_command(args):
     from hapsira_core.kernels import cache
     print("\n".join(cache.clear_lines() if args.action == "clear" else cache.info_lines()))
@@ -411,6 +471,8 @@ def main(argv=None):
             return _cache_command(args)
         if args.command == "screen":
             return _screen_command(args, started)
+        if args.command == "pc":
+            return _pc_command(args)
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

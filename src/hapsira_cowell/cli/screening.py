@@ -299,6 +299,12 @@ def parse_seed(text, name="--pc-seed"):
     return value
 
 
+def fresh_seed():
+    """A seed for a run not given one, from fresh entropy (said in the summary, so that
+    the run can be repeated)."""
+    return int(np.random.SeedSequence().entropy % 2 ** 63)
+
+
 def check_pc_options(args):
     """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
     (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
@@ -322,8 +328,7 @@ def check_pc_options(args):
 
         args.pc_samples = (SAMPLES if args.pc_samples is None
                            else parse_count(args.pc_samples, "--pc-samples"))
-        args.pc_seed = (int(np.random.SeedSequence().entropy % 2 ** 63)
-                        if args.pc_seed is None else parse_seed(args.pc_seed, "--pc-seed"))
+        args.pc_seed = (fresh_seed() if args.pc_seed is None else parse_seed(args.pc_seed, "--pc-seed"))
     if args.sigma is None:
         raise UsageError("--pc: the probability needs each object's covariance and a TLE "
                          "has none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")

@@ -17,7 +17,16 @@ inertial frame of the states (``P1``, ``P2``, `hapsira_cowell.covariance.from_rt
 RTN velocity components are the inertial velocity along R, T, N, as the writer
 `hapsira_cowell.outputs.cdm.write_cdms` has them). Drag and radiation-pressure rows of
 an extended covariance are not read.
+
+Hard-body radius: a CDM (CCSDS 508.0-B-1) has no keyword for it. NASA CARA's CDMs give
+the combined radius in a comment of the relative metadata, ``COMMENT HBR = 15 [m]``;
+`ConjunctionMessages.hbr` holds it where a message has one (a comment ``HBR = <number>``
+with the unit ``[m]`` or ``[km]``, metres without one, in the header's, the relative
+metadata's or, where a KVN reader files a comment before ``OBJECT = OBJECT1`` there,
+object 1's metadata's comments), NaN elsewhere.
 """
+
+import re
 
 import numpy as np
 
@@ -29,6 +38,8 @@ __all__ = ["FRAMES", "ConjunctionMessages", "read_cdms"]
 #: The frames whose states are read (inertial); ITRF is refused
 FRAMES = ("GCRF", "EME2000")
 _AXES = ("r", "t", "n", "rdot", "tdot", "ndot")
+_HBR = re.compile(r"^\s*HBR\s*=\s*(\S+)\s*(?:\[\s*([A-Za-z]+)\s*\])?\s*$", re.I)
+_HBR_UNITS = {"m": 1e-3, "km": 1.0}
 _STATE = (("x", "X", "km"), ("y", "Y", "km"), ("z", "Z", "km"), ("x_dot", "X_DOT", "km/s"),
           ("y_dot", "Y_DOT", "km/s"), ("z_dot", "Z_DOT", "km/s"))
 
@@ -49,6 +60,8 @@ class ConjunctionMessages:
     arrays, column 0 object 1: ``numbers`` (``OBJECT_DESIGNATOR``, the catalogue number),
     ``names`` (``OBJECT_NAME``), ``designators`` (``INTERNATIONAL_DESIGNATOR``),
     ``catalogs`` (``CATALOG_NAME``), ``covariance_methods`` (``COVARIANCE_METHOD``).
+    ``hbr`` (K,): the combined hard-body radius a message's comment gives (CARA's
+    ``COMMENT HBR = 15 [m]``), km, NaN where it gives none.
     """
 
     def __init__(self, **columns):
@@ -66,13 +79,23 @@ class ConjunctionMessages:
                 f"{self.tca.min().iso[:19]} .. {self.tca.max().iso[:19]} UTC, "
                 f"{'/'.join(sorted(set(self.frame)))} km, km/s)")
 
-    def probability(self, hbr, method="foster", *, full=False, k=K_EARTH, samples=None,
+    def probability(self, hbr=None, method="foster", *, full=False, k=K_EARTH, samples=None,
                     seed=None):
         """Our probability of collision of each message's approach from its states and
         covariances (`hapsira_cowell.conjunctions.probability`; ``hbr`` the combined
-        hard-body radius, km, a number or one per message); the message's own is ``pc``."""
+        hard-body radius, km, a number or one per message; None: each message's own,
+        ``self.hbr``, which every message must then give); the message's own Pc is
+        ``pc``."""
         from ..propagation.probability import probability
 
+        if hbr is None:
+            missing = [source for source, x in zip(self.sources, self.hbr) if np.isnan(x)]
+            if missing:
+                more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+                raise ValueError(f"hbr: {', '.join(missing[:3])}{more} give no hard-body "
+                                 "radius (a comment 'HBR = 20 [m]', as CARA's CDMs have); "
+                                 "give hbr (km)")
+            hbr = self.hbr
         return probability(self.rr1, self.vv1, self.P1, self.rr2, self.vv2, self.P2, hbr,
                            method, full=full, k=k, samples=samples, seed=seed)
 
@@ -109,6 +132,27 @@ def _object(segment, where):
     return frame, state, P, who
 
 
+def _hbr(message, segments, where):
+    """The combined hard-body radius (km) of a comment ``HBR = <number> [m]`` of the
+    header, the relative metadata or object 1's metadata (`_HBR`), NaN without one."""
+    places = [message.header, message.body.relative_metadata_data, segments[0].metadata]
+    for comment in (line for place in places for line in (getattr(place, "comment", None)
+                                                          or [])):
+        match = _HBR.match(str(comment))
+        if not match:
+            continue
+        unit = (match.group(2) or "m").lower()
+        try:
+            value = float(match.group(1))
+        except ValueError:
+            value = float("nan")
+        if unit not in _HBR_UNITS or not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{where}: COMMENT {str(comment).strip()}: expected a positive "
+                             "hard-body radius in m or km, e.g. HBR = 20 [m]")
+        return value * _HBR_UNITS[unit]
+    return float("nan")
+
+
 def read_cdms(paths_or_texts):
     """Read CCSDS CDMs (KVN or XML, one or several per file) into `ConjunctionMessages`.
 
@@ -123,7 +167,8 @@ def read_cdms(paths_or_texts):
     -------
     ConjunctionMessages
         One row per CDM: states, covariances (RTN as given and inertial), TCA, miss
-        distance, the objects' numbers and names, the message's own Pc.
+        distance, the objects' numbers and names, the message's own Pc and hard-body
+        radius (where a comment gives it).
 
     Raises
     ------
@@ -168,7 +213,7 @@ def read_cdms(paths_or_texts):
             relative=relative,
             pc=np.nan if pc is None else ndm.number(pc, where, "COLLISION_PROBABILITY"),
             pc_method=ndm.text(rel.collision_probability_method),
-            objects=objects))
+            hbr=_hbr(message, segments, where), objects=objects))
     if not rows:
         raise ValueError("paths_or_texts: no CDM given")
     bias = _frame_bias()
@@ -199,4 +244,4 @@ def read_cdms(paths_or_texts):
         rr1=states[:, 0, :3], vv1=states[:, 0, 3:], rr2=states[:, 1, :3],
         vv2=states[:, 1, 3:], P1=P[:, 0], P2=P[:, 1], P1_rtn=P_rtn[:, 0], P2_rtn=P_rtn[:, 1],
         numbers=who[..., 0], names=who[..., 1], designators=who[..., 2],
-        catalogs=who[..., 3], covariance_methods=who[..., 4])
+        catalogs=who[..., 3], covariance_methods=who[..., 4], hbr=np.array(column["hbr"]))

@@ -155,6 +155,34 @@ def test_objects_in_eme2000_and_gcrf_are_put_in_gcrf(tmp_path):
     assert 0.1 < np.linalg.norm(cdms.rr1[0] - cdms.rr1[2]) * 1e3 < 1.0  # m: the bias
 
 
+def test_a_comment_hbr_is_the_cdms_hard_body_radius(tmp_path):
+    """CARA's ``COMMENT HBR = 15 [m]`` after the relative metadata (KVN; ccsds-ndm files
+    it with object 1's metadata), one in the relative metadata of an XML CDM in km, none:
+    ``hbr`` 0.015, 0.02 km and NaN; ``probability()`` takes them, and refuses to guess one
+    for a CDM without it, naming the message."""
+    need("ccsds_ndm")
+    from hapsira_cowell.inputs.cdm import read_cdms
+
+    enc, _, (kvn, *_) = written(tmp_path, "kvn")
+    text = open(kvn).read()
+    object1 = text.index("OBJECT ")
+    cara = text[:object1] + "COMMENT HBR = 15 [m]\n" + text[object1:]
+    xml = open(written(tmp_path, "xml")[2][0]).read()
+    at = xml.index("<TCA>")
+    xml = xml[:at] + "<COMMENT>HBR = 0.02 [km]</COMMENT>" + xml[at:]
+    cdms = read_cdms([cara, xml, text])
+    np.testing.assert_array_equal(cdms.hbr[:2], [0.015, 0.02])
+    assert np.isnan(cdms.hbr[2])
+    with pytest.raises(ValueError, match=r"^hbr: text 3 give no hard-body radius"):
+        cdms.probability()
+    both = read_cdms([cara, xml])
+    first = [enc.probability(radius)[0] for radius in (0.015, 0.02)]  # both approach 0
+    np.testing.assert_allclose(both.probability(), first, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^text 1: COMMENT HBR = 15 \[ft\]: expected a "
+                                         r"positive hard-body radius in m or km"):
+        read_cdms(cara.replace("[m]\nOBJECT ", "[ft]\nOBJECT ", 1))
+
+
 def _without(text, keyword):
     return "\n".join(line for line in text.splitlines() if not line.startswith(keyword))
 
