@@ -80,7 +80,7 @@ class ConjunctionMessages:
                 f"{'/'.join(sorted(set(self.frame)))} km, km/s)")
 
     def probability(self, hbr=None, method="foster", *, full=False, k=K_EARTH, samples=None,
-                    seed=None):
+                    seed=None, hbr_shape="circle"):
         """Our probability of collision of each message's approach from its states and
         covariances (`hapsira_cowell.conjunctions.probability`; ``hbr`` the combined
         hard-body radius, km, a number or one per message; None: each message's own,
@@ -97,7 +97,8 @@ class ConjunctionMessages:
                                  "give hbr (km)")
             hbr = self.hbr
         return probability(self.rr1, self.vv1, self.P1, self.rr2, self.vv2, self.P2, hbr,
-                           method, full=full, k=k, samples=samples, seed=seed)
+                           method, full=full, k=k, samples=samples, seed=seed,
+                           hbr_shape=hbr_shape)
 
 
 def _frame_bias():

@@ -44,7 +44,7 @@ class Encounters:
         return len(self.tca)
 
     def probability(self, hbr, method="foster", *, full=False, k=K_EARTH, samples=None,
-                    seed=None):
+                    seed=None, hbr_shape="circle"):
         """The probability of collision of each approach from these states and covariances
         (`hapsira_cowell.propagation.probability.probability`; ``hbr`` the combined
         hard-body radius, km, a number or one per approach). NaN for approaches whose
@@ -57,7 +57,8 @@ class Encounters:
             raise ValueError(f"hbr: expected a number or shape ({len(self)},), got {hbr.shape}")
         result = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
                              self.vv2[ok], self.P2[ok], hbr[ok] if hbr.ndim else hbr,
-                             method, full=True, k=k, samples=samples, seed=seed)
+                             method, full=True, k=k, samples=samples, seed=seed,
+                             hbr_shape=hbr_shape)
         columns = {}
         for name, value in vars(result).items():
             if isinstance(value, np.ndarray):

@@ -51,6 +51,17 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     propagates each sample on two-body orbits): a long encounter is flagged as for the
     2D methods.
 
+Hard-body squares (``hbr_shape``, `HBR_SHAPES`; ``foster`` only): the square of side ``2
+hbr`` or of the disc's area, centred where the disc is, its sides along the miss and its
+normal in the plane (CARA's ``Pc2D_Foster`` ``HBRType`` ``square`` and ``squareEquArea``).
+Its corners are taken into the principal axes; the inner integral along the major axis is
+closed form between the ends of the square's chord, the outer one along the minor axis is
+composite Gauss-Legendre on each piece between the corners' heights (where the chord's
+ends are linear), panels of at most `PANEL` times the narrower of ``s2`` and ``s1`` over
+the chord ends' slope, over the heights whose chord's nearest point is within ``BAND^2``
+of the square's smallest squared Mahalanobis distance (found by golden section: it is
+convex in the height), so that a square far out in the tail keeps its relative accuracy.
+
 Non-positive-definite covariances are repaired as CARA's ``Pc2D_Foster`` does: the
 eigenvalues of the projected 2 x 2 covariance below ``(1e-4 hbr)^2`` are raised to it
 (eigenvalue clipping, Hall et al. 2017); the approaches repaired are flagged
@@ -80,8 +91,8 @@ from ..constants import K_EARTH
 from ..units import is_quantity, to_value
 from . import monte_carlo
 
-__all__ = ["CovarianceRepairedWarning", "LongEncounterWarning", "METHODS", "Probability",
-           "probability"]
+__all__ = ["CovarianceRepairedWarning", "HBR_SHAPES", "LongEncounterWarning", "METHODS",
+           "Probability", "probability"]
 
 #: Methods and their codes in the kernel (``monte_carlo`` samples outside it and takes
 #: its flags from foster's run); the name each gets in a CDM's
@@ -91,6 +102,11 @@ __all__ = ["CovarianceRepairedWarning", "LongEncounterWarning", "METHODS", "Prob
 #: maximum over the covariance's size is no CDM's probability and has none.
 METHODS = {"foster": 0, "chan": 1, "max": 2, "monte_carlo": 0}
 CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO"}
+#: Hard-body regions (``hbr_shape``) and the half-side of their square over ``hbr`` (0:
+#: the disc of radius ``hbr``): CARA's ``Pc2D_Foster`` ``HBRType`` ``circle``, ``square``
+#: (side ``2 hbr``) and ``squareEquArea`` (the square of the disc's area, side
+#: ``sqrt(pi) hbr``)
+HBR_SHAPES = {"circle": 0.0, "square": 1.0, "square_equal_area": 0.5 * math.sqrt(math.pi)}
 #: Half-width of the band of the outer (minor-axis) integral, in standard deviations
 BAND = 12.0
 #: Widest panel, in units of ``s2 / hbr`` radians of ``theta``
@@ -161,6 +177,156 @@ def _foster(d1, d2, s1, s2, hbr, rule):
         total += part
     # 1/2 of the inner erf sum, the outer Gaussian's 1/(sqrt(2 pi) s2), dtheta = step/2
     return total * 0.5 * step * 0.5 / (math.sqrt(2.0 * math.pi) * s2)
+
+
+@hjit
+def _edge(w, ua, wa, ub, wb, lo, hi):
+    """``(lo, hi)`` widened by the point at height ``w`` of the edge from ``(ua, wa)`` to
+    ``(ub, wb)`` (principal coordinates), where the edge reaches that height."""
+    if wa == wb or w < min(wa, wb) or w > max(wa, wb):
+        return lo, hi
+    u = ua + (w - wa) * (ub - ua) / (wb - wa)
+    return min(lo, u), max(hi, u)
+
+
+@hjit
+def _chord(w, c):
+    """The square's chord at height ``w`` along the minor axis: ``(lo, hi)`` along the
+    major axis (``lo > hi`` where the line misses it); ``c`` its corners in order, ``(u0,
+    w0, u1, w1, u2, w2, u3, w3)``, relative to the mean."""
+    lo, hi = math.inf, -math.inf
+    lo, hi = _edge(w, c[0], c[1], c[2], c[3], lo, hi)
+    lo, hi = _edge(w, c[2], c[3], c[4], c[5], lo, hi)
+    lo, hi = _edge(w, c[4], c[5], c[6], c[7], lo, hi)
+    lo, hi = _edge(w, c[6], c[7], c[0], c[1], lo, hi)
+    return lo, hi
+
+
+@hjit
+def _reach(w, c, s1, s2):
+    """The squared Mahalanobis distance of the point of the square's chord at height
+    ``w`` nearest the mean: convex in ``w`` (the square is convex)."""
+    lo, hi = _chord(w, c)
+    gap = max(0.0, max(lo, -hi))
+    return (w / s2) ** 2 + (gap / s1) ** 2
+
+
+@hjit
+def _mass(lo, hi, s1):
+    """The mass of ``N(0, s1^2)`` between ``lo <= hi``, with relative accuracy in the
+    tails (the difference of the smaller ``erfc``)."""
+    a = lo / (math.sqrt(2.0) * s1)
+    b = hi / (math.sqrt(2.0) * s1)
+    if a >= 0.0:
+        return 0.5 * (math.erfc(a) - math.erfc(b))
+    if b <= 0.0:
+        return 0.5 * (math.erfc(-b) - math.erfc(-a))
+    return 1.0 - 0.5 * (math.erfc(b) + math.erfc(-a))
+
+
+@hjit
+def _square(d1, d2, s1, s2, ux, uy, half, rule):
+    """Mass of the 2D Gaussian of standard deviations ``s1 >= s2`` (principal axes ``u``
+    and ``u`` rotated +90 degrees, ``u = (ux, uy)`` in the encounter frame) over the
+    square of half-side ``half`` whose centre is ``(d1, d2)`` from the mean (principal
+    axes) and whose sides lie along the encounter frame's axes (the miss and its normal,
+    as CARA's ``Pc2D_Foster`` places them): the inner integral along the major axis in
+    closed form between the chord's ends, the outer one along the minor axis by
+    composite Gauss-Legendre on each piece between the corners' heights, over the heights
+    whose chord comes within `BAND` standard deviations (squared Mahalanobis distance
+    ``+ BAND^2``) of the square's nearest point."""
+    # corners (+-half, +-half) of the encounter frame, turned into the principal axes
+    # (+h, +h), (-h, +h), (-h, -h), (+h, -h): u = e ux + f uy, w = f ux - e uy
+    c = (d1 + half * (ux + uy), d2 + half * (ux - uy),
+         d1 + half * (uy - ux), d2 + half * (ux + uy),
+         d1 - half * (ux + uy), d2 + half * (uy - ux),
+         d1 + half * (ux - uy), d2 - half * (ux + uy))
+    # the corners' heights, sorted
+    h0, h1, h2, h3 = c[1], c[3], c[5], c[7]
+    if h0 > h1:
+        h0, h1 = h1, h0
+    if h2 > h3:
+        h2, h3 = h3, h2
+    if h0 > h2:
+        h0, h2 = h2, h0
+    if h1 > h3:
+        h1, h3 = h3, h1
+    if h1 > h2:
+        h1, h2 = h2, h1
+    # the nearest point's height (golden section on the convex reach), then the band
+    ratio = 0.5 * (math.sqrt(5.0) - 1.0)
+    lo = h0
+    hi = h3
+    x1 = hi - ratio * (hi - lo)
+    x2 = lo + ratio * (hi - lo)
+    f1 = _reach(x1, c, s1, s2)
+    f2 = _reach(x2, c, s1, s2)
+    for _ in range(MAX_ITERATIONS):
+        if f1 > f2:
+            lo = x1
+            x1 = x2
+            f1 = f2
+            x2 = lo + ratio * (hi - lo)
+            f2 = _reach(x2, c, s1, s2)
+        else:
+            hi = x2
+            x2 = x1
+            f2 = f1
+            x1 = hi - ratio * (hi - lo)
+            f1 = _reach(x1, c, s1, s2)
+    nearest = 0.5 * (lo + hi)
+    level = min(f1, f2, _reach(nearest, c, s1, s2)) + BAND * BAND
+    start = h0
+    if _reach(h0, c, s1, s2) > level:  # the reach falls to the level between them
+        a = h0
+        b = nearest
+        for _ in range(MAX_ITERATIONS):
+            middle = 0.5 * (a + b)
+            if _reach(middle, c, s1, s2) > level:
+                a = middle
+            else:
+                b = middle
+        start = a
+    stop = h3
+    if _reach(h3, c, s1, s2) > level:
+        a = nearest
+        b = h3
+        for _ in range(MAX_ITERATIONS):
+            middle = 0.5 * (a + b)
+            if _reach(middle, c, s1, s2) > level:
+                b = middle
+            else:
+                a = middle
+        stop = b
+    total = 0.0
+    for piece in range(3):
+        if piece == 0:
+            a, b = h0, h1
+        elif piece == 1:
+            a, b = h1, h2
+        else:
+            a, b = h2, h3
+        a = max(a, start)
+        b = min(b, stop)
+        if not a < b:
+            continue
+        # the chord's ends are linear on the piece: its panels follow both scales
+        lo_a, hi_a = _chord(a + 1e-9 * (b - a), c)
+        lo_b, hi_b = _chord(b - 1e-9 * (b - a), c)
+        scale = max((b - a) / s2, max(abs(lo_b - lo_a), abs(hi_b - hi_a)) / s1)
+        panels = min(MAX_PANELS, max(MIN_PANELS, int(math.ceil(scale / PANEL))))
+        step = (b - a) / panels
+        for p in range(panels):
+            middle = a + (p + 0.5) * step
+            part = 0.0
+            for q in range(rule.shape[1]):
+                w = middle + 0.5 * step * rule[0, q]
+                lo, hi = _chord(w, c)
+                if lo < hi:
+                    g = w / (math.sqrt(2.0) * s2)
+                    part += rule[1, q] * math.exp(-g * g) * _mass(lo, hi, s1)
+            total += part * 0.5 * step
+    return total / (math.sqrt(2.0 * math.pi) * s2)
 
 
 @hjit
@@ -250,7 +416,8 @@ def _period(rx, ry, rz, vx, vy, vz, k):
 @hjit
 def _approach(x, conf, rule, out):
     """One approach: ``x`` = r1, v1, r2, v2 (12), C1 and C2 position blocks (9 each,
-    row-major), hbr; ``conf`` = method code, GM. ``out`` = Pc, repaired (0/1), duration
+    row-major), hbr; ``conf`` = method code, GM, the square's half-side over ``hbr`` (0:
+    the disc; `HBR_SHAPES`). ``out`` = Pc, repaired (0/1), duration
     (s), duration / shorter period, |r2 - r1| (km), s1, s2 (km)."""
     rx = x[6] - x[0]
     ry = x[7] - x[1]
@@ -326,7 +493,9 @@ def _approach(x, conf, rule, out):
     d1 = distance * ux
     d2 = -distance * uy
     method = conf[0]
-    if method == 0.0:
+    if conf[2] > 0.0:  # a square of half-side conf[2] hbr
+        pc = _square(d1, d2, s1, s2, ux, uy, conf[2] * hbr, rule)
+    elif method == 0.0:
         pc = _foster(d1, d2, s1, s2, hbr, rule)
     elif method == 1.0:
         pc = _chan(d1, d2, s1, s2, hbr)
@@ -346,7 +515,7 @@ def _approach(x, conf, rule, out):
 
 
 _KERNEL = ObjectKernel(_approach, [Arg("x", np.float64, ("columns",)),
-                                   Arg("conf", np.float64, ("two",), per_object=False),
+                                   Arg("conf", np.float64, ("three",), per_object=False),
                                    Arg("rule", np.float64, ("two", "nodes"), per_object=False),
                                    Arg("out", np.float64, ("seven",), output=True)])
 _KERNEL.description = "the collision probability kernel"
@@ -411,7 +580,7 @@ def _named(rows, shown=10):
 
 
 def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K_EARTH,
-                samples=None, seed=None):
+                samples=None, seed=None, hbr_shape="circle"):
     """Probability of collision of each approach from both objects' states and covariances
     at its TCA (see the module's notes for the methods and flags).
 
@@ -442,6 +611,13 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
     seed : None, int or numpy.random.Generator
         ``"monte_carlo"`` only: the random numbers' source (``numpy.random.default_rng``
         of it); None draws fresh entropy, so that two calls differ.
+    hbr_shape : str
+        The hard-body region in the encounter plane (`HBR_SHAPES`): ``"circle"``
+        (default), the disc of radius ``hbr``; ``"square"``, the square of side
+        ``2 hbr``; ``"square_equal_area"``, the square of the disc's area (side
+        ``sqrt(pi) hbr``). A square is centred where the disc is, its sides along the miss
+        and its normal in the plane, as in CARA's ``Pc2D_Foster`` (``HBRType``); squares
+        with ``"foster"`` only.
 
     Returns
     -------
@@ -450,6 +626,12 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
     """
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
+    if hbr_shape not in HBR_SHAPES:
+        raise ValueError(f"hbr_shape: expected one of {sorted(HBR_SHAPES)}, got "
+                         f"{hbr_shape!r}")
+    if hbr_shape != "circle" and method != "foster":
+        raise ValueError(f"hbr_shape: {hbr_shape!r} is integrated by method='foster' only, "
+                         f"got method={method!r}")
     sampled = method == "monte_carlo"
     if not sampled:
         for name, value in (("samples", samples), ("seed", seed)):
@@ -502,8 +684,8 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
     out = np.empty((n, 7))
     if n:
         # Monte Carlo takes the flags and the plane's numbers from the kernel (foster's)
-        _KERNEL(np.ascontiguousarray(table), np.array([METHODS[method], gm]), _RULE,
-                out)
+        _KERNEL(np.ascontiguousarray(table),
+                np.array([METHODS[method], gm, HBR_SHAPES[hbr_shape]]), _RULE, out)
     extra = {}
     if sampled:
         c6 = [c.reshape(-1, *c.shape[-2:]) for c in covariances]

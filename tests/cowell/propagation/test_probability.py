@@ -310,6 +310,113 @@ def test_foster_is_exact_where_the_covariance_is_much_smaller_than_the_disc():
     np.testing.assert_allclose(pc, expected, rtol=1e-6, atol=1e-14)
 
 
+def square_reference(r1, v1, c1, r2, v2, c2, half):
+    """The 2D Gaussian's mass over the square of half-side ``half`` in the encounter plane,
+    centred ``|r2 - r1|`` along the miss, its sides along the miss and ``r x v`` (CARA's
+    ``Pc2D_Foster`` frame: y along ``v``, z along ``r x v``, x = y x z), by scipy's dblquad
+    in that frame (built here, independently)."""
+    r, v = np.subtract(r2, r1), np.subtract(v2, v1)
+    y = v / np.linalg.norm(v)
+    z = np.cross(r, v)
+    z /= np.linalg.norm(z)
+    x = np.cross(y, z)
+    plane = np.stack([x, z])
+    C = plane @ (np.asarray(c1)[:3, :3] + np.asarray(c2)[:3, :3]) @ plane.T
+    inverse = np.linalg.inv(C)
+    x0 = np.linalg.norm(r)
+
+    def density(b, a):
+        p = np.array([a, b])
+        return math.exp(-0.5 * p @ inverse @ p)
+
+    value, _ = integrate.dblquad(density, x0 - half, x0 + half, -half, half, epsabs=0.0,
+                                 epsrel=1e-11)
+    return value / (2.0 * math.pi * math.sqrt(np.linalg.det(C)))
+
+
+HALF_SIDE = {"square": 1.0, "square_equal_area": 0.5 * math.sqrt(math.pi)}
+
+
+@pytest.mark.parametrize("shape", ["square", "square_equal_area"])
+def test_square_equals_caras_omitron_case(shape):
+    """Pc2D_Foster_UnitTest.m's Omitron case with HBRType square and squareEquArea (its
+    RelTol 1e-3), and the square's integral by dblquad to 1e-9."""
+    case = cara.OMITRON
+    args = [case[x] for x in ("r1", "v1", "c1", "r2", "v2", "c2")]
+    pc = probability(*args, case["hbr"], hbr_shape=shape)
+    expected = cara.OMITRON_FOSTER["square" if shape == "square" else "squareEquArea"]
+    assert pc == pytest.approx(expected, rel=cara.OMITRON_FOSTER_RTOL)
+    assert pc == pytest.approx(square_reference(*args, HALF_SIDE[shape] * case["hbr"]),
+                               rel=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::hapsira_cowell.conjunctions.LongEncounterWarning")
+def test_square_equals_dblquad_on_random_geometries():
+    """60 random geometries (standard deviations 20 m to 3 km, radii 5 to 50 m), each
+    square shape, and 40 where the Gaussian changes across the square (standard
+    deviations 2 to 50 m, radii 10 to 100 m, the miss up to 6 standard deviations out:
+    down to the far tail), against dblquad over the square in CARA's frame: 1e-6
+    relative."""
+    for n, seed, options in ((60, 61, {}),
+                             (40, 62, dict(sigma=(0.002, 0.05), hbr=(0.01, 0.1),
+                                           spread=6.0))):
+        r1, v1, c1, r2, v2, c2, hbr = geometries(n, seed=seed, **options)
+        for shape, half in HALF_SIDE.items():
+            pc = probability(r1, v1, c1, r2, v2, c2, hbr, hbr_shape=shape)
+            expected = np.array([square_reference(*row, half * radius) for *row, radius in
+                                 zip(r1, v1, c1, r2, v2, c2, hbr)])
+            assert expected.min() > 1e-30  # relative accuracy is meaningful
+            np.testing.assert_allclose(pc, expected, rtol=1e-6, atol=0, err_msg=shape)
+
+
+def test_square_in_the_far_tail_keeps_its_relative_accuracy():
+    """A covariance much smaller than the square and the square 10 to 20 standard
+    deviations out, its nearest corner off the minor axis: the band about the nearest
+    point keeps the mass (Pc down to 1e-90), as dblquad gives it."""
+    rng = np.random.default_rng(5)
+    r1, v1, c1, r2, v2, c2, hbr = geometries(8, seed=63, sigma=(0.001, 0.004),
+                                             hbr=(0.02, 0.05), spread=0.0)
+    # the miss along the plane's diagonals, 10 to 20 combined standard deviations
+    z = (v2 - v1) / np.linalg.norm(v2 - v1, axis=1, keepdims=True)
+    for k in range(len(r1)):
+        e = np.cross(z[k], rng.normal(size=3))
+        e /= np.linalg.norm(e)
+        size = math.sqrt(np.trace(c1[k] + c2[k]))
+        r2[k] = r1[k] + e * (hbr[k] * math.sqrt(2.0) + rng.uniform(10, 20) * size)
+    pc = probability(r1, v1, c1, r2, v2, c2, hbr, hbr_shape="square")
+    expected = np.array([square_reference(*row, radius) for *row, radius in
+                         zip(r1, v1, c1, r2, v2, c2, hbr)])
+    assert 1e-300 < expected.min() < 1e-20
+    np.testing.assert_allclose(pc, expected, rtol=1e-6, atol=0)
+
+
+def test_a_small_square_is_4_over_pi_of_the_disc_and_of_equal_area_the_disc():
+    """Where the Gaussian is nearly constant over the region, the Pc is its area times the
+    density: the square of side 2 hbr gives 4 / pi of the disc, the square of equal area
+    the disc's (to (hbr / sigma)^2)."""
+    r1, v1, c1, r2, v2, c2, hbr = geometries(20, seed=64, sigma=(1.0, 3.0),
+                                             hbr=(0.001, 0.002))
+    disc = probability(r1, v1, c1, r2, v2, c2, hbr)
+    square = probability(r1, v1, c1, r2, v2, c2, hbr, hbr_shape="square")
+    equal = probability(r1, v1, c1, r2, v2, c2, hbr, hbr_shape="square_equal_area")
+    np.testing.assert_allclose(square / disc, 4.0 / math.pi, rtol=1e-5)
+    np.testing.assert_allclose(equal / disc, 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(hbr_shape="hexagon"), r"hbr_shape: expected one of \['circle', 'square', "
+                                r"'square_equal_area'\], got 'hexagon'"),
+    (dict(hbr_shape="square", method="chan"), "hbr_shape: 'square' is integrated by "
+                                              "method='foster' only, got method='chan'"),
+    (dict(hbr_shape="square_equal_area", method="monte_carlo", samples=10),
+     "hbr_shape: 'square_equal_area' is integrated by method='foster' only"),
+])
+def test_bad_hbr_shapes_name_the_argument(options, match):
+    r1, v1, c1, r2, v2, c2, hbr = geometries(3, seed=1)
+    with pytest.raises(ValueError, match=match):
+        probability(r1, v1, c1, r2, v2, c2, hbr, **options)
+
+
 def _isotropic_pair(n, seed):
     """Approaches whose projected combined covariance is a circle (sigma^2 I in 3D)."""
     r1, v1, _, r2, v2, _, hbr = geometries(n, seed)
