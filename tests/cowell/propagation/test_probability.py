@@ -390,6 +390,23 @@ def test_square_in_the_far_tail_keeps_its_relative_accuracy():
     np.testing.assert_allclose(pc, expected, rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("sigma, expected", [(0.4e-3, 9.747867262761105e-38),
+                                             (0.3e-3, 1.9827906581723176e-65),
+                                             (0.2e-3, 2.2720677847681968e-144)])
+def test_a_disc_far_out_off_the_minor_axis_keeps_its_relative_accuracy(sigma, expected):
+    """The disc (20 m) 0.28 of its radius outside, the mean at (0.8, 1.0) radii from its
+    centre along the principal axes (1.25 sigma and sigma): the disc's nearest point is
+    off the minor axis, 14 to 28 standard deviations out. A band of 12 standard deviations
+    along the minor axis about the disc's top left out most of the mass (Pc 2.4e-66 for
+    2.0e-65, 1.9e-182 for 2.3e-144); the band about the nearest point keeps it, as
+    dblquad (`reference`, the values here) gives it."""
+    r1, v1, v2 = np.array([7000.0, 0, 0]), np.array([0, 7.5, 0.0]), np.array([0, 7.5, 7.5])
+    c = np.diag([(1.25 * sigma) ** 2, sigma ** 2, 1e-6]) / 2  # the plane is x, y
+    r2 = r1 + np.array([0.8, 1.0, 0.0]) * 0.02
+    assert reference(r1, v1, c, r2, v2, c, 0.02) == pytest.approx(expected, rel=1e-10)
+    assert probability(r1, v1, c, r2, v2, c, 0.02) == pytest.approx(expected, rel=1e-9)
+
+
 def test_a_small_square_is_4_over_pi_of_the_disc_and_of_equal_area_the_disc():
     """Where the Gaussian is nearly constant over the region, the Pc is its area times the
     density: the square of side 2 hbr gives 4 / pi of the disc, the square of equal area
