@@ -152,6 +152,10 @@ def build_parser():
     s.add_argument("--hbr", default=None, metavar="DISTANCE",
                    help="combined hard-body radius of every pair, for --pc (default 20m: "
                    "the radius of NASA CARA's Pc2D_Foster validation cases)")
+    s.add_argument("--hbr-shape", choices=("circle", "square", "square_equal_area"),
+                   default="circle", help="the hard-body region: circle (radius --hbr, "
+                   "default), square (side 2 x --hbr) or square_equal_area (the circle's "
+                   "area), as NASA CARA's Pc2D_Foster; squares with the foster method only")
     s.add_argument("--pc-above", default=None, metavar="PC",
                    help="with --pc, keep only approaches whose probability is at least "
                    "this (e.g. 1e-7) in the CSV and CDMs")
@@ -182,6 +186,10 @@ def build_parser():
                    help="combined hard-body radius of every CDM, e.g. 20m (default: each "
                    "CDM's own, a comment 'HBR = 20 [m]' as NASA CARA's CDMs carry; a CDM "
                    "without one needs --hbr)")
+    q.add_argument("--hbr-shape", choices=("circle", "square", "square_equal_area"),
+                   default="circle", help="the hard-body region: circle (radius --hbr, "
+                   "default), square (side 2 x --hbr) or square_equal_area (the circle's "
+                   "area), as NASA CARA's Pc2D_Foster; squares with the foster method only")
     q.add_argument("--method", choices=("foster", "chan", "max", "monte_carlo"),
                    default="foster", help="foster (2D integral, default), chan (Chan's "
                    "series), max (the largest Pc over the covariance's size) or monte_carlo "
@@ -270,6 +278,9 @@ def _validate(args):
         screening = _lib("screening")
         if args.hbr is not None:
             args.hbr = screening.parse_distance(args.hbr, "--hbr")
+        if args.hbr_shape != "circle" and args.method != "foster":
+            raise UsageError(f"--hbr-shape {args.hbr_shape}: integrated by --method foster "
+                             f"only, got --method {args.method}")
         if args.method != "monte_carlo":
             for flag, value in (("--samples", args.samples), ("--seed", args.seed)):
                 if value is not None:
@@ -415,7 +426,7 @@ def _pc_command(args):
     pc_module = _lib("pc")
     cdms = pc_module.read(args.paths)
     hbr, where = pc_module.hard_body_radii(cdms, args.hbr)
-    pc = pc_module.compute(cdms, hbr, args.method, args.samples, args.seed)
+    pc = pc_module.compute(cdms, hbr, args.method, args.samples, args.seed, args.hbr_shape)
     pc.seed = args.seed
     for line in pc_module.table_lines(cdms, pc, hbr, where):
         print(line)

@@ -75,9 +75,9 @@ def hard_body_radii(cdms, hbr):
     return np.asarray(cdms.hbr, dtype=float), ["CDM"] * len(cdms)
 
 
-def compute(cdms, hbr, method, samples=None, seed=None):
-    """Each CDM's `Probability` (``full=True``), the warnings of `probability` left to its
-    flags."""
+def compute(cdms, hbr, method, samples=None, seed=None, hbr_shape="circle"):
+    """Each CDM's `Probability` (``full=True``; ``hbr_shape`` kept on it), the warnings of
+    `probability` left to its flags."""
     from ..propagation.probability import CovarianceRepairedWarning, LongEncounterWarning
 
     sampling = dict(samples=samples, seed=seed) if method == "monte_carlo" else {}
@@ -85,7 +85,10 @@ def compute(cdms, hbr, method, samples=None, seed=None):
         warnings.simplefilter("ignore", CovarianceRepairedWarning)
         warnings.simplefilter("ignore", LongEncounterWarning)
         try:
-            return cdms.probability(hbr, method, full=True, **sampling)
+            result = cdms.probability(hbr, method, full=True, hbr_shape=hbr_shape,
+                                      **sampling)
+            result.hbr_shape = hbr_shape
+            return result
         except ValueError as error:  # e.g. two objects of one CDM with equal velocities
             raise UsageError(str(error)) from None
 
@@ -111,6 +114,7 @@ def _rows(cdms, pc, hbr, where):
     for place, k in enumerate(rank(pc.pc), 1):
         row = dict(rank=str(place), pc=repr(float(pc.pc[k])), method=pc.method,
                    hbr_m=f"{hbr[k] * 1e3:g}", hbr_from=where[k],
+                   hbr_shape=getattr(pc, "hbr_shape", "circle"),
                    cdm_pc="" if np.isnan(cdms.pc[k]) else repr(float(cdms.pc[k])),
                    cdm_pc_method=cdms.pc_method[k], miss_m=f"{cdms.miss[k] * 1e3:.3f}",
                    tca_utc=utc[k], number_1=cdms.numbers[k, 0], name_1=cdms.names[k, 0],
@@ -123,11 +127,13 @@ def _rows(cdms, pc, hbr, where):
 
 
 def write_table(path, cdms, pc, hbr, where):
-    """The ranked table as CSV: ``rank, pc, method, hbr_m, hbr_from (--hbr or CDM), cdm_pc,
+    """The ranked table as CSV: ``rank, pc, method, hbr_m, hbr_from (--hbr or CDM),
+    hbr_shape, cdm_pc,
     cdm_pc_method (the file's own), miss_m, tca_utc, number_1, name_1, number_2, name_2,
     pc_flags, source`` and, for Monte Carlo, ``pc_low, pc_high`` (95%)."""
     rows = _rows(cdms, pc, hbr, where)
-    columns = ["rank", "pc", "method", "hbr_m", "hbr_from", "cdm_pc", "cdm_pc_method",
+    columns = ["rank", "pc", "method", "hbr_m", "hbr_from", "hbr_shape", "cdm_pc",
+               "cdm_pc_method",
                "miss_m", "tca_utc", "number_1", "name_1", "number_2", "name_2", "pc_flags",
                "source"] + (["pc_low", "pc_high"] if hasattr(pc, "interval") else [])
     with open(path, "w", newline="") as handle:
@@ -146,7 +152,9 @@ def table_lines(cdms, pc, hbr, where, shown=SHOWN):
     radius = (f"HBR {radii[0]} m" if len(radii) == 1 else
               f"HBR {radii[0]} to {radii[-1]} m")
     radius += " (--hbr)" if where and where[0] == "--hbr" else " (the CDMs' own)"
-    head = f"{len(rows)} CDM{'s' if len(rows) != 1 else ''}, Pc by {pc.method}, {radius}"
+    shape = getattr(pc, "hbr_shape", "circle")
+    method = pc.method if shape == "circle" else f"{pc.method} ({shape.replace('_', ' ')})"
+    head = f"{len(rows)} CDM{'s' if len(rows) != 1 else ''}, Pc by {method}, {radius}"
     if hasattr(pc, "interval"):
         head += f", {pc.samples} samples each, seed {pc.seed}; 95% intervals"
     lines = [head + ":",

@@ -182,7 +182,9 @@ def _pair(table, k, catalog):
 def ranked_lines(table, pc, catalog=None, shown=RANKED):
     """The summary's approaches of highest probability, highest first (NaN last)."""
     order = np.argsort(np.where(np.isnan(pc.pc), -1.0, -pc.pc), kind="stable")[:shown]
-    lines = [f"highest Pc ({pc.method}, HBR {pc.hbr * 1e3:g} m):"]
+    shape = getattr(pc, "hbr_shape", "circle")
+    region = "" if shape == "circle" else f" {shape.replace('_', ' ')}"
+    lines = [f"highest Pc ({pc.method}, HBR {pc.hbr * 1e3:g} m{region}):"]
     if hasattr(pc, "interval"):
         lines[0] = (f"highest Pc ({pc.method}, {pc.samples} samples per approach, seed "
                     f"{pc.seed}, HBR {pc.hbr * 1e3:g} m; 95% intervals):")
@@ -314,10 +316,15 @@ def check_pc_options(args):
     if not args.pc:
         for flag, value in (("--hbr", args.hbr), ("--pc-above", args.pc_above),
                             ("--pc-method", None if args.pc_method == "foster"
-                             else args.pc_method)) + sampling:
+                             else args.pc_method),
+                            ("--hbr-shape", None if args.hbr_shape == "circle"
+                             else args.hbr_shape)) + sampling:
             if value is not None:
                 raise UsageError(f"{flag}: only used with --pc")
         return
+    if args.hbr_shape != "circle" and args.pc_method != "foster":
+        raise UsageError(f"--hbr-shape {args.hbr_shape}: integrated by --pc-method foster "
+                         f"only, got --pc-method {args.pc_method}")
     if args.pc_method != "monte_carlo":
         for flag, value in sampling:
             if value is not None:
@@ -431,8 +438,10 @@ def probabilities(args, catalog, table, stats):
         warnings.simplefilter("ignore", LongEncounterWarning)
         sampling = (dict(samples=args.pc_samples, seed=args.pc_seed)
                     if args.pc_method == "monte_carlo" else {})
-        pc = enc.probability(args.hbr, args.pc_method, full=True, **sampling)
+        pc = enc.probability(args.hbr, args.pc_method, full=True, hbr_shape=args.hbr_shape,
+                             **sampling)
     pc.hbr = args.hbr
+    pc.hbr_shape = args.hbr_shape
     if sampling:
         pc.seed = args.pc_seed
     stats["pc_s"] = time.perf_counter() - started

@@ -125,6 +125,25 @@ def test_hbr_overrides_the_cdms_and_is_needed_without_one(tmp_path, capsys):
         "--hbr"}
 
 
+def test_hbr_shape_is_the_librarys_square(tmp_path, capsys):
+    """--hbr-shape square and square_equal_area: the library's squares of each CDM's own
+    radius, the shape in the heading and the CSV."""
+    need("ccsds_ndm")
+    from hapsira_cowell.inputs.cdm import read_cdms
+
+    folder = _cara_folder(tmp_path / "cara", _cara_rows()[:8])
+    out = tmp_path / "t.csv"
+    for shape in ("square", "square_equal_area"):
+        assert cli.main(["pc", str(folder), "--hbr-shape", shape, "--out", str(out)]) == 0
+        assert (f"8 CDMs, Pc by foster ({shape.replace('_', ' ')}), HBR "
+                in capsys.readouterr().out)
+        table = _table(out)
+        cdms = read_cdms([row["source"] for row in table])
+        np.testing.assert_allclose([float(row["pc"]) for row in table],
+                                   cdms.probability(hbr_shape=shape), rtol=1e-14)
+        assert {row["hbr_shape"] for row in table} == {shape}
+
+
 def test_our_xml_cdms_give_the_pc_they_carry(tmp_path, capsys):
     """CDMs written by `write_cdms` in XML (CARA's Omitron case and three random
     geometries, with FOSTER-1992 Pc): the table's Pc equal the files' own to 1e-12, with
@@ -199,6 +218,9 @@ def test_monte_carlo_is_the_librarys_draw_for_draw(tmp_path, capsys):
     (["{cara}", "--method", "monte_carlo", "--seed", "-1"], "--seed: '-1' is not a whole "
                                                             "number >= 0"),
     (["{cara}", "--method", "fast"], "argument --method: invalid choice: 'fast'"),
+    (["{cara}", "--hbr-shape", "square", "--method", "max"],
+     "--hbr-shape square: integrated by --method foster only, got --method max"),
+    (["{cara}", "--hbr-shape", "box"], "argument --hbr-shape: invalid choice: 'box'"),
     (["{tmp}/none.cdm"], "CDM '{tmp}/none.cdm': no such file or folder"),
     (["{tmp}/empty"], "CDM '{tmp}/empty': a folder without CDM files (.cdm, .kvn, .xml, "
                       ".txt)"),

@@ -147,6 +147,9 @@ CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
      "--pc-seed: '-3' is not a whole number >= 0"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-seed", "x"],
      "--pc-seed: 'x' is not a whole number >= 0"),
+    (["--hbr-shape", "square"], "--hbr-shape: only used with --pc"),
+    (["--pc", "--sigma", "1,2,3", "--hbr-shape", "square", "--pc-method", "chan"],
+     "--hbr-shape square: integrated by --pc-method foster only, got --pc-method chan"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "montecarlo"],
      "argument --pc-method: invalid choice: 'montecarlo'"),
     pytest.param(["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
@@ -319,6 +322,14 @@ def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tm
     assert f"2 of {len(rows)} approaches with Pc >= {above:g}" in capsys.readouterr().out
     with open(kept) as handle:
         assert list(csv.DictReader(handle)) == [row for row, p in zip(rows, pc) if p >= above]
+    # --hbr-shape: the library's square of side 2 --hbr
+    square = tmp_path / "square.csv"
+    assert cli.main([*flags, "--out", str(square), "--hbr-shape", "square"]) == 0
+    assert "highest Pc (foster, HBR 50 m square):" in capsys.readouterr().out
+    with open(square) as handle:
+        np.testing.assert_allclose([float(row["pc"]) for row in csv.DictReader(handle)],
+                                   enc.probability(0.05, hbr_shape="square"), rtol=1e-12,
+                                   atol=1e-300)
     if not need_cdm():
         return
     cdm = tmp_path / "cdm"
