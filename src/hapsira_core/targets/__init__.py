@@ -54,6 +54,8 @@ it needs. A target provides
                          run again with room), both in row order, and the
                          column sums of ``c``; on cuda the rows never cross
                          to the host (numpy on the host targets)
+``item_column(k)``        ``(k, 1)`` int32 ``0, 1, ...`` in the target's memory
+                         (made there: on cuda nothing crosses from the host)
 ``row_max(v)``            the largest entry of each row of ``v`` ``(R, C)``
                          float64: ``(R,)``, where ``v`` is
 ``row_offsets(c)``       each row of ``c`` ``(R, C)`` (non-negative ints) as

@@ -136,6 +136,11 @@ def row_max(values):
     return np.asarray(values).max(axis=1, initial=-np.inf)
 
 
+def item_column(count):
+    """``(count, 1)`` int32 ``0, 1, ...`` (numpy, on the host; `hapsira_core.targets`)."""
+    return np.arange(count, dtype=np.int32).reshape(-1, 1)
+
+
 def row_offsets(counts):
     """Where each entry's share of its row begins (numpy, on the host;
     `hapsira_core.targets`): ``counts`` ``(R, C)`` non-negative ints; returns ``offsets``

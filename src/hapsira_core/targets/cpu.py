@@ -15,6 +15,7 @@ from ._host import (  # noqa: F401
     device_memory,
     hjit,
     is_device_array,
+    item_column,
     lane_code_options,
     lane_width,
     row_max,

@@ -835,7 +835,7 @@ class Items:
         if self.column is None or self.column.shape[0] < count:
             # (a quarter more: the next chunk's entries may be a few more)
             longer = min(MAX_ITEMS, count + count // 4)
-            self.column = active.to_device(np.arange(longer, dtype=np.int32).reshape(-1, 1))
+            self.column = active.item_column(longer)
         return self.column[:count]
 
 

@@ -1,4 +1,4 @@
-"""``row_max``, ``row_offsets`` and ``bucket_sort`` (`hapsira_core.targets`): per-row work
+"""``item_column``, ``row_max``, ``row_offsets`` and ``bucket_sort`` (`hapsira_core.targets`): per-row work
 where the rows are (on cuda a block per row, the simulator's too), against numpy on the
 same rows."""
 
@@ -9,6 +9,13 @@ from hapsira_core import settings
 from hapsira_core.targets import active
 
 SIMULATED = settings.cuda_simulator_enabled()
+
+
+@pytest.mark.parametrize("count", [0, 1, 255, 256, 257, 3000 if SIMULATED else 1_000_003])
+def test_item_column_counts_from_zero(count):
+    column = active.item_column(count)
+    assert column.shape == (count, 1) and column.dtype == np.int32
+    np.testing.assert_array_equal(active.to_host(column)[:, 0], np.arange(count))
 
 
 @pytest.mark.parametrize("rows, columns", [(3, 1000), (1, 1), (40, 7), (0, 5), (5, 0)])

@@ -7,7 +7,7 @@ code generator (numba-cuda-mlir, say) is one folder. Its modules:
   simulator (`.simulator`), and the check that a GPU is usable;
 * `.launch`: the kernel of an `ObjectKernel` and its chunked two-stream launch;
 * `.compact`: `compact_rows`, bounded rows of a kernel's entries gathered on the GPU;
-* `.segments`: `row_max`, `row_offsets` and `bucket_sort`, per-row work spread over a
+* `.segments`: `item_column`, `row_max`, `row_offsets` and `bucket_sort`, per-row work spread over a
   block per row;
 * `.xla`: the same kernel launched on XLA's stream inside JAX.
 """
@@ -16,7 +16,7 @@ from numba import cuda
 
 from ... import settings
 from .compact import compact_rows  # noqa: F401
-from .segments import bucket_sort, row_max, row_offsets  # noqa: F401
+from .segments import bucket_sort, item_column, row_max, row_offsets  # noqa: F401
 from .launch import (  # noqa: F401
     ObjectKernel,
     device_empty,

@@ -1,4 +1,4 @@
-"""`row_max`, `row_offsets` and `bucket_sort` on the GPU: per-row work that one thread per
+"""`item_column`, `row_max`, `row_offsets` and `bucket_sort` on the GPU: per-row work that one thread per
 row would do serially, spread over a block per row (and a thread per entry), in the
 GPU's memory.
 
@@ -136,6 +136,24 @@ def _last_column(offsets, out):
     row = cuda.grid(1)
     if row < offsets.shape[0]:
         out[row] = offsets[row, offsets.shape[1] - 1]
+
+
+@cuda.jit
+def _iota(column):
+    """``column[i, 0] = i``, a thread each."""
+    i = cuda.grid(1)
+    if i < column.shape[0]:
+        column[i, 0] = i
+
+
+def item_column(count):
+    """``(count, 1)`` int32 ``0, 1, ...`` made in the GPU's memory, left there
+    (`hapsira_core.targets`): nothing made on the host or copied across."""
+    column = cuda.device_array((count, 1), np.int32)
+    if count:
+        with _small_grids_allowed():
+            _iota[(count + FLAT - 1) // FLAT, FLAT](column)
+    return column
 
 
 def row_max(values):
