@@ -585,7 +585,7 @@ TOOLS = {"kernel_stats.py": "static resources (registers, SASS instructions) of 
 #: hand, their results kept for the record (docs/log.md); what each does is the first line
 #: of its docstring
 INVESTIGATIONS = (
-    "broad_phase_host.py", "call_timeline.py", "cuda_chunk.py", "cuda_fetch.py",
+    "broad_phase_host.py", "call_timeline.py", "compile_log.py", "cuda_chunk.py", "cuda_fetch.py",
     "cuda_host_copies.py", "cuda_output_times.py", "dask_gpu_check.py", "drag_breakdown.py",
     "gpu_check.py", "gpu_memory_per_test.py", "gpu_regression.py", "gpu_timeline.py",
     "guarded_reads.py", "host_profile.py", "mlir_trial.py", "parallel_copies.py",

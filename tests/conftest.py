@@ -26,17 +26,6 @@ if STAGE == "simulator":
     # test_real_debris_equal_brute_force 338 s at 5 ms, 25 s at 0.05 ms, 22 s at 0.01 ms.
     sys.setswitchinterval(5e-5)
 
-if STAGE == "parallel" and settings.CACHE and os.environ.get("PYTEST_XDIST_WORKER"):
-    # On parallel each xdist worker keeps its own folder under the stage's (a worker, and
-    # the command-line runs it starts, share it one at a time). With one folder for both
-    # workers, a worker died of a segmentation fault inside the parallel kernel of
-    # test_conjunctions.py::test_planted_encounters_are_found_with_tca_to_a_millisecond_and_
-    # miss_to_a_metre (2026-11-27, fresh-clone run of .ci/run; the file passes alone, and
-    # the cpu stage shares its folder without a crash in every run so far).
-    settings.CACHE_DIR = os.path.join(settings.CACHE_DIR, os.environ["PYTEST_XDIST_WORKER"])
-    os.environ["HAPSIRA_CACHE_DIR"] = settings.CACHE_DIR
-
-
 #: On ``parallel`` and under the CUDA simulator, a test parametrized by ``method`` runs
 #: for these methods only (or, where it has none of them, for its first). ``parallel``
 #: runs cpu's compiled per-object body in a prange over objects, and the simulator runs
@@ -232,7 +221,8 @@ def _function(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    if STAGE not in ("parallel", "simulator"):
+    # HAPSIRA_TEST_FULL=1: the full list on every stage (as cpu and a real GPU run it)
+    if STAGE not in ("parallel", "simulator") or os.environ.get("HAPSIRA_TEST_FULL") == "1":
         return
     left_out = tuple(p for p, stages in NOT_IN_REDUCED_STAGE.items() if STAGE in stages)
     methods_of = {}
@@ -284,12 +274,14 @@ def simulated():
 
 @pytest.fixture(autouse=True, scope="session")
 def _disk_cache_is_the_runs_own():
-    # ci/test-matrix gives each target's stage a fresh HAPSIRA_CACHE_DIR that its
-    # xdist workers share (on parallel, a folder each under it: see above), so a kernel
-    # is compiled once per stage (per worker on parallel), not once per test module.
-    # Workers sharing a folder crashed only while numba named functions by a per-process
+    # ci/test-matrix gives the run one fresh HAPSIRA_CACHE_DIR that every stage and
+    # xdist worker shares, so a kernel is compiled once per run, not once per test
+    # module, worker or stage (cpu and parallel share their joined kernels). Workers
+    # sharing a folder crashed only while numba named functions by a per-process
     # counter (fixed in 33a04c9; kept by
-    # tests/core/kernels/test_disk_cache.py::test_concurrent_first_runs_share_one_folder).
+    # tests/core/kernels/test_disk_cache.py::test_concurrent_first_runs_share_one_folder
+    # and, for the parallel target's prange functions,
+    # tests/core/kernels/test_disk_cache.py::test_prange_function_names_come_from_content).
     # Never the user's own cache: a run must start cold and leave nothing behind.
     if settings.CACHE:
         assert os.environ.get("HAPSIRA_CACHE_DIR"), (

@@ -83,6 +83,55 @@ def _names_from_content():
 
 _names_from_content()
 
+
+def _prange_names_from_content():
+    """Name the functions numba makes for a ``prange`` loop (its parfor gufuncs) from
+    the function they are lowered in, not from the process.
+
+    numba names them ``__numba_parfor_gufunc_<hex(hash(parfor))>``, the address of an
+    object of the compiling process; `_names_from_content` then numbers them from that
+    name. Two processes that share a cache folder (the parallel target's kernels, its
+    trampolines, the lanes' chunk loop) could give two different loops one name, and a
+    process that loads both links the first one loaded for both (as in
+    `_names_from_content`). Here a loop's number is the fingerprint of the enclosing
+    function's mangled name (which holds its content's fingerprint and argument types)
+    and the loop's place among the loops lowered in it: the same function gives the
+    same names in every process, two different ones never share one.
+    """
+    import threading
+    import weakref
+
+    from numba.parfors import parfor_lowering
+
+    create = parfor_lowering._create_gufunc_for_parfor_body
+    lowering = threading.local()
+    #: lowerer -> loops lowered in it so far (a function's loops, in the order of its IR)
+    counts = weakref.WeakKeyDictionary()
+
+    def named_create(lowerer, parfor, *args, **kwargs):
+        stack = lowering.__dict__.setdefault("stack", [])
+        place = counts.get(lowerer, 0)
+        counts[lowerer] = place + 1
+        stack.append(f"{lowerer.fndesc.mangled_name}#{place}")
+        try:
+            return create(lowerer, parfor, *args, **kwargs)
+        finally:
+            stack.pop()
+
+    def parfor_hash(obj):
+        stack = lowering.__dict__.get("stack")
+        if not stack or not isinstance(obj, parfor_lowering.parfor.Parfor):
+            return hash(obj)
+        return int(fingerprint("prange loop", stack[-1])[:15], 16)
+
+    parfor_lowering._create_gufunc_for_parfor_body = named_create
+    # the module's own name `hash` (looked up in its globals before the builtins): its
+    # one use names the gufunc
+    parfor_lowering.hash = parfor_hash
+
+
+_prange_names_from_content()
+
 #: ``id(result) -> (factory, args)`` for every result of a `factory()`.
 _RECIPES = {}
 _PREFIX = "hapsira_kernel_"

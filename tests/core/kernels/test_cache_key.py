@@ -8,8 +8,10 @@ The end-to-end runs are in test_disk_cache.py.
 """
 
 import importlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -346,3 +348,67 @@ def test_a_read_only_folder_warns_once(tmp_path, monkeypatch):
             assert cache.load_module("unusable_check", "VALUE = 1\n") is None
     finally:
         folder.chmod(0o755)
+
+
+TARGET_MODEL = """
+    from hapsira_core.jit import hjit
+
+    @hjit
+    def f(t, y, p):
+        return (y[1], -p[0] * y[0])
+
+    @hjit
+    def rows(t, y, p, dydt):
+        dydt[0] = y[1]
+        dydt[1] = -p[0] * y[0]
+"""
+TARGET_ENTRIES = """
+    import json
+    from hapsira_core.ivp import build
+    from hapsira_core.kernels import cache
+    from hapsira_core.targets import _join
+    from hkey_target_model import f, rows
+
+    names = {}
+    for method, fun, records in (("DOP853", f, False), ("RK45", f, True), ("Radau", f, False),
+                                 ("DOP853", rows, False)):
+        made = build.kernel(method, 2, fun, (), records=records)
+        for kernel in {made, getattr(made, "scalar", made)}:
+            names[kernel.cache_name] = type(kernel).__name__
+            if hasattr(kernel, "generic_key"):
+                name = f"{cache._PREFIX}generic_{_join._for_this_machine(kernel.generic_key)}"
+                names[name] = "generic"
+    print(json.dumps(names))
+"""
+
+
+def test_an_entry_of_one_target_is_never_another_targets(tmp_path):
+    # One cache folder serves every target (ci/test-matrix shares one across its stages):
+    # an entry is found by its name alone, so the names a target's kernels look up
+    # (nothing is compiled here) must be its own, but for the joined kernels and their
+    # loops, which cpu and parallel share: the same per-object code on the same CPU.
+    (tmp_path / "hkey_target_model.py").write_text(textwrap.dedent(TARGET_MODEL))
+    (tmp_path / "entries.py").write_text(textwrap.dedent(TARGET_ENTRIES))
+    found = {}
+    for stage, env in (("cpu", {"HAPSIRA_TARGET": "cpu"}),
+                       ("parallel", {"HAPSIRA_TARGET": "parallel"}),
+                       ("simulator", {"HAPSIRA_TARGET": "cuda", "NUMBA_ENABLE_CUDASIM": "1"})):
+        env = dict({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"},
+                   HAPSIRA_JOIN="1", HAPSIRA_LANES="auto", HAPSIRA_CACHE="1",
+                   HAPSIRA_CACHE_DIR=str(tmp_path / "cache"), **env)
+        done = subprocess.run([sys.executable, str(tmp_path / "entries.py")], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found[stage] = json.loads(done.stdout.strip().splitlines()[-1])
+    cpu, parallel, simulator = (found[s] for s in ("cpu", "parallel", "simulator"))
+    shared = {n for n, kind in cpu.items() if kind in ("JoinedKernel", "generic")}
+    assert len([n for n in shared if cpu[n] == "JoinedKernel"]) == 4  # every form joins
+    assert len([n for n in shared if cpu[n] == "generic"]) == 4
+    assert set(cpu) & set(parallel) == shared
+    assert {n: k for n, k in parallel.items() if n in shared} == \
+        {n: k for n, k in cpu.items() if n in shared}
+    for stage, names in (("cpu", cpu), ("parallel", parallel)):
+        own = [n for n in names if n not in shared]
+        assert own and all(n.startswith(f"hapsira_kernel_{stage}_") for n in own), names
+    assert simulator and not set(simulator) & (set(cpu) | set(parallel))
+    assert all(n.startswith("hapsira_kernel_cuda_") for n in simulator), simulator

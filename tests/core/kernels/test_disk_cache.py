@@ -195,6 +195,47 @@ def test_concurrent_first_runs_share_one_folder(project):
     assert not [f for f in cache_files(folder / "cache") if f.endswith(".tmp")]
 
 
+PRANGE_SCRIPT = textwrap.dedent("""
+    import re
+    import numba
+    import numpy as np
+    import hapsira_core  # noqa: F401 (the library's naming of compiled functions)
+
+    def make(scale):
+        @numba.njit(parallel=True)
+        def kernel(a, out):
+            for i in numba.prange(a.shape[0]):
+                out[i] = a[i] * scale
+        return kernel
+
+    found = []
+    for scale in (2.0, 3.0, 2.0):
+        kernel, a = make(scale), np.arange(5.0)
+        out = np.zeros(5)
+        kernel(a, out)
+        assert (out == a * scale).all()
+        llvm = kernel.inspect_llvm(kernel.signatures[0])
+        found.append(sorted(set(re.findall(r"define[^@]*@[^(]*parfor_gufunc[^(]*", llvm))))
+    print(found)
+""")
+
+
+def test_prange_function_names_come_from_content(tmp_path):
+    # the parallel target's kernels, trampolines and lane chunks are prange loops:
+    # numba names each loop's function after an address of the compiling process, so
+    # two processes sharing a folder could give two loops one name, and a process
+    # loading both would run the first one loaded for both. Named from content: the
+    # same function gets the same names in every process, another function others.
+    (tmp_path / "loops.py").write_text(PRANGE_SCRIPT)
+    runs = [subprocess.run([sys.executable, str(tmp_path / "loops.py")], capture_output=True,
+                           text=True, timeout=600, cwd=tmp_path) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-3000:] for r in runs]
+    first, second = (eval(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert all(len(names) == 1 for names in first), first
+    assert first == second
+    assert first[0] == first[2] and first[0] != first[1]
+
+
 def test_functions_that_cannot_be_imported_run_without_the_cache(tmp_path):
     code = SCRIPT.format(constant=0.1).replace("from helper import damping", textwrap.dedent("""
         @hjit
