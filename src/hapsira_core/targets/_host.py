@@ -1,6 +1,7 @@
 """What the host targets (cpu, parallel) share: ``numba.njit`` functions, C called
 by symbol, and XLA handlers that are numba ``cfunc``s."""
 
+import contextlib
 import math
 import sys
 import warnings
@@ -11,7 +12,7 @@ import numpy as np
 from .. import settings, xla_ffi as ffi
 from ..kernels import cache, kernel
 from ..kernels.fingerprint import fingerprint
-from . import _floats
+from . import _floats, _join
 from ._foreign import declare_host as declare_foreign  # noqa: F401
 
 #: On the host the dense output reuses the step's stages: an output time costs
@@ -652,17 +653,11 @@ def lane_code_options(width):
     return ("lanes", width, "slp", SLP_DEPTH) + cpu_features()
 
 
-class LaneKernel(kernel.ObjectKernel):
-    """``body(arrays..., first, last)`` on ranges of objects: the lane loop
-    (`hapsira_core.ivp.lanes`) over all objects (cpu) or over chunks on all cores
-    (parallel). ``scalar``: the per-object kernel of the same solve (the JAX front's
-    handlers call a per-object body), made when first asked for."""
+class _Lanes:
+    """What a lane kernel adds to the kernel that compiles it: its per-object twin
+    (``scalar``) and ``auto``'s choice between them (`runs_lanes`)."""
 
     PARALLEL = False
-
-    def __init__(self, body, args, recipe, scalar):
-        super().__init__(body, args, recipe)
-        self._scalar = scalar
 
     @property
     def scalar(self):
@@ -671,18 +666,23 @@ class LaneKernel(kernel.ObjectKernel):
             self._scalar = self._scalar()
         return self._scalar
 
+    def lanes_ready(self):
+        """Whether a call runs the lane kernel without a long compile: compiled in this
+        process or in the disk cache."""
+        return super().on_disk()
+
     def runs_lanes(self, objects):
         """Whether a call on ``objects`` objects runs the lane kernel (else the per-object
         one: the same numbers, bit for bit, so this only changes the time). Always, but
         under ``HAPSIRA_LANES=auto``, where it pays: at least `AUTO_LANES_MIN_OBJECTS`
-        objects, and the lane kernel compiled already (in this process or in the disk
-        cache) or at least `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its
-        compile. Never compiles anything."""
+        objects, and the lane kernel ready (`lanes_ready`) or at least
+        `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its compile. Never
+        compiles anything."""
         if settings.LANES != "auto":
             return True
         if objects < AUTO_LANES_MIN_OBJECTS:
             return False
-        if kernel.ObjectKernel.on_disk(self):  # (or compiled in this process)
+        if self.lanes_ready():
             return True
         threads = numba.get_num_threads() if self.PARALLEL else 1
         return objects >= AUTO_LANES_COMPILE_OBJECTS * threads
@@ -690,7 +690,7 @@ class LaneKernel(kernel.ObjectKernel):
     def on_disk(self):
         """Whether the kernel that a call runs is compiled or cached on disk: under
         ``auto`` the per-object kernel will do where the lane kernel is not."""
-        if kernel.ObjectKernel.on_disk(self):
+        if super().on_disk():
             return True
         return settings.LANES == "auto" and self.scalar.on_disk()
 
@@ -700,6 +700,49 @@ class LaneKernel(kernel.ObjectKernel):
             return self.scalar(*arrays)  # same arrays, same numbers (bit for bit)
         return super().__call__(*arrays)
 
+
+def prange_over_chunks(header, first_out, call, floats=True):
+    """The source of a function that runs ``call`` once per chunk of objects on all
+    cores: its ``header`` (the ``def`` line), the array ``first_out`` whose first axis
+    counts the objects, ``call`` (a statement on the objects ``lo`` to ``hi - 1``)
+    and, with ``floats``, each chunk run with IEEE subnormals; the names of
+    `PRANGE_IMPORTS` and `FLOATS_IMPORT`. The parallel lane kernels' loop
+    (`LaneKernel`, and the trampoline of a joined one).
+
+    Many chunks per thread, so that uneven objects balance (the thread count is not
+    read here: numba's get_num_threads() is a dynamic global, which keeps the kernel
+    out of the disk cache); an object's numbers do not depend on its chunk (lanes are
+    independent). prange drops an exception raised past a thread's first chunk: a
+    chunk never marked done raises it again after the parallel region."""
+    run = [f"        {call}\n"]
+    if floats:
+        run = ["        mode = ieee_floats()\n"] + run + ["        restore_floats(mode)\n"]
+    return (f"{header}\n"
+            f"    total = {first_out}.shape[0]\n"
+            f"    size = max(16, (total + 1023) // 1024)\n"
+            f"    chunks = (total + size - 1) // size\n"
+            f"    done = _np.zeros(chunks, _np.bool_)\n"
+            f"    for c in _numba.prange(chunks):\n"
+            f"        k = _np.int64(c)\n"
+            f"        lo = k * size\n"
+            f"        hi = min(total, lo + size)\n"
+            + "".join(run) +
+            f"        done[k] = True\n"
+            f"    for k in range(chunks):\n"
+            f"        if not done[k]:\n"
+            f"            raise IndexError('index is out of bounds')\n")
+
+
+class LaneKernel(_Lanes, kernel.ObjectKernel):
+    """``body(arrays..., first, last)`` on ranges of objects: the lane loop
+    (`hapsira_core.ivp.lanes`) over all objects (cpu) or over chunks on all cores
+    (parallel). ``scalar``: the per-object kernel of the same solve (the JAX front's
+    handlers call a per-object body), made when first asked for."""
+
+    def __init__(self, body, args, recipe, scalar):
+        super().__init__(body, args, recipe)
+        self._scalar = scalar
+
     def _source(self):
         names, _, first_out = self._call_parts()
         if not self.PARALLEL:
@@ -708,28 +751,9 @@ class LaneKernel(kernel.ObjectKernel):
                     f"    mode = ieee_floats()\n"
                     f"    body({names}, 0, {first_out}.shape[0])\n"
                     f"    restore_floats(mode)\n")
-        # chunks of objects, many per thread so that uneven objects balance (the
-        # thread count is not read here: numba's get_num_threads() is a dynamic
-        # global, which keeps the kernel out of the disk cache); an object's
-        # numbers do not depend on its chunk (lanes are independent)
-        return (f"import numba as _numba\n"
-                f"import numpy as _np\n"
-                f"{FLOATS_IMPORT}\n\n\n"
-                f"def kernel({names}):\n"
-                f"    total = {first_out}.shape[0]\n"
-                f"    size = max(16, (total + 1023) // 1024)\n"
-                f"    chunks = (total + size - 1) // size\n"
-                f"    done = _np.zeros(chunks, _np.bool_)\n"
-                f"    for c in _numba.prange(chunks):\n"
-                f"        k = _np.int64(c)\n"
-                f"        mode = ieee_floats()\n"
-                f"        body({names}, k * size, min(total, (k + 1) * size))\n"
-                f"        restore_floats(mode)\n"
-                f"        done[k] = True\n"
-                # prange drops an exception raised past a thread's first chunk
-                f"    for k in range(chunks):\n"
-                f"        if not done[k]:\n"
-                f"            raise IndexError('index is out of bounds')\n")
+        return (f"{PRANGE_IMPORTS}{FLOATS_IMPORT}\n\n\n"
+                + prange_over_chunks(f"def kernel({names}):", first_out,
+                                     f"body({names}, lo, hi)"))
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", parallel=self.PARALLEL, cache=cached)(function)
@@ -745,3 +769,117 @@ class LaneKernel(kernel.ObjectKernel):
         if arrays[self.n_inputs].shape[0] > 0:
             with np.errstate(all="ignore"):
                 compiled(*arrays)
+
+
+class LaneLoop(LaneKernel):
+    """The lane loop over all the objects of its arrays on one core, compiled in memory,
+    what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
+    generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
+    the join optimises once, the user's functions inlined, as a lane kernel compiled at
+    once is optimised after its ``f`` is linked in.
+
+    Optimised here, with the stubs as opaque calls, the attempt vectorised worse once
+    joined (more packed multiplications and stack accesses than the attempt compiled at
+    once, and slower); left unoptimised, the same instructions (docs/log.md, "joined
+    lanes")."""
+
+    TARGET = "cpu"
+    code_options = staticmethod(joined_code_options)
+
+    def __init__(self, body, args, recipe=None):
+        super().__init__(body, args, recipe, None)
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock, stub_callers_unoptimised():
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+@contextlib.contextmanager
+def stub_callers_unoptimised():
+    """While numba compiles inside, a library that calls a stub of a joined kernel
+    (`hapsira_core.targets._join.stub`), itself or through what it links, is not
+    optimised by LLVM: its optimisation waits for the user's functions (the join).
+    Everything else (the helpers it calls, which other kernels of this process share)
+    is optimised as always. Inside numba's compiler lock (the setting is numba's own
+    class)."""
+    from numba.core import codegen
+
+    library = codegen.CPUCodeLibrary
+    functions, final = library._optimize_functions, library._optimize_final_module
+
+    def calls_stub(module):
+        return any(f.is_declaration and f.name.startswith(_join.PREFIX)
+                   for f in module.functions)
+
+    def optimize_functions(self, ll_module):
+        if not calls_stub(ll_module):
+            return functions(self, ll_module)
+        ll_module.data_layout = self._codegen._data_layout
+
+    def optimize_final_module(self):
+        if not calls_stub(self._final_module):
+            return final(self)
+
+    library._optimize_functions = optimize_functions
+    library._optimize_final_module = optimize_final_module
+    try:
+        yield
+    finally:
+        library._optimize_functions, library._optimize_final_module = functions, final
+
+
+@contextlib.contextmanager
+def lane_vectoriser():
+    """LLVM's SLP vectoriser on, trees `SLP_DEPTH` deep, for the optimisations that numba
+    runs inside (it reads the setting as it makes each pass manager); numba's setting
+    and LLVM's default depth after. Only around the joined module's optimisation: the
+    user's functions are compiled before, without it (`lane_compiler` says why)."""
+    import llvmlite.binding as llvm
+
+    old = numba.core.config.SLP_VECTORIZE
+    numba.core.config.SLP_VECTORIZE = 1
+    llvm.set_option("", f"-slp-recursion-max-depth={SLP_DEPTH}")
+    try:
+        yield
+    finally:
+        numba.core.config.SLP_VECTORIZE = old
+        llvm.set_option("", f"-slp-recursion-max-depth={_SLP_DEPTH_DEFAULT}")
+
+
+class JoinedLaneKernel(_Lanes, _join.JoinedKernel):
+    """A lane kernel (`LaneKernel`'s arguments, numbers and ``auto`` choice) whose compiled
+    form is the generic lane loop (`LaneLoop`: stubs where it calls ``f`` and the event
+    functions, left unoptimised) joined to the user's functions, the joined
+    module optimised with the lanes' vectoriser (`lane_vectoriser`): ``f`` inlined in
+    the attempt's lanes, then packed as in a lane kernel compiled at once. On cpu the
+    joined entry runs on all objects; on parallel on chunks of them (`prange_over_chunks`).
+    ``scalar``: as `LaneKernel`'s."""
+
+    LOOP = LaneLoop
+
+    def __init__(self, body, args, recipe, generic_key, make_generic, functions, scalar):
+        super().__init__(body, args, recipe, generic_key, make_generic, functions)
+        self._scalar = scalar
+
+    def optimising(self):
+        return lane_vectoriser()
+
+    def lanes_ready(self):
+        """Whether a call runs lanes without a long compile: the joined kernel or its
+        generic lane loop compiled in this process or in the disk cache (a join then
+        compiles only the user's functions)."""
+        return super().lanes_ready() or _join.generic_ready(self.generic_key)
+
+    def _caller(self):
+        if not self.PARALLEL:
+            return super()._caller()
+        return _join.trampoline(self._signature(), self.args, chunks=True)
+
+    def _run(self, compiled, arrays):
+        if arrays[self.n_inputs].shape[0] > 0:
+            with np.errstate(all="ignore"):
+                super()._run(compiled, arrays)

@@ -18,6 +18,7 @@ the entry's address and the kernel's arrays.
 """
 
 import base64
+import contextlib
 import itertools
 import os
 import pickle
@@ -151,13 +152,15 @@ def entry_call(arity):
 _TRAMPOLINES = {}
 
 
-def trampoline(argtypes, args=None):
+def trampoline(argtypes, args=None, chunks=False):
     """``trampoline(address, a1..an)``: a numba function (from the disk cache where it
     can) that runs the joined entry at ``address`` on the arrays, compiled for the
     arrays' numba types ``argtypes``. With the kernel's ``args`` (`Arg`), it runs the
-    entry once per object on all cores (``prange``), each call on that object's rows.
+    entry once per object on all cores (``prange``), each call on that object's rows,
+    or with ``chunks`` once per chunk of objects (a lane loop's entry,
+    `hapsira_core.targets._host.prange_over_chunks`), each call on the chunk's rows.
     A damaged cache entry is removed, with a warning, and compiled again."""
-    source = _trampoline_source(len(argtypes), args)
+    source = _trampoline_source(len(argtypes), args, chunks)
     for attempt in range(2):
         function, name = _trampoline(source, cached=attempt == 0)
         try:
@@ -170,7 +173,7 @@ def trampoline(argtypes, args=None):
             _TRAMPOLINES.pop(source, None)
 
 
-def _trampoline_source(arity, args):
+def _trampoline_source(arity, args, chunks=False):
     names = ", ".join(f"a{i}" for i in range(arity))
     head = ("import numba\n"
             "import numpy as np\n"
@@ -181,17 +184,26 @@ def _trampoline_source(arity, args):
                 f"def trampoline(address, {names}):\n"
                 f"    _call(address, {names})\n")
 
+    first, last = ("lo", "hi") if chunks else ("i", "i + 1")
+
     def rows(index, arg):
         name = f"a{index}"
         if not arg.per_object:
             return name
         if arg.output:
-            return f"{name}[i:i + 1]"
-        return f"({name} if {name}.shape[0] == 1 else {name}[i:i + 1])"
+            return f"{name}[{first}:{last}]"
+        return f"({name} if {name}.shape[0] == 1 else {name}[{first}:{last}])"
 
-    from ._host import PRANGE_IMPORTS, prange_over_objects
+    from ._host import PRANGE_IMPORTS, prange_over_chunks, prange_over_objects
 
     first_out = next(i for i, a in enumerate(args) if a.output)
+    if chunks:
+        return (PRANGE_IMPORTS + head
+                + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
+                + prange_over_chunks(
+                    f"def trampoline(address, {names}):", f"a{first_out}",
+                    f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
+                    floats=False))
     # (the entry, a per-object loop, runs each object with IEEE subnormals itself)
     return (PRANGE_IMPORTS + head
             + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
@@ -285,6 +297,17 @@ def generic(key, make_kernel):
         return found
 
 
+def generic_ready(key):
+    """Whether the `Generic` of ``key`` is in this process or the cache folder (a join
+    then compiles only the user's functions)."""
+    if key in _GENERIC:
+        return True
+    if not (settings.CACHE and cache.usable()):
+        return False
+    return all(os.path.exists(p) for p in _paths(
+        f"{cache._PREFIX}generic_{_for_this_machine(key)}"))
+
+
 def _compile_generic(generic_kernel):
     compiled = generic_kernel.compile()
     signature = tuple(generic_kernel._signature())
@@ -355,11 +378,13 @@ def _read_generic(name):
     return made
 
 
-def join(generic_code, functions, entry):
+def join(generic_code, functions, entry, optimising=contextlib.nullcontext):
     """The library of ``generic_code`` joined to the user's ``functions``
     (``{role: function}``): each stub the loop calls defined by the function's
     `wrapper`, every function private but ``entry`` (the kernel's, in numba's calling
-    convention), optimised as one module. Returns the finalised library."""
+    convention), optimised as one module, inside ``optimising()`` (a context: numba's
+    optimiser settings, such as the lanes' vectoriser, for that module alone, not for
+    the functions compiled before). Returns the finalised library."""
     import llvmlite.binding as llvm
     from llvmlite import ir
     from numba.core import registry
@@ -399,7 +424,7 @@ def join(generic_code, functions, entry):
     codegen = context.codegen()
     library = codegen.create_library(entry)
     library.enable_object_caching()
-    with global_compiler_lock:
+    with global_compiler_lock, optimising():
         library.add_llvm_module(module)
         library.finalize()
     return library
@@ -439,6 +464,10 @@ class JoinedKernel(kernel.ObjectKernel):
         if self.recipe is None:
             return None
         return f"{cache._PREFIX}joined_{self._key()}"
+
+    def optimising(self):
+        """The context of the joined module's optimisation (`join`): numba's settings."""
+        return contextlib.nullcontext()
 
     def _key(self):
         """The recipe's key joined with the arguments' layout: two kernels of one body
@@ -489,7 +518,7 @@ class JoinedKernel(kernel.ObjectKernel):
             name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
                            "the user's function")
             with progress.compiling(f"{self.description} for {name}"):
-                library = join(generic_code, self.functions, entry)
+                library = join(generic_code, self.functions, entry, self.optimising)
             if self.recipe is not None:
                 _write(self.cache_name, {"entry": entry},
                        pickle.dumps(library.serialize_using_object_code()))
@@ -537,5 +566,5 @@ class JoinedKernel(kernel.ObjectKernel):
                 given[...] = used
 
 
-__all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "JoinedKernel",
-           "PREFIX"]
+__all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "generic_ready",
+           "JoinedKernel", "PREFIX"]
