@@ -456,6 +456,7 @@ class JoinedKernel(kernel.ObjectKernel):
         self.make_generic = make_generic
         self.functions = dict(functions)
         self._library = None
+        self._types = None
         #: the joined entry's symbol once compiled (what the JAX front's handler calls)
         self.entry = None
 
@@ -553,7 +554,9 @@ class JoinedKernel(kernel.ObjectKernel):
         copy, an output's copied back after; another dtype or rank is refused (the
         trampoline would hand the entry memory it reads as another layout)."""
         address, call = compiled
-        for arg, array, numba_type in zip(self.args, arrays, self._signature()):
+        if self._types is None:  # (made once: numba's types are slow to make per call)
+            self._types = tuple(self._signature())
+        for arg, array, numba_type in zip(self.args, arrays, self._types):
             if array.dtype != arg.dtype or array.ndim != numba_type.ndim:
                 raise TypeError(f"hapsira: the kernel's argument {arg.name} is a "
                                 f"{numba_type.ndim}-d {arg.dtype} array; got a "
