@@ -16,7 +16,7 @@ from f), in fresh processes on the active target (cpu by default):
 diffrax's first ``jax.jit`` call of the same Lorenz ensemble is measured beside them
 where diffrax is installed (``pip install -e ".[bench]"``). ``--lanes on`` (or a width)
 runs every process with that ``HAPSIRA_LANES``: the lane kernel compiled at once against
-the generic lane loop joined to f (`hapsira_core.targets._host.JoinedLaneKernel`).
+the generic lane loop joined to f (`hapsira_core.targets._join.JoinedLaneKernel`).
 
     python benchmarks/cold_start.py [--objects 256] [--rounds 2] [--workloads hires_radau]
         [--lanes on]

@@ -24,7 +24,7 @@ steps), its breakpoints and interpolants compared too. Width 0 is the per-object
 (``HAPSIRA_LANES=off``); every other width's results (states, status, nfev, nsteps)
 must equal its bytes, or the script says so and exits 1. A width is compiled as
 ``HAPSIRA_JOIN`` says (on by default: the generic lane loop joined to f,
-`hapsira_core.targets._host.JoinedLaneKernel`); ``W@once`` is width W compiled at once
+`hapsira_core.targets._join.JoinedLaneKernel`); ``W@once`` is width W compiled at once
 (``HAPSIRA_JOIN=0``), measured in the same rounds. The load average is read before and
 after.
 """

@@ -6,7 +6,7 @@ code, what a join's time goes to, and the two kernels alone, alternated.
 
 One process, the cpu target (`benchmarks/lanes.py`'s workloads). It builds the workload's
 lane kernel compiled at once (``HAPSIRA_JOIN=0``) and joined
-(`hapsira_core.targets._host.JoinedLaneKernel`), each called once through the front, and
+(`hapsira_core.targets._join.JoinedLaneKernel`), each called once through the front, and
 checks that their outputs are the same bytes. Then:
 
 * ``attempt``: the lanes' attempt that each kernel runs (the kernel compiled at once
@@ -113,7 +113,7 @@ def _join_again(kernel):
     result = {}
     library._optimize_final_module = timed
     try:
-        for name, optimising in (("vectorised", _host.lane_vectoriser),
+        for name, optimising in (("vectorised", _join.lane_vectoriser),
                                  ("not_vectorised", contextlib.nullcontext)):
             spent.clear()
             start = time.perf_counter()

@@ -236,7 +236,7 @@ class KernelSpec:
 
     def _joined_lanes(self, args, scalar):
         """The lane kernel as a generic lane loop joined to the user's functions, the
-        join vectorised (`hapsira_core.targets._host.JoinedLaneKernel`): the loop
+        join vectorised (`hapsira_core.targets._join.JoinedLaneKernel`): the loop
         compiled once per `generic_lane_key`; ``scalar`` makes the per-object kernel."""
         functions = {"fun": self.fun}
         functions.update({f"event{e}": g for e, g in enumerate(self.event_functions)})

@@ -1,7 +1,6 @@
 """What the host targets (cpu, parallel) share: ``numba.njit`` functions, C called
 by symbol, and XLA handlers that are numba ``cfunc``s."""
 
-import contextlib
 import math
 import sys
 import warnings
@@ -12,7 +11,7 @@ import numpy as np
 from .. import settings, xla_ffi as ffi
 from ..kernels import cache, kernel
 from ..kernels.fingerprint import fingerprint
-from . import _floats, _join
+from . import _floats
 from ._foreign import declare_host as declare_foreign  # noqa: F401
 
 #: On the host the dense output reuses the step's stages: an output time costs
@@ -769,117 +768,3 @@ class LaneKernel(_Lanes, kernel.ObjectKernel):
         if arrays[self.n_inputs].shape[0] > 0:
             with np.errstate(all="ignore"):
                 compiled(*arrays)
-
-
-class LaneLoop(LaneKernel):
-    """The lane loop over all the objects of its arrays on one core, compiled in memory,
-    what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
-    generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
-    the join optimises once, the user's functions inlined, as a lane kernel compiled at
-    once is optimised after its ``f`` is linked in.
-
-    Optimised here, with the stubs as opaque calls, the attempt vectorised worse once
-    joined (more packed multiplications and stack accesses than the attempt compiled at
-    once, and slower); left unoptimised, the same instructions (docs/log.md, "joined
-    lanes")."""
-
-    TARGET = "cpu"
-    code_options = staticmethod(joined_code_options)
-
-    def __init__(self, body, args, recipe=None):
-        super().__init__(body, args, recipe, None)
-
-    def _build(self):
-        from numba.core.compiler_lock import global_compiler_lock
-
-        with global_compiler_lock, stub_callers_unoptimised():
-            compiled = super()._build()
-            compiled.compile(self._signature())
-        return compiled
-
-
-@contextlib.contextmanager
-def stub_callers_unoptimised():
-    """While numba compiles inside, a library that calls a stub of a joined kernel
-    (`hapsira_core.targets._join.stub`), itself or through what it links, is not
-    optimised by LLVM: its optimisation waits for the user's functions (the join).
-    Everything else (the helpers it calls, which other kernels of this process share)
-    is optimised as always. Inside numba's compiler lock (the setting is numba's own
-    class)."""
-    from numba.core import codegen
-
-    library = codegen.CPUCodeLibrary
-    functions, final = library._optimize_functions, library._optimize_final_module
-
-    def calls_stub(module):
-        return any(f.is_declaration and f.name.startswith(_join.PREFIX)
-                   for f in module.functions)
-
-    def optimize_functions(self, ll_module):
-        if not calls_stub(ll_module):
-            return functions(self, ll_module)
-        ll_module.data_layout = self._codegen._data_layout
-
-    def optimize_final_module(self):
-        if not calls_stub(self._final_module):
-            return final(self)
-
-    library._optimize_functions = optimize_functions
-    library._optimize_final_module = optimize_final_module
-    try:
-        yield
-    finally:
-        library._optimize_functions, library._optimize_final_module = functions, final
-
-
-@contextlib.contextmanager
-def lane_vectoriser():
-    """LLVM's SLP vectoriser on, trees `SLP_DEPTH` deep, for the optimisations that numba
-    runs inside (it reads the setting as it makes each pass manager); numba's setting
-    and LLVM's default depth after. Only around the joined module's optimisation: the
-    user's functions are compiled before, without it (`lane_compiler` says why)."""
-    import llvmlite.binding as llvm
-
-    old = numba.core.config.SLP_VECTORIZE
-    numba.core.config.SLP_VECTORIZE = 1
-    llvm.set_option("", f"-slp-recursion-max-depth={SLP_DEPTH}")
-    try:
-        yield
-    finally:
-        numba.core.config.SLP_VECTORIZE = old
-        llvm.set_option("", f"-slp-recursion-max-depth={_SLP_DEPTH_DEFAULT}")
-
-
-class JoinedLaneKernel(_Lanes, _join.JoinedKernel):
-    """A lane kernel (`LaneKernel`'s arguments, numbers and ``auto`` choice) whose compiled
-    form is the generic lane loop (`LaneLoop`: stubs where it calls ``f`` and the event
-    functions, left unoptimised) joined to the user's functions, the joined
-    module optimised with the lanes' vectoriser (`lane_vectoriser`): ``f`` inlined in
-    the attempt's lanes, then packed as in a lane kernel compiled at once. On cpu the
-    joined entry runs on all objects; on parallel on chunks of them (`prange_over_chunks`).
-    ``scalar``: as `LaneKernel`'s."""
-
-    LOOP = LaneLoop
-
-    def __init__(self, body, args, recipe, generic_key, make_generic, functions, scalar):
-        super().__init__(body, args, recipe, generic_key, make_generic, functions)
-        self._scalar = scalar
-
-    def optimising(self):
-        return lane_vectoriser()
-
-    def lanes_ready(self):
-        """Whether a call runs lanes without a long compile: the joined kernel or its
-        generic lane loop compiled in this process or in the disk cache (a join then
-        compiles only the user's functions)."""
-        return super().lanes_ready() or _join.generic_ready(self.generic_key)
-
-    def _caller(self):
-        if not self.PARALLEL:
-            return super()._caller()
-        return _join.trampoline(self._signature(), self.args, chunks=True)
-
-    def _run(self, compiled, arrays):
-        if arrays[self.n_inputs].shape[0] > 0:
-            with np.errstate(all="ignore"):
-                super()._run(compiled, arrays)

@@ -25,6 +25,7 @@ import pickle
 import threading
 import warnings
 
+import numba
 import numpy as np
 
 from numba.core import cgutils, types
@@ -33,6 +34,7 @@ from numba.extending import intrinsic
 from .. import progress, settings
 from ..kernels import cache, kernel
 from ..kernels.cache import factory
+from . import _host
 
 PREFIX = "hapsira.stub."
 _ENTRY = "hapsira.join."
@@ -569,5 +571,119 @@ class JoinedKernel(kernel.ObjectKernel):
                 given[...] = used
 
 
+class LaneLoop(_host.LaneKernel):
+    """The lane loop over all the objects of its arrays on one core, compiled in memory,
+    what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
+    generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
+    the join optimises once, the user's functions inlined, as a lane kernel compiled at
+    once is optimised after its ``f`` is linked in.
+
+    Optimised here, with the stubs as opaque calls, the attempt vectorised worse once
+    joined (more packed multiplications and stack accesses than the attempt compiled at
+    once, and slower); left unoptimised, the same instructions (docs/log.md, "joined
+    lanes")."""
+
+    TARGET = "cpu"
+    code_options = staticmethod(_host.joined_code_options)
+
+    def __init__(self, body, args, recipe=None):
+        super().__init__(body, args, recipe, None)
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock, stub_callers_unoptimised():
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+@contextlib.contextmanager
+def stub_callers_unoptimised():
+    """While numba compiles inside, a library that calls a stub of a joined kernel
+    (`stub`), itself or through what it links, is not
+    optimised by LLVM: its optimisation waits for the user's functions (the join).
+    Everything else (the helpers it calls, which other kernels of this process share)
+    is optimised as always. Inside numba's compiler lock (the setting is numba's own
+    class)."""
+    from numba.core import codegen
+
+    library = codegen.CPUCodeLibrary
+    functions, final = library._optimize_functions, library._optimize_final_module
+
+    def calls_stub(module):
+        return any(f.is_declaration and f.name.startswith(PREFIX)
+                   for f in module.functions)
+
+    def optimize_functions(self, ll_module):
+        if not calls_stub(ll_module):
+            return functions(self, ll_module)
+        ll_module.data_layout = self._codegen._data_layout
+
+    def optimize_final_module(self):
+        if not calls_stub(self._final_module):
+            return final(self)
+
+    library._optimize_functions = optimize_functions
+    library._optimize_final_module = optimize_final_module
+    try:
+        yield
+    finally:
+        library._optimize_functions, library._optimize_final_module = functions, final
+
+
+@contextlib.contextmanager
+def lane_vectoriser():
+    """LLVM's SLP vectoriser on, trees `_host.SLP_DEPTH` deep, for the optimisations that numba
+    runs inside (it reads the setting as it makes each pass manager); numba's setting
+    and LLVM's default depth after. Only around the joined module's optimisation: the
+    user's functions are compiled before, without it (`_host.lane_compiler` says why)."""
+    import llvmlite.binding as llvm
+
+    old = numba.core.config.SLP_VECTORIZE
+    numba.core.config.SLP_VECTORIZE = 1
+    llvm.set_option("", f"-slp-recursion-max-depth={_host.SLP_DEPTH}")
+    try:
+        yield
+    finally:
+        numba.core.config.SLP_VECTORIZE = old
+        llvm.set_option("", f"-slp-recursion-max-depth={_host._SLP_DEPTH_DEFAULT}")
+
+
+class JoinedLaneKernel(_host._Lanes, JoinedKernel):
+    """A lane kernel (`_host.LaneKernel`'s arguments, numbers and ``auto`` choice) whose compiled
+    form is the generic lane loop (`LaneLoop`: stubs where it calls ``f`` and the event
+    functions, left unoptimised) joined to the user's functions, the joined
+    module optimised with the lanes' vectoriser (`lane_vectoriser`): ``f`` inlined in
+    the attempt's lanes, then packed as in a lane kernel compiled at once. On cpu the
+    joined entry runs on all objects; on parallel on chunks of them (`_host.prange_over_chunks`).
+    ``scalar``: as `LaneKernel`'s."""
+
+    LOOP = LaneLoop
+
+    def __init__(self, body, args, recipe, generic_key, make_generic, functions, scalar):
+        super().__init__(body, args, recipe, generic_key, make_generic, functions)
+        self._scalar = scalar
+
+    def optimising(self):
+        return lane_vectoriser()
+
+    def lanes_ready(self):
+        """Whether a call runs lanes without a long compile: the joined kernel or its
+        generic lane loop compiled in this process or in the disk cache (a join then
+        compiles only the user's functions)."""
+        return super().lanes_ready() or generic_ready(self.generic_key)
+
+    def _caller(self):
+        if not self.PARALLEL:
+            return super()._caller()
+        return trampoline(self._signature(), self.args, chunks=True)
+
+    def _run(self, compiled, arrays):
+        if arrays[self.n_inputs].shape[0] > 0:
+            with np.errstate(all="ignore"):
+                super()._run(compiled, arrays)
+
+
 __all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "generic_ready",
-           "JoinedKernel", "PREFIX"]
+           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "PREFIX"]

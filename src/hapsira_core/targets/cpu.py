@@ -70,7 +70,7 @@ class LaneKernel(_host.LaneKernel):
     code_options = staticmethod(code_options)
 
 
-class JoinedLaneKernel(_host.JoinedLaneKernel):
+class JoinedLaneKernel(_join.JoinedLaneKernel):
     """The lane loop joined to the user's functions, over all objects on one core."""
     TARGET = NAME
     PARALLEL = False

@@ -130,7 +130,7 @@ class LaneKernel(_host.LaneKernel):
     code_options = staticmethod(code_options)
 
 
-class JoinedLaneKernel(_host.JoinedLaneKernel):
+class JoinedLaneKernel(_join.JoinedLaneKernel):
     """The lane loop joined to the user's functions, as on cpu, run on chunks of objects
     on all cores (the chunks of `LaneKernel`)."""
     TARGET = NAME

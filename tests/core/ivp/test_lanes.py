@@ -327,11 +327,11 @@ def test_attempt_is_packed_vector_code(with_events, records):
 def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
     """Under auto a call below AUTO_LANES_MIN_OBJECTS never compiles the lane kernel
     (it compiles twice as long); at or above AUTO_LANES_COMPILE_OBJECTS it runs."""
-    from hapsira_core.targets import _host
+    from hapsira_core.targets import _host, _join
 
     calls = []
     monkeypatch.setattr(settings, "LANES", "auto")
-    for lane_kernel in (_host.LaneKernel, _host.JoinedLaneKernel):  # at once or joined
+    for lane_kernel in (_host.LaneKernel, _join.JoinedLaneKernel):  # at once or joined
         monkeypatch.setattr(lane_kernel, "compile", lambda self: calls.append(self) or
                             (_ for _ in ()).throw(RuntimeError("lane kernel compiled")))
     monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 3)
@@ -624,7 +624,7 @@ def test_joined_lanes_equal_lanes_compiled_at_once(monkeypatch, name, method, wi
         (specs[join], kernels[join]), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
         assert kernels[join]._compiled is not None  # the lane kernel ran
     assert type(kernels["off"]).__name__ == "LaneKernel"
-    assert isinstance(kernels["on"], _host.JoinedLaneKernel)
+    assert isinstance(kernels["on"], _join.JoinedLaneKernel)
     once, joined = results["off"], results["on"]
     _assert_same(joined, once)
     if kwargs["events"]:
@@ -683,7 +683,7 @@ def test_a_second_function_reuses_the_generic_lane_loop(monkeypatch):
     monkeypatch.setattr(_join, "_compile_generic", refuse)
     second = solve_ivp(doubled, (t0, tf), y0, params=params / 2, **kwargs)
     (kernel,) = [k for s, k in build.KERNELS.items() if s.lanes and s.fun is doubled]
-    assert isinstance(kernel, _host.JoinedLaneKernel) and kernel._compiled is not None
+    assert isinstance(kernel, _join.JoinedLaneKernel) and kernel._compiled is not None
     _assert_same(second, first)
     assert (np.asarray(first.status) == 0).all() and np.ptp(np.asarray(first.y)[:, -1, 0]) > 0.1
 
@@ -731,7 +731,7 @@ def test_auto_takes_joined_lanes_once_the_generic_lane_loop_is_ready(monkeypatch
     monkeypatch.setattr(settings, "LANES", "auto")
     per_object = solve_ivp(fun, (t0, tf), y0, **kwargs)
     (spec, lane), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
-    assert isinstance(lane, _host.JoinedLaneKernel) and lane._compiled is None
+    assert isinstance(lane, _join.JoinedLaneKernel) and lane._compiled is None
     threads = numba.get_num_threads() if lane.PARALLEL else 1
     assert [lane.runs_lanes(n) for n in (9, 50 * threads - 1, 50 * threads)] == \
         [False, False, True]
