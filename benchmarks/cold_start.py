@@ -13,6 +13,10 @@ from f), in fresh processes on the active target (cpu by default):
 * ``run_s``: the best of 5 calls after the first, classic and joined, in the same
   processes (the kernels' speed).
 
+Each first call is timed on the wall clock (``first_call_s``, the summary's minimum over
+rounds) and in the process's CPU time (``first_call_cpu_s``, the summary's ``*_cpu``: a
+compile runs on one core, so on a loaded machine it is the steadier of the two).
+
 diffrax's first ``jax.jit`` call of the same Lorenz ensemble is measured beside them
 where diffrax is installed (``pip install -e ".[bench]"``). ``--lanes on`` (or a width)
 runs every process with that ``HAPSIRA_LANES``: the lane kernel compiled at once against
@@ -108,12 +112,15 @@ import {module} as user
 imported = time.perf_counter()
 objects = {objects}
 {call}
+cpu = time.process_time()
 first = time.perf_counter(); out = call(); first = time.perf_counter() - first
+cpu = time.process_time() - cpu
 runs = []
 for _ in range({repeat}):
     t = time.perf_counter(); call(); runs.append(time.perf_counter() - t)
 import hashlib
 print(json.dumps({{"import_s": imported - start, "first_call_s": first,
+                  "first_call_cpu_s": cpu,
                   "run_s": min(runs) if runs else None,
                   "digest": hashlib.sha1(np.ascontiguousarray(out).tobytes()).hexdigest()}}))
 '''
@@ -169,6 +176,8 @@ def run_case(name, template, call, objects, repeat, rounds, lanes=None):
             shutil.rmtree(folder, ignore_errors=True)
     summary = {key: min(r["first_call_s"] for r in records)
                for key, records in out.items() if key != "mismatch"}
+    summary.update({f"{key}_cpu": min(r["first_call_cpu_s"] for r in records)
+                    for key, records in out.items() if key != "mismatch"})
     summary["run_s_classic"] = min(r["run_s"] for r in out["classic_cold"])
     summary["run_s_joined"] = min(r["run_s"] for r in out["joined_cold"] + out["warm"])
     summary["same_results"] = "mismatch" not in out
