@@ -13,10 +13,17 @@ from f), in fresh processes on the active target (cpu by default):
 * ``run_s``: the best of 5 calls after the first, classic and joined, in the same
   processes (the kernels' speed).
 
+Each first call is timed on the wall clock (``first_call_s``, the summary's minimum over
+rounds) and in the process's CPU time (``first_call_cpu_s``, the summary's ``*_cpu``: a
+compile runs on one core, so on a loaded machine it is the steadier of the two).
+
 diffrax's first ``jax.jit`` call of the same Lorenz ensemble is measured beside them
-where diffrax is installed (``pip install -e ".[bench]"``).
+where diffrax is installed (``pip install -e ".[bench]"``). ``--lanes on`` (or a width)
+runs every process with that ``HAPSIRA_LANES``: the lane kernel compiled at once against
+the generic lane loop joined to f (`hapsira_core.targets._join.JoinedLaneKernel`).
 
     python benchmarks/cold_start.py [--objects 256] [--rounds 2] [--workloads hires_radau]
+        [--lanes on]
 
 Writes ``benchmarks/results/cold_start_<machine>_<date>.json``.
 """
@@ -105,12 +112,15 @@ import {module} as user
 imported = time.perf_counter()
 objects = {objects}
 {call}
+cpu = time.process_time()
 first = time.perf_counter(); out = call(); first = time.perf_counter() - first
+cpu = time.process_time() - cpu
 runs = []
 for _ in range({repeat}):
     t = time.perf_counter(); call(); runs.append(time.perf_counter() - t)
 import hashlib
 print(json.dumps({{"import_s": imported - start, "first_call_s": first,
+                  "first_call_cpu_s": cpu,
                   "run_s": min(runs) if runs else None,
                   "digest": hashlib.sha1(np.ascontiguousarray(out).tobytes()).hexdigest()}}))
 '''
@@ -135,8 +145,9 @@ print(json.dumps({{"import_s": imported - start, "first_call_s": first}}))
 '''
 
 
-def run_case(name, template, call, objects, repeat, rounds):
-    """Every measurement of one workload, each in a new process."""
+def run_case(name, template, call, objects, repeat, rounds, lanes=None):
+    """Every measurement of one workload, each in a new process (``lanes``: their
+    ``HAPSIRA_LANES``, or this process's)."""
     out = {"classic_cold": [], "joined_cold": [], "joined_new_function": [], "warm": []}
     for round_ in range(rounds):
         folder = tempfile.mkdtemp(prefix="hapsira-cold-")
@@ -145,7 +156,8 @@ def run_case(name, template, call, objects, repeat, rounds):
                 with open(os.path.join(folder, module + ".py"), "w") as source:
                     source.write(template.format(scale=scale))
                 env = harness.child_env(cache=True, HAPSIRA_CACHE_DIR=cache_dir,
-                                        HAPSIRA_JOIN=join)
+                                        HAPSIRA_JOIN=join,
+                                        **({} if lanes is None else {"HAPSIRA_LANES": lanes}))
                 return harness.run_child(CHILD.format(folder=folder, module=module,
                                                       objects=objects, call=CALLS[call],
                                                       repeat=repeat), env=env)
@@ -164,6 +176,8 @@ def run_case(name, template, call, objects, repeat, rounds):
             shutil.rmtree(folder, ignore_errors=True)
     summary = {key: min(r["first_call_s"] for r in records)
                for key, records in out.items() if key != "mismatch"}
+    summary.update({f"{key}_cpu": min(r["first_call_cpu_s"] for r in records)
+                    for key, records in out.items() if key != "mismatch"})
     summary["run_s_classic"] = min(r["run_s"] for r in out["classic_cold"])
     summary["run_s_joined"] = min(r["run_s"] for r in out["joined_cold"] + out["warm"])
     summary["same_results"] = "mismatch" not in out
@@ -178,6 +192,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help=f"comma-separated, of {', '.join(WORKLOADS)} (default: all)")
+    parser.add_argument("--lanes", default=None,
+                        help="HAPSIRA_LANES of every process (default: this process's)")
     parser.add_argument("--out", default=None)
     options = parser.parse_args()
     chosen = [w for w in options.workloads.split(",") if w]
@@ -185,12 +201,16 @@ def main():
     if unknown or not chosen:
         parser.error(f"--workloads: expected names among {', '.join(WORKLOADS)}, "
                      f"got {options.workloads!r}")
-    results = {"objects": options.objects, "cases": {}}
+    results = {"objects": options.objects, "lanes": options.lanes, "cases": {}}
     for name in chosen:
         template, call = WORKLOADS[name]
         results["cases"][name] = run_case(name, template, call, options.objects,
-                                          options.repeat, options.rounds)
+                                          options.repeat, options.rounds, options.lanes)
     if "lorenz_dop853" not in chosen:  # diffrax runs the Lorenz ensemble
+        return _write(results, options)
+    results["diffrax_first_jit_s"] = None
+    if options.lanes is not None:
+        results["notes"] = "diffrax not run (--lanes: our lane kernels alone)"
         return _write(results, options)
     try:
         import diffrax  # noqa: F401
@@ -198,14 +218,15 @@ def main():
             harness.run_child(DIFFRAX.format(objects=options.objects))["first_call_s"]
             for _ in range(options.rounds))
     except ImportError:
-        results["diffrax_first_jit_s"] = None
         results["notes"] = "diffrax not installed (pip install -e '.[bench]')"
     _write(results, options)
 
 
 def _write(results, options):
     host = harness.cpu_model().split()[0].lower() if harness.cpu_model() else "host"
-    name = options.out or f"cold_start_{host}{os.cpu_count()}_{time.strftime('%Y-%m-%d')}"
+    lanes = "" if options.lanes is None else f"_lanes_{options.lanes}"
+    name = options.out or (f"cold_start_{host}{os.cpu_count()}{lanes}_"
+                           f"{time.strftime('%Y-%m-%d')}")
     harness.write_result(name, results)
 
 

@@ -3,7 +3,8 @@
     python benchmarks/cpu_vs_peers.py [--n-scipy 20] [--n-cpu 500] [--n-parallel 2000] [--n-heyoka 200]
 
 Each target runs per object (``HAPSIRA_LANES=off``) and in SIMD lanes (``on``: always, at
-the host's width).
+the host's width); ``--lanes auto`` runs the default setting, and each run says whether a
+lane kernel ran (``lanes_ran``).
 Reports microseconds per object-day (wall clock, compile excluded: each target
 is warmed up on two objects first), accepted steps per object, and the largest
 position difference from scipy on the objects scipy ran. Each target runs in
@@ -41,8 +42,11 @@ for _ in range(3):
     res = cowell(workload.K, r0, v0, tofs, f=workload.two_body_j2)
     best = min(best or 1e99, time.perf_counter() - t)
 np.save({rr_path!r}, res.rr[:, -1])
+from hapsira_core.ivp import build
+lanes_ran = any(s.lanes and k._compiled is not None for s, k in build.KERNELS.items())
 print(json.dumps({{"seconds": best, "compile_s": compile_s, "n_objects": {n},
-                  "mean_steps": float(res.nsteps.mean()), "failed": int((res.status < 0).sum())}}))
+                  "mean_steps": float(res.nsteps.mean()), "failed": int((res.status < 0).sum()),
+                  "lanes_ran": lanes_ran}}))
 """
 
 
@@ -79,7 +83,7 @@ def main():
                         help="objects for heyoka (scalar; the SIMD batch runs 10x as many)")
     parser.add_argument("--lanes", default="off,on",
                         help="HAPSIRA_LANES settings each target runs with (off: per object; "
-                             "on: SIMD lanes, whose first compile is long)")
+                             "on: SIMD lanes, whose first compile is long; auto: the default)")
     parser.add_argument("--out", default="cpu_vs_scipy",
                         help="result name (benchmarks/results/<name>.json) or path")
     args = parser.parse_args()
@@ -97,11 +101,13 @@ def main():
     width = _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles()
     results["lanes"] = {"auto_width": width, "vector_doubles": _host.vector_doubles(),
                         "cpu": _host.cpu_features()[0]}
-    # each target per object (HAPSIRA_LANES=off) and in lanes (on: the host's width)
+    # each target per object (HAPSIRA_LANES=off), in lanes (on: the host's width) and as
+    # the default setting decides (auto); a target given 0 objects is not run
     runs = [(target, n, lanes) for target, n in (("cpu", args.n_cpu), ("parallel", args.n_parallel))
-            for lanes in ("off", "on") if lanes in args.lanes.split(",")]
+            for lanes in ("off", "on", "auto") if lanes in args.lanes.split(",") and n > 0]
     for target, n, lanes in runs:
-        name = (f"hapsira {target}" + ("" if lanes == "off" else f", {width} lanes")
+        name = (f"hapsira {target}" + {"off": "", "on": f", {width} lanes",
+                                       "auto": ", HAPSIRA_LANES=auto"}[lanes]
                 + (" (1 core)" if target == "cpu" else f" ({os.cpu_count()} cores)"))
         result = run_target(target, n, rr_path, lanes)
         final = np.load(rr_path)[: args.n_scipy]

@@ -1,6 +1,6 @@
 """The lane loop (``HAPSIRA_LANES``) against the per-object kernel, alternated in one process.
 
-    [HAPSIRA_TARGET=parallel] python benchmarks/lanes.py [--widths 0,4,8]
+    [HAPSIRA_TARGET=parallel] python benchmarks/lanes.py [--widths 0,4,8,8@once]
         [--workloads leo,van_der_pol,lotka_volterra,leo_event,van_der_pol_event,
                      van_der_pol_dense]
         [--n-leo 256] [--n-ensemble 4000]
@@ -22,8 +22,11 @@ their event times and counts are compared too. ``van_der_pol_dense``: Van der Po
 ``dense_output=True`` (the step records: two runs of the kernel, the first counting the
 steps), its breakpoints and interpolants compared too. Width 0 is the per-object kernel
 (``HAPSIRA_LANES=off``); every other width's results (states, status, nfev, nsteps)
-must equal its bytes, or the script says so and exits 1. The load average is read
-before and after.
+must equal its bytes, or the script says so and exits 1. A width is compiled as
+``HAPSIRA_JOIN`` says (on by default: the generic lane loop joined to f,
+`hapsira_core.targets._join.JoinedLaneKernel`); ``W@once`` is width W compiled at once
+(``HAPSIRA_JOIN=0``), measured in the same rounds. The load average is read before and
+after.
 """
 
 import argparse
@@ -169,14 +172,29 @@ def _heyoka(n, batch, threads=None):
     return call, n
 
 
+def _use(width, kernels):
+    """Set up the kernels of ``width`` (``W`` or ``W@once``): its lane width, its
+    ``HAPSIRA_JOIN``, its own built kernels (`build.KERNELS` does not tell a joined
+    kernel from one compiled at once)."""
+    from hapsira_core.ivp import build
+
+    lanes, _, how = str(width).partition("@")
+    settings.LANES = int(lanes)
+    settings.JOIN = "off" if how == "once" else JOIN
+    build.KERNELS = kernels.setdefault(width, {})
+
+
+JOIN = settings.JOIN
+
+
 def run(name, call, n, widths, rounds, others=None, clock=time.process_time):
     """``others``: {name: (call, n_objects)} measured in the same rounds (heyoka);
     ``clock``: process time (one core) or wall time (all cores)."""
     others = {k: v for k, v in (others or {}).items() if v is not None}
     times = {w: [] for w in list(widths) + list(others)}
-    compile_s, reference, identical = {}, None, {}
+    compile_s, reference, identical, kernels = {}, None, {}, {}
     for w in widths:  # build and warm every kernel first
-        settings.LANES = w
+        _use(w, kernels)
         t = time.perf_counter()
         out = call()
         compile_s[w] = round(time.perf_counter() - t, 1)
@@ -191,7 +209,7 @@ def run(name, call, n, widths, rounds, others=None, clock=time.process_time):
         compile_s[other] = round(time.perf_counter() - t, 1)
     for r in range(rounds):
         for w in widths:
-            settings.LANES = w
+            _use(w, kernels)
             t = clock()
             out = call()
             times[w].append(clock() - t)
@@ -227,7 +245,8 @@ def run(name, call, n, widths, rounds, others=None, clock=time.process_time):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--widths", default="0,4,8",
-                        help="lane widths, 0 (the per-object kernel) first")
+                        help="lane widths, 0 (the per-object kernel) first; W@once: width W "
+                             "compiled at once (HAPSIRA_JOIN=0)")
     parser.add_argument("--workloads", default="leo,van_der_pol,lotka_volterra")
     parser.add_argument("--n-leo", type=int, default=256)
     parser.add_argument("--n-ensemble", type=int, default=4000)
@@ -237,7 +256,7 @@ def main():
                              "(0: not run)")
     parser.add_argument("--out", default="lanes", help="benchmarks/results/<name>.json or path")
     args = parser.parse_args()
-    widths = [int(w) for w in args.widths.split(",")]
+    widths = [w if "@" in w else int(w) for w in args.widths.split(",")]
     import numba
 
     from hapsira_core.targets import _host
@@ -254,7 +273,8 @@ def main():
               "cpu_count": os.cpu_count(),
               "llvm_cpu": _host.cpu_features()[0], "vector_doubles": _host.vector_doubles(),
               "auto_width": _host.AUTO_LANES_PER_VECTOR * _host.vector_doubles(),
-              "rounds": args.rounds, "load_average_before": load_before, "workloads": {}}
+              "join": JOIN, "rounds": args.rounds, "load_average_before": load_before,
+              "workloads": {}}
     failed = False
     for name in args.workloads.split(","):
         others = None

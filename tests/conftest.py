@@ -93,17 +93,22 @@ ON_PARALLEL_ONLY = {
     # lanes run in parallel's prange (a lane group per iteration): the ensembles without
     # and with events and with step records (DOP853: REDUCED_METHODS), each with failing
     # objects and bit for bit against the per-object kernel, and auto's per-thread
-    # threshold, plus the settings' checks (no compile). Left to cpu: the packed-code
-    # assembly checks (`lanes.make_attempt` compiles the same attempt on both host
-    # targets), the host width and max_steps runs (another width, the same loop), the
-    # fallback decisions, and the two cowell orbit workloads (cowell's f in the same
-    # lane loop; cowell on parallel is tested in tests/cowell).
+    # threshold, plus the settings' checks (no compile); the joined lane kernel on chunks
+    # of objects (parallel's own trampoline) and auto's rule for joined lane kernels.
+    # Left to cpu: the packed-code assembly checks (`lanes.make_attempt` compiles the same
+    # attempt on both host targets, and the joined one is the same entry on both), the
+    # host width and max_steps runs (another width, the same loop), the fallback
+    # decisions, a second function joining the same lane loop, and the two cowell orbit
+    # workloads (cowell's f in the same lane loop; cowell on parallel is tested in
+    # tests/cowell).
     "tests/core/ivp/test_lanes.py": (
         "test_ensembles_bit_identical_with_failures", "test_events_in_lanes_bit_identical",
         "test_step_records_in_lanes_bit_identical",
         "test_auto_compiles_lanes_only_where_it_pays",
         "test_auto_leaves_small_calls_to_the_per_object_kernel", "test_target_without_lanes",
-        "test_setting", "test_bad_setting", "test_cache_key_has_width_and_cpu"),
+        "test_setting", "test_bad_setting", "test_cache_key_has_width_and_cpu",
+        "test_joined_lanes_on_chunks_of_objects",
+        "test_auto_takes_joined_lanes_once_the_generic_lane_loop_is_ready"),
     # cowell's stm: the J2 + J3 + drag matrix against central differences, a failing
     # object, the JAX front inside jit and the Dask front bit for bit against the numpy
     # front's matrices (the JAX front's failing object and events: tests/core/fronts),

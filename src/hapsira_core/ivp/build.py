@@ -136,8 +136,11 @@ class KernelSpec:
                          interleaves_work(self.method, self.fun))
         if self.lanes:
             scalar = dataclasses.replace(self, lanes=0)
-            made = target.LaneKernel(self.body(), args, self.recipe(),
-                                     lambda: _built(scalar))
+            if self.joins() and hasattr(target, "JoinedLaneKernel"):
+                made = self._joined_lanes(args, lambda: _built(scalar))
+            else:
+                made = target.LaneKernel(self.body(), args, self.recipe(),
+                                         lambda: _built(scalar))
         elif self.joins():
             made = self._joined(args)
         else:
@@ -152,10 +155,11 @@ class KernelSpec:
 
     def joins(self):
         """Whether the kernel is a generic loop joined to the user's functions: on a
-        target that joins (cpu, parallel) with ``HAPSIRA_JOIN`` on, for the per-object loop (no
-        lanes) of a registered method (`.methods.builtin`: the generic loop is
-        cached on disk by the method's name)."""
-        return (hasattr(target, "JoinedKernel") and settings.JOIN == "on" and not self.lanes
+        target that joins (cpu, parallel) with ``HAPSIRA_JOIN`` on, for the per-object loop
+        of a registered method or the lane loop (`_joined_lanes`) of a registered explicit
+        method (`.methods.builtin`: the generic loop is cached on disk by the method's name)."""
+        return (hasattr(target, "JoinedKernel") and settings.JOIN == "on"
+                and (not self.lanes or methods.get(self.method).state_shape is None)
                 and methods.builtin(self.method))
 
     def _joined(self, args):
@@ -229,6 +233,39 @@ class KernelSpec:
         arrays (a stub returning none) and carries the function's marks (`_marks`)."""
         return tuple((role, target.stub(role, _arity(f), "none", None, _marks(f)))
                      for role, f in self._derived())
+
+    def _joined_lanes(self, args, scalar):
+        """The lane kernel as a generic lane loop joined to the user's functions, the
+        join vectorised (`hapsira_core.targets._join.JoinedLaneKernel`): the loop
+        compiled once per `generic_lane_key`; ``scalar`` makes the per-object kernel."""
+        functions = {"fun": self.fun}
+        functions.update({f"event{e}": g for e, g in enumerate(self.event_functions)})
+        options = target.JoinedKernel.code_options()
+        return target.JoinedLaneKernel(self.body(), args, self.recipe(options),
+                                       self.generic_lane_key(args), self.generic_lane_body,
+                                       functions, scalar)
+
+    def generic_lane_body(self):
+        """The lane ``body`` with stubs for ``fun`` and each event function (the lanes'
+        attempt calls each event function by itself)."""
+        fun = target.stub("fun", 3, "state", getattr(self.fun, "hapsira_error_components",
+                                                    None))
+        events = tuple(target.stub(f"event{e}", 4, "float")
+                       for e in range(len(self.event_functions)))
+        namespace = {"_fun": fun, "_events": events}
+        exec(compile(self.source("_fun", "_events"),
+                     f"<hapsira generic lane kernel {self.method} n={self.n} "
+                     f"W={self.lanes}>", "exec"), namespace)
+        return namespace["body"]
+
+    def generic_lane_key(self, args):
+        """What fixes the generic lane loop: everything but the user's functions."""
+        return cache.key("generic lane kernel", self.method, self.n, self.lanes,
+                         len(self.event_functions), self.event_states, self.records,
+                         repr([(a.name, a.dtype.str, a.core, a.per_object, a.output,
+                                a.interleaved) for a in args]),
+                         code_options=target.JoinedKernel.code_options()
+                         + target.lane_code_options(self.lanes))
 
 
 def _arity(function):

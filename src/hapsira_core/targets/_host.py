@@ -657,17 +657,11 @@ def lane_code_options(width):
     return ("lanes", width, "slp", SLP_DEPTH) + cpu_features()
 
 
-class LaneKernel(kernel.ObjectKernel):
-    """``body(arrays..., first, last)`` on ranges of objects: the lane loop
-    (`hapsira_core.ivp.lanes`) over all objects (cpu) or over chunks on all cores
-    (parallel). ``scalar``: the per-object kernel of the same solve (the JAX front's
-    handlers call a per-object body), made when first asked for."""
+class _Lanes:
+    """What a lane kernel adds to the kernel that compiles it: its per-object twin
+    (``scalar``) and ``auto``'s choice between them (`runs_lanes`)."""
 
     PARALLEL = False
-
-    def __init__(self, body, args, recipe, scalar):
-        super().__init__(body, args, recipe)
-        self._scalar = scalar
 
     @property
     def scalar(self):
@@ -676,18 +670,23 @@ class LaneKernel(kernel.ObjectKernel):
             self._scalar = self._scalar()
         return self._scalar
 
+    def lanes_ready(self):
+        """Whether a call runs the lane kernel without a long compile: compiled in this
+        process or in the disk cache."""
+        return super().on_disk()
+
     def runs_lanes(self, objects):
         """Whether a call on ``objects`` objects runs the lane kernel (else the per-object
         one: the same numbers, bit for bit, so this only changes the time). Always, but
         under ``HAPSIRA_LANES=auto``, where it pays: at least `AUTO_LANES_MIN_OBJECTS`
-        objects, and the lane kernel compiled already (in this process or in the disk
-        cache) or at least `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its
-        compile. Never compiles anything."""
+        objects, and the lane kernel ready (`lanes_ready`) or at least
+        `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its compile. Never
+        compiles anything."""
         if settings.LANES != "auto":
             return True
         if objects < AUTO_LANES_MIN_OBJECTS:
             return False
-        if kernel.ObjectKernel.on_disk(self):  # (or compiled in this process)
+        if self.lanes_ready():
             return True
         threads = numba.get_num_threads() if self.PARALLEL else 1
         return objects >= AUTO_LANES_COMPILE_OBJECTS * threads
@@ -695,7 +694,7 @@ class LaneKernel(kernel.ObjectKernel):
     def on_disk(self):
         """Whether the kernel that a call runs is compiled or cached on disk: under
         ``auto`` the per-object kernel will do where the lane kernel is not."""
-        if kernel.ObjectKernel.on_disk(self):
+        if super().on_disk():
             return True
         return settings.LANES == "auto" and self.scalar.on_disk()
 
@@ -705,6 +704,49 @@ class LaneKernel(kernel.ObjectKernel):
             return self.scalar(*arrays)  # same arrays, same numbers (bit for bit)
         return super().__call__(*arrays)
 
+
+def prange_over_chunks(header, first_out, call, floats=True):
+    """The source of a function that runs ``call`` once per chunk of objects on all
+    cores: its ``header`` (the ``def`` line), the array ``first_out`` whose first axis
+    counts the objects, ``call`` (a statement on the objects ``lo`` to ``hi - 1``)
+    and, with ``floats``, each chunk run with IEEE subnormals; the names of
+    `PRANGE_IMPORTS` and `FLOATS_IMPORT`. The parallel lane kernels' loop
+    (`LaneKernel`, and the trampoline of a joined one).
+
+    Many chunks per thread, so that uneven objects balance (the thread count is not
+    read here: numba's get_num_threads() is a dynamic global, which keeps the kernel
+    out of the disk cache); an object's numbers do not depend on its chunk (lanes are
+    independent). prange drops an exception raised past a thread's first chunk: a
+    chunk never marked done raises it again after the parallel region."""
+    run = [f"        {call}\n"]
+    if floats:
+        run = ["        mode = ieee_floats()\n"] + run + ["        restore_floats(mode)\n"]
+    return (f"{header}\n"
+            f"    total = {first_out}.shape[0]\n"
+            f"    size = max(16, (total + 1023) // 1024)\n"
+            f"    chunks = (total + size - 1) // size\n"
+            f"    done = _np.zeros(chunks, _np.bool_)\n"
+            f"    for c in _numba.prange(chunks):\n"
+            f"        k = _np.int64(c)\n"
+            f"        lo = k * size\n"
+            f"        hi = min(total, lo + size)\n"
+            + "".join(run) +
+            f"        done[k] = True\n"
+            f"    for k in range(chunks):\n"
+            f"        if not done[k]:\n"
+            f"            raise IndexError('index is out of bounds')\n")
+
+
+class LaneKernel(_Lanes, kernel.ObjectKernel):
+    """``body(arrays..., first, last)`` on ranges of objects: the lane loop
+    (`hapsira_core.ivp.lanes`) over all objects (cpu) or over chunks on all cores
+    (parallel). ``scalar``: the per-object kernel of the same solve (the JAX front's
+    handlers call a per-object body), made when first asked for."""
+
+    def __init__(self, body, args, recipe, scalar):
+        super().__init__(body, args, recipe)
+        self._scalar = scalar
+
     def _source(self):
         names, _, first_out = self._call_parts()
         if not self.PARALLEL:
@@ -713,28 +755,9 @@ class LaneKernel(kernel.ObjectKernel):
                     f"    mode = ieee_floats()\n"
                     f"    body({names}, 0, {first_out}.shape[0])\n"
                     f"    restore_floats(mode)\n")
-        # chunks of objects, many per thread so that uneven objects balance (the
-        # thread count is not read here: numba's get_num_threads() is a dynamic
-        # global, which keeps the kernel out of the disk cache); an object's
-        # numbers do not depend on its chunk (lanes are independent)
-        return (f"import numba as _numba\n"
-                f"import numpy as _np\n"
-                f"{FLOATS_IMPORT}\n\n\n"
-                f"def kernel({names}):\n"
-                f"    total = {first_out}.shape[0]\n"
-                f"    size = max(16, (total + 1023) // 1024)\n"
-                f"    chunks = (total + size - 1) // size\n"
-                f"    done = _np.zeros(chunks, _np.bool_)\n"
-                f"    for c in _numba.prange(chunks):\n"
-                f"        k = _np.int64(c)\n"
-                f"        mode = ieee_floats()\n"
-                f"        body({names}, k * size, min(total, (k + 1) * size))\n"
-                f"        restore_floats(mode)\n"
-                f"        done[k] = True\n"
-                # prange drops an exception raised past a thread's first chunk
-                f"    for k in range(chunks):\n"
-                f"        if not done[k]:\n"
-                f"            raise IndexError('index is out of bounds')\n")
+        return (f"{PRANGE_IMPORTS}{FLOATS_IMPORT}\n\n\n"
+                + prange_over_chunks(f"def kernel({names}):", first_out,
+                                     f"body({names}, lo, hi)"))
 
     def _compile(self, function, cached):
         return numba.njit(error_model="numpy", parallel=self.PARALLEL, cache=cached)(function)

@@ -18,12 +18,14 @@ the entry's address and the kernel's arrays.
 """
 
 import base64
+import contextlib
 import itertools
 import os
 import pickle
 import threading
 import warnings
 
+import numba
 import numpy as np
 
 from numba.core import cgutils, types
@@ -32,6 +34,7 @@ from numba.extending import intrinsic
 from .. import progress, settings
 from ..kernels import cache, kernel
 from ..kernels.cache import factory
+from . import _host
 
 PREFIX = "hapsira.stub."
 _ENTRY = "hapsira.join."
@@ -151,13 +154,15 @@ def entry_call(arity):
 _TRAMPOLINES = {}
 
 
-def trampoline(argtypes, args=None):
+def trampoline(argtypes, args=None, chunks=False):
     """``trampoline(address, a1..an)``: a numba function (from the disk cache where it
     can) that runs the joined entry at ``address`` on the arrays, compiled for the
     arrays' numba types ``argtypes``. With the kernel's ``args`` (`Arg`), it runs the
-    entry once per object on all cores (``prange``), each call on that object's rows.
+    entry once per object on all cores (``prange``), each call on that object's rows,
+    or with ``chunks`` once per chunk of objects (a lane loop's entry,
+    `hapsira_core.targets._host.prange_over_chunks`), each call on the chunk's rows.
     A damaged cache entry is removed, with a warning, and compiled again."""
-    source = _trampoline_source(len(argtypes), args)
+    source = _trampoline_source(len(argtypes), args, chunks)
     for attempt in range(2):
         function, name = _trampoline(source, cached=attempt == 0)
         try:
@@ -170,7 +175,7 @@ def trampoline(argtypes, args=None):
             _TRAMPOLINES.pop(source, None)
 
 
-def _trampoline_source(arity, args):
+def _trampoline_source(arity, args, chunks=False):
     names = ", ".join(f"a{i}" for i in range(arity))
     head = ("import numba\n"
             "import numpy as np\n"
@@ -181,17 +186,26 @@ def _trampoline_source(arity, args):
                 f"def trampoline(address, {names}):\n"
                 f"    _call(address, {names})\n")
 
+    first, last = ("lo", "hi") if chunks else ("i", "i + 1")
+
     def rows(index, arg):
         name = f"a{index}"
         if not arg.per_object:
             return name
         if arg.output:
-            return f"{name}[i:i + 1]"
-        return f"({name} if {name}.shape[0] == 1 else {name}[i:i + 1])"
+            return f"{name}[{first}:{last}]"
+        return f"({name} if {name}.shape[0] == 1 else {name}[{first}:{last}])"
 
-    from ._host import PRANGE_IMPORTS, prange_over_objects
+    from ._host import PRANGE_IMPORTS, prange_over_chunks, prange_over_objects
 
     first_out = next(i for i, a in enumerate(args) if a.output)
+    if chunks:
+        return (PRANGE_IMPORTS + head
+                + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
+                + prange_over_chunks(
+                    f"def trampoline(address, {names}):", f"a{first_out}",
+                    f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
+                    floats=False))
     # (the entry, a per-object loop, runs each object with IEEE subnormals itself)
     return (PRANGE_IMPORTS + head
             + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
@@ -285,6 +299,17 @@ def generic(key, make_kernel):
         return found
 
 
+def generic_ready(key):
+    """Whether the `Generic` of ``key`` is in this process or the cache folder (a join
+    then compiles only the user's functions)."""
+    if key in _GENERIC:
+        return True
+    if not (settings.CACHE and cache.usable()):
+        return False
+    return all(os.path.exists(p) for p in _paths(
+        f"{cache._PREFIX}generic_{_for_this_machine(key)}"))
+
+
 def _compile_generic(generic_kernel):
     compiled = generic_kernel.compile()
     signature = tuple(generic_kernel._signature())
@@ -355,11 +380,13 @@ def _read_generic(name):
     return made
 
 
-def join(generic_code, functions, entry):
+def join(generic_code, functions, entry, optimising=contextlib.nullcontext):
     """The library of ``generic_code`` joined to the user's ``functions``
     (``{role: function}``): each stub the loop calls defined by the function's
     `wrapper`, every function private but ``entry`` (the kernel's, in numba's calling
-    convention), optimised as one module. Returns the finalised library."""
+    convention), optimised as one module, inside ``optimising()`` (a context: numba's
+    optimiser settings, such as the lanes' vectoriser, for that module alone, not for
+    the functions compiled before). Returns the finalised library."""
     import llvmlite.binding as llvm
     from llvmlite import ir
     from numba.core import registry
@@ -399,7 +426,7 @@ def join(generic_code, functions, entry):
     codegen = context.codegen()
     library = codegen.create_library(entry)
     library.enable_object_caching()
-    with global_compiler_lock:
+    with global_compiler_lock, optimising():
         library.add_llvm_module(module)
         library.finalize()
     return library
@@ -431,6 +458,7 @@ class JoinedKernel(kernel.ObjectKernel):
         self.make_generic = make_generic
         self.functions = dict(functions)
         self._library = None
+        self._types = None
         #: the joined entry's symbol once compiled (what the JAX front's handler calls)
         self.entry = None
 
@@ -439,6 +467,10 @@ class JoinedKernel(kernel.ObjectKernel):
         if self.recipe is None:
             return None
         return f"{cache._PREFIX}joined_{self._key()}"
+
+    def optimising(self):
+        """The context of the joined module's optimisation (`join`): numba's settings."""
+        return contextlib.nullcontext()
 
     def _key(self):
         """The recipe's key joined with the arguments' layout: two kernels of one body
@@ -489,7 +521,7 @@ class JoinedKernel(kernel.ObjectKernel):
             name = getattr(getattr(self.functions["fun"], "py_func", None), "__qualname__",
                            "the user's function")
             with progress.compiling(f"{self.description} for {name}"):
-                library = join(generic_code, self.functions, entry)
+                library = join(generic_code, self.functions, entry, self.optimising)
             if self.recipe is not None:
                 _write(self.cache_name, {"entry": entry},
                        pickle.dumps(library.serialize_using_object_code()))
@@ -524,7 +556,9 @@ class JoinedKernel(kernel.ObjectKernel):
         copy, an output's copied back after; another dtype or rank is refused (the
         trampoline would hand the entry memory it reads as another layout)."""
         address, call = compiled
-        for arg, array, numba_type in zip(self.args, arrays, self._signature()):
+        if self._types is None:  # (made once: numba's types are slow to make per call)
+            self._types = tuple(self._signature())
+        for arg, array, numba_type in zip(self.args, arrays, self._types):
             if array.dtype != arg.dtype or array.ndim != numba_type.ndim:
                 raise TypeError(f"hapsira: the kernel's argument {arg.name} is a "
                                 f"{numba_type.ndim}-d {arg.dtype} array; got a "
@@ -537,5 +571,119 @@ class JoinedKernel(kernel.ObjectKernel):
                 given[...] = used
 
 
-__all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "JoinedKernel",
-           "PREFIX"]
+class LaneLoop(_host.LaneKernel):
+    """The lane loop over all the objects of its arrays on one core, compiled in memory,
+    what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
+    generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
+    the join optimises once, the user's functions inlined, as a lane kernel compiled at
+    once is optimised after its ``f`` is linked in.
+
+    Optimised here, with the stubs as opaque calls, the attempt vectorised worse once
+    joined (more packed multiplications and stack accesses than the attempt compiled at
+    once, and slower); left unoptimised, the same instructions (docs/log.md, "joined
+    lanes")."""
+
+    TARGET = "cpu"
+    code_options = staticmethod(_host.joined_code_options)
+
+    def __init__(self, body, args, recipe=None):
+        super().__init__(body, args, recipe, None)
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock, stub_callers_unoptimised():
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+@contextlib.contextmanager
+def stub_callers_unoptimised():
+    """While numba compiles inside, a library that calls a stub of a joined kernel
+    (`stub`), itself or through what it links, is not
+    optimised by LLVM: its optimisation waits for the user's functions (the join).
+    Everything else (the helpers it calls, which other kernels of this process share)
+    is optimised as always. Inside numba's compiler lock (the setting is numba's own
+    class)."""
+    from numba.core import codegen
+
+    library = codegen.CPUCodeLibrary
+    functions, final = library._optimize_functions, library._optimize_final_module
+
+    def calls_stub(module):
+        return any(f.is_declaration and f.name.startswith(PREFIX)
+                   for f in module.functions)
+
+    def optimize_functions(self, ll_module):
+        if not calls_stub(ll_module):
+            return functions(self, ll_module)
+        ll_module.data_layout = self._codegen._data_layout
+
+    def optimize_final_module(self):
+        if not calls_stub(self._final_module):
+            return final(self)
+
+    library._optimize_functions = optimize_functions
+    library._optimize_final_module = optimize_final_module
+    try:
+        yield
+    finally:
+        library._optimize_functions, library._optimize_final_module = functions, final
+
+
+@contextlib.contextmanager
+def lane_vectoriser():
+    """LLVM's SLP vectoriser on, trees `_host.SLP_DEPTH` deep, for the optimisations that numba
+    runs inside (it reads the setting as it makes each pass manager); numba's setting
+    and LLVM's default depth after. Only around the joined module's optimisation: the
+    user's functions are compiled before, without it (`_host.lane_compiler` says why)."""
+    import llvmlite.binding as llvm
+
+    old = numba.core.config.SLP_VECTORIZE
+    numba.core.config.SLP_VECTORIZE = 1
+    llvm.set_option("", f"-slp-recursion-max-depth={_host.SLP_DEPTH}")
+    try:
+        yield
+    finally:
+        numba.core.config.SLP_VECTORIZE = old
+        llvm.set_option("", f"-slp-recursion-max-depth={_host._SLP_DEPTH_DEFAULT}")
+
+
+class JoinedLaneKernel(_host._Lanes, JoinedKernel):
+    """A lane kernel (`_host.LaneKernel`'s arguments, numbers and ``auto`` choice) whose compiled
+    form is the generic lane loop (`LaneLoop`: stubs where it calls ``f`` and the event
+    functions, left unoptimised) joined to the user's functions, the joined
+    module optimised with the lanes' vectoriser (`lane_vectoriser`): ``f`` inlined in
+    the attempt's lanes, then packed as in a lane kernel compiled at once. On cpu the
+    joined entry runs on all objects; on parallel on chunks of them (`_host.prange_over_chunks`).
+    ``scalar``: as `LaneKernel`'s."""
+
+    LOOP = LaneLoop
+
+    def __init__(self, body, args, recipe, generic_key, make_generic, functions, scalar):
+        super().__init__(body, args, recipe, generic_key, make_generic, functions)
+        self._scalar = scalar
+
+    def optimising(self):
+        return lane_vectoriser()
+
+    def lanes_ready(self):
+        """Whether a call runs lanes without a long compile: the joined kernel or its
+        generic lane loop compiled in this process or in the disk cache (a join then
+        compiles only the user's functions)."""
+        return super().lanes_ready() or generic_ready(self.generic_key)
+
+    def _caller(self):
+        if not self.PARALLEL:
+            return super()._caller()
+        return trampoline(self._signature(), self.args, chunks=True)
+
+    def _run(self, compiled, arrays):
+        if arrays[self.n_inputs].shape[0] > 0:
+            with np.errstate(all="ignore"):
+                super()._run(compiled, arrays)
+
+
+__all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "generic_ready",
+           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "PREFIX"]

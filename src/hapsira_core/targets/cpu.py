@@ -69,3 +69,10 @@ class LaneKernel(_host.LaneKernel):
     TARGET = NAME
     PARALLEL = False
     code_options = staticmethod(code_options)
+
+
+class JoinedLaneKernel(_join.JoinedLaneKernel):
+    """The lane loop joined to the user's functions, over all objects on one core."""
+    TARGET = NAME
+    PARALLEL = False
+    code_options = staticmethod(_host.joined_code_options)

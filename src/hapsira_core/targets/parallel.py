@@ -129,3 +129,11 @@ class LaneKernel(_host.LaneKernel):
     TARGET = NAME
     PARALLEL = True
     code_options = staticmethod(code_options)
+
+
+class JoinedLaneKernel(_join.JoinedLaneKernel):
+    """The lane loop joined to the user's functions, as on cpu, run on chunks of objects
+    on all cores (the chunks of `LaneKernel`)."""
+    TARGET = NAME
+    PARALLEL = True
+    code_options = staticmethod(_host.joined_code_options)

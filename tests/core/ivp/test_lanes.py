@@ -327,12 +327,13 @@ def test_attempt_is_packed_vector_code(with_events, records):
 def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
     """Under auto a call below AUTO_LANES_MIN_OBJECTS never compiles the lane kernel
     (it compiles twice as long); at or above AUTO_LANES_COMPILE_OBJECTS it runs."""
-    from hapsira_core.targets import _host
+    from hapsira_core.targets import _host, _join
 
     calls = []
     monkeypatch.setattr(settings, "LANES", "auto")
-    monkeypatch.setattr(_host.LaneKernel, "compile", lambda self: calls.append(self) or
-                        (_ for _ in ()).throw(RuntimeError("lane kernel compiled")))
+    for lane_kernel in (_host.LaneKernel, _join.JoinedLaneKernel):  # at once or joined
+        monkeypatch.setattr(lane_kernel, "compile", lambda self: calls.append(self) or
+                            (_ for _ in ()).throw(RuntimeError("lane kernel compiled")))
     monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 3)
     monkeypatch.setattr(_host, "AUTO_LANES_COMPILE_OBJECTS", 1)
     y0 = np.array([[1.0, 0.5], [0.3, -0.2]])
@@ -346,11 +347,14 @@ def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
 
 @host_only
 def test_auto_compiles_lanes_only_where_it_pays(monkeypatch, tmp_path):
-    """auto: the per-object kernel until the lane kernel is compiled (in this process or
-    in the disk cache) or the call is large enough to pay for its compile (per thread on
-    parallel); ``on`` compiles it at any size. The same bits either way."""
+    """auto, lane kernels compiled at once (``HAPSIRA_JOIN=0``): the per-object kernel
+    until the lane kernel is compiled (in this process or in the disk cache) or the call
+    is large enough to pay for its compile (per thread on parallel); ``on`` compiles it at
+    any size. The same bits either way. (Joined lane kernels:
+    `test_auto_takes_joined_lanes_once_the_generic_lane_loop_is_ready`.)"""
     from hapsira_core.targets import _host
 
+    monkeypatch.setattr(settings, "JOIN", "off")
     monkeypatch.setattr(settings, "CACHE", True)
     monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "KERNELS", {})
@@ -561,3 +565,197 @@ def test_step_records_in_lanes_bit_identical(monkeypatch, name, method, width, o
         assert np.asarray(lane.sol(times)).tobytes() == np.asarray(scalar.sol(times)).tobytes()
     if options.get("t_eval") == "steps":
         assert np.isfinite(np.asarray(scalar.t)[0, :20]).all()
+
+
+# --- joined lane kernels: the generic lane loop joined to each f (HAPSIRA_JOIN) ---
+
+JOINED_CASES = [  # problem, method, width, solve_ivp's options, events
+    ("van_der_pol", "DOP853", 2, {}, lambda: []),
+    ("lotka_volterra", "RK45", 2, {"dense_output": True},
+     lambda: [Event(prey_equals_predators), Event(prey_level, terminal=2, direction=1)]),
+]
+
+
+def _attempt_packing(asm):
+    """(packed multiplications, scalar ones) of the lanes' attempt in ``asm``: the
+    function ``lanes.attempt``, or None where LLVM inlined it into the lane loop."""
+    import re
+
+    names = set(re.findall(r"^(\S*lanes7attempt\S*):", asm, re.M))
+    if not names:
+        return None
+    (name,) = names
+    body = asm[asm.index(f"\n{name}:"):]
+    body = body[:body.index(".Lfunc_end")]
+    return len(re.findall(r"\bv?mulpd\b", body)), len(re.findall(r"\bv?mulsd\b", body))
+
+
+@host_only
+@pytest.mark.parametrize("name, method, width, options, events", JOINED_CASES)
+def test_joined_lanes_equal_lanes_compiled_at_once(monkeypatch, name, method, width, options,
+                                                   events):
+    """The generic lane loop joined to f (and to each event function) gives the bits of the
+    lane kernel compiled at once: states, statuses, counts, events, step records; its
+    attempt is the same packed code (the same count of packed multiplications, within 3%,
+    and no scalar one where that has none)."""
+    import re
+
+    from hapsira_core.targets import _host
+
+    from hapsira_core.targets import _join
+
+    # both compiled here, in memory: their assembly
+    monkeypatch.setattr(settings, "CACHE", False)
+    monkeypatch.setattr(_join, "_JOINED", {})
+    n = 11
+    fun, y0, params, t0, tf = _ensemble(name, n, seed=len(name) + 3)
+    tf[4] = -tf[4]
+    y0[2, 0] = math.nan
+    params[7, 0] = 1e300
+    kwargs = dict(options, method=method, rtol=1e-9, atol=1e-12, params=params,
+                  events=events(), t_eval=np.stack([np.linspace(0.0, t, 5) for t in tf]))
+    results, kernels, specs = {}, {}, {}
+    for join in ("off", "on"):
+        monkeypatch.setattr(settings, "JOIN", join)
+        monkeypatch.setattr(build, "KERNELS", {})
+        monkeypatch.setattr(build, "lanes", lambda *a, **k: width)
+        monkeypatch.setattr(settings, "LANES", width)
+        results[join] = solve_ivp(fun, (t0, tf), y0, **kwargs)
+        (specs[join], kernels[join]), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
+        assert kernels[join]._compiled is not None  # the lane kernel ran
+    assert type(kernels["off"]).__name__ == "LaneKernel"
+    assert isinstance(kernels["on"], _join.JoinedLaneKernel)
+    once, joined = results["off"], results["on"]
+    _assert_same(joined, once)
+    if kwargs["events"]:
+        _event_fields_same(joined, once)
+    if options.get("dense_output"):
+        for k in (3, 4, 5):
+            assert np.asarray(joined.sol._records[k]).tobytes() == \
+                np.asarray(once.sol._records[k]).tobytes()
+    status = np.asarray(once.status)
+    assert status[2] == -3 and status[7] < 0 and (np.delete(status, [2, 7]) >= 0).all()
+    assert np.ptp(np.asarray(once.y)[[0, 1, 3], 1, 0]) > 0.01  # varied objects
+    # the attempt that the kernel compiled at once calls: its own compiled code
+    spec = specs["off"]
+    at_once = _attempt_packing(_attempt_asm(method, spec.n, spec.fun, width,
+                                            spec.event_functions, spec.records))
+    asm = kernels["on"]._library.get_asm_str()
+    joined = _attempt_packing(asm)
+    assert at_once[0] > 20
+    if joined is None:  # inlined into the lane loop (a narrow attempt): at least its packing
+        assert len(re.findall(r"\bv?mulpd\b", asm)) >= 0.97 * at_once[0]
+    else:
+        packed, scalar = joined
+        assert abs(packed - at_once[0]) <= 0.03 * at_once[0] and scalar <= at_once[1], \
+            (joined, at_once)
+
+
+@host_only
+def test_a_second_function_reuses_the_generic_lane_loop(monkeypatch):
+    """A new f of the same form (method, n, width, events) joins the generic lane loop
+    that the first one compiled: nothing of the loop compiled again, the same numbers
+    as the first f where both compute the same system."""
+    from hapsira_core.targets import _host, _join
+
+    monkeypatch.setattr(settings, "JOIN", "on")
+    # (as in a new process with no cache: the first function compiles the loop)
+    monkeypatch.setattr(settings, "CACHE", False)
+    monkeypatch.setattr(_join, "_GENERIC", {})
+    monkeypatch.setattr(_join, "_JOINED", {})
+    monkeypatch.setattr(build, "KERNELS", {})
+    monkeypatch.setattr(build, "lanes", lambda *a, **k: 2)
+    monkeypatch.setattr(settings, "LANES", 2)
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 5, seed=4)
+    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12}
+    first = solve_ivp(fun, (t0, tf), y0, params=params, **kwargs)
+
+    @hjit
+    def doubled(t, y, p):  # 2 (p[0] / 2) == p[0]: the same numbers through a new function
+        return (y[1], 2.0 * p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0])
+
+    def refuse(generic_kernel):
+        raise AssertionError("the generic lane loop was compiled again")
+
+    (first_kernel,) = [k for s, k in build.KERNELS.items() if s.lanes]
+    assert first_kernel._compiled is not None and list(_join._GENERIC) == \
+        [first_kernel.generic_key]
+    monkeypatch.setattr(_join, "_compile_generic", refuse)
+    second = solve_ivp(doubled, (t0, tf), y0, params=params / 2, **kwargs)
+    (kernel,) = [k for s, k in build.KERNELS.items() if s.lanes and s.fun is doubled]
+    assert isinstance(kernel, _join.JoinedLaneKernel) and kernel._compiled is not None
+    _assert_same(second, first)
+    assert (np.asarray(first.status) == 0).all() and np.ptp(np.asarray(first.y)[:, -1, 0]) > 0.1
+
+
+@host_only
+def test_joined_lanes_on_chunks_of_objects(monkeypatch):
+    """More objects than a chunk of the parallel target (16): each chunk's rows are run
+    by the joined entry (`hapsira_core.targets._host.prange_over_chunks`), shared rows
+    (one t_eval row) whole; the per-object kernel's bits, chunk borders and all."""
+    monkeypatch.setattr(settings, "JOIN", "on")
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 53, seed=9)
+    y0[20, 1] = math.nan  # a failure in the second chunk
+    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12, "params": params,
+              "t_eval": np.linspace(0.0, 4.0, 6)}
+    lane = _solve(monkeypatch, 2, fun, (t0, tf), y0, **kwargs)
+    assert [type(k).__name__ for s, k in build.KERNELS.items() if s.lanes and s.n == 2
+            and s.fun is fun and k._compiled is not None] == ["JoinedLaneKernel"]
+    monkeypatch.setattr(settings, "JOIN", "on")
+    scalar = _solve(monkeypatch, 0, fun, (t0, tf), y0, **kwargs)
+    _assert_same(lane, scalar)
+    status = np.asarray(scalar.status)
+    assert status[20] == -3 and (np.delete(status, 20) == 0).all()
+
+
+@host_only
+def test_auto_takes_joined_lanes_once_the_generic_lane_loop_is_ready(monkeypatch, tmp_path):
+    """auto with joined lane kernels: the per-object kernel until the generic lane loop of
+    the form is compiled (in this process or in the disk cache) or the call pays for its
+    compile; then lanes for every call of at least AUTO_LANES_MIN_OBJECTS, a new function
+    included (its join is a few seconds). The same bits either way."""
+    from hapsira_core.targets import _host, _join
+
+    monkeypatch.setattr(settings, "CACHE", True)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(settings, "JOIN", "on")
+    monkeypatch.setattr(build, "KERNELS", {})
+    # (as in a new process: no generic loop nor joined kernel compiled yet)
+    monkeypatch.setattr(_join, "_GENERIC", {})
+    monkeypatch.setattr(_join, "_JOINED", {})
+    monkeypatch.setattr(build.target, "lane_width", lambda: 2)
+    monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 4)
+    monkeypatch.setattr(_host, "AUTO_LANES_COMPILE_OBJECTS", 50)
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 9, seed=12)
+    kwargs = {"method": "DOP853", "rtol": 1e-9, "atol": 1e-12, "params": params}
+    monkeypatch.setattr(settings, "LANES", "auto")
+    per_object = solve_ivp(fun, (t0, tf), y0, **kwargs)
+    (spec, lane), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
+    assert isinstance(lane, _join.JoinedLaneKernel) and lane._compiled is None
+    threads = numba.get_num_threads() if lane.PARALLEL else 1
+    assert [lane.runs_lanes(n) for n in (9, 50 * threads - 1, 50 * threads)] == \
+        [False, False, True]
+    monkeypatch.setattr(settings, "LANES", "on")  # the first function compiles the loop
+    _assert_same(solve_ivp(fun, (t0, tf), y0, **kwargs), per_object)
+    assert lane._compiled is not None
+
+    @hjit
+    def other(t, y, p):  # a new function of the same form
+        return (y[1], p[0] * (1.0 - y[0] * y[0]) * y[1] - y[0])
+
+    monkeypatch.setattr(settings, "LANES", "auto")
+    monkeypatch.setattr(_join, "_compile_generic", lambda generic_kernel: (_ for _ in ()).throw(
+        AssertionError("the generic lane loop was compiled again")))
+    again = solve_ivp(other, (t0, tf), y0, **kwargs)  # 9 objects: lanes, joined here
+    (other_spec, new), = [(s, k) for s, k in build.KERNELS.items() if s.lanes and s.fun is other]
+    assert new._compiled is not None and [new.runs_lanes(n) for n in (3, 4)] == [False, True]
+    _assert_same(again, per_object)
+    # a new process: the generic lane loop is in the disk cache (so lanes on 9 objects,
+    # for f, whose joined kernel is there too, and for a function defined in the test,
+    # which is never cached), or it is not (another cache folder: per object)
+    monkeypatch.setattr(_join, "_GENERIC", {})
+    assert other_spec.build().recipe is None
+    assert spec.build().runs_lanes(9) and other_spec.build().runs_lanes(9)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path / "empty"))
+    assert not spec.build().runs_lanes(9) and not other_spec.build().runs_lanes(9)
+    assert (np.asarray(per_object.status) == 0).all()

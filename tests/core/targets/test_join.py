@@ -244,8 +244,8 @@ def test_a_new_stiff_function_compiles_alone_with_its_jacobian(monkeypatch, meth
     monkeypatch.setattr(_join, "_read", lambda name: None if "_joined_" in name else read(name))
     joined = []
     original = _join.join
-    monkeypatch.setattr(_join, "join", lambda code, functions, entry: joined.append(
-        functions) or original(code, functions, entry))
+    monkeypatch.setattr(_join, "join", lambda code, functions, *rest: joined.append(
+        functions) or original(code, functions, *rest))
     halved = RATES * [0.5, 1.0, 1.0]
     second = _robertson_call(method, fun=robertson_halved, rates=halved)
     # the new function and the Jacobian derived from it, joined to the loop compiled once
@@ -334,3 +334,4 @@ def test_the_host_targets_join():
         # the kernels other targets run are compiled at once, whatever the setting
         assert spec.joins() == JOINS
         assert build.KernelSpec("Radau", 3, lorenz).joins() == JOINS
+        assert build.KernelSpec("DOP853", 3, lorenz, lanes=4).joins() == JOINS  # lanes too
