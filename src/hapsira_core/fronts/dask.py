@@ -39,7 +39,7 @@ import numpy as np
 from ..ivp.call import Arrays, Call
 from ..ivp.results import TIMES, IVPResult
 
-__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
+__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "call_of", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "DaskBatchSolution", "solve_ivp",
            "worker_info",
            "RETRIES", "ZARR_CHUNK_BYTES"]
@@ -535,8 +535,9 @@ ARRAYS = DaskArrays()
 
 
 @functools.lru_cache(maxsize=16)
-def _call_of(blob):
-    """The `Call` of a blob (`solve_ivp`), and the blob's other fields; once per process."""
+def call_of(blob):
+    """The `Call` of a blob (``pack(**vars(call), ...)``) and the blob's other fields, a
+    dict; once per process and blob."""
     spec = dict(unpack(blob))
     names = {field.name for field in dataclasses.fields(Call)}
     return Call(**{name: spec.pop(name) for name in names}), spec
@@ -551,7 +552,7 @@ def _solve_block(blob, y0, *rows):
     `Call.shapes` names them, then with dense output the step records (``info``,
     ``steps``, ``dense``: their length is the chunk's)."""
     from ..ivp import checks
-    call, spec = _call_of(blob)
+    call, spec = call_of(blob)
     given = dict(zip(spec["per_object"], rows))
     y0, _ = checks.states(y0)
     params, columns = spec["rows"], None

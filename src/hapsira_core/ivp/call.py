@@ -343,10 +343,11 @@ class Call:
         """The dense output's step records of a run (`hapsira_core.ivp.dense`)."""
         return (self.method, self.n, self.fun, raw["steps"], raw["dense"], raw["info"])
 
-    def shapes(self, cls=IVPResult):
+    def shapes(self, cls=IVPResult, **trailing):
         """``{name: (trailing shape, dtype)}`` of a result's per-object arrays, named and
         ordered as ``cls.arrays()`` names them (``t_events_0``...; the output times,
-        shared or the caller's, left out): what a Dask chunk returns."""
+        shared or the caller's, left out): what a Dask chunk returns. ``trailing``: the
+        float64 shapes of fields of an adapter's own (``cowell``'s ``rr``, ``vv``)."""
         n, m, e = self.n, self.times.shape[-1], len(self.events)
         records = self.records
         y_records = records if e and self.event_states else 0
@@ -357,6 +358,7 @@ class Call:
                      "dt_events_dy0": ((y_records, n), np.float64)}
         whole = {"y": ((n, m), np.float64), "n_events": ((e,), np.int64),
                  "stm": ((n, n, m), np.float64)}
+        whole.update({name: (shape, np.float64) for name, shape in trailing.items()})
         stm_fields = ("stm", "stm_events", "stm_events_total", "dt_events_dy0")
         shapes = {}
         for field in cls.FIELDS:
