@@ -92,7 +92,8 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
     checked, checked_events = bounds_checked(f, events)
     call = orbit_call("cowell Dask", checked, f, checked_events, tofs, rtol, atol, max_steps,
                       records, stm=check_stm(stm), max_step=max_step, first_step=first_step)
-    blob = core.pack(**vars(call.without_objects()), k=float(k), rows=params)
+    # f first: a function the workers cannot import is named as the user gave it
+    blob = core.pack(f=f, **vars(call.without_objects()), k=float(k), rows=params)
     return blob, tofs, events, records
 
 

@@ -31,7 +31,7 @@ import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_ke
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.propagation.forms import problem as cowell_problem  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_call  # noqa: E402
 from hapsira_cowell.models.events import AltitudeCrossEvent, NodeCrossEvent  # noqa: E402
 from hapsira_cowell.models.perturbations import J2_perturbation, two_body  # noqa: E402
 from reference import K_EARTH, R_EARTH, coe_to_rv, varied_orbits  # noqa: E402
@@ -124,7 +124,8 @@ def jax_cowell(r0, v0, tofs=TOFS, params=PARAMS, k=K_EARTH):
 
 
 def cowell_kernel():
-    return xla_of(cowell_problem(j2_scaled, EVENTS, TOFS, 100_000, RECORDS))
+    return xla_of(orbit_call("cowell JAX", j2_scaled, j2_scaled, EVENTS, TOFS, None, None,
+                             100_000, RECORDS).problem())
 
 
 @pytest.fixture(scope="module")
