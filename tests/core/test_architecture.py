@@ -100,16 +100,20 @@ def test_no_front_imports_another():
 
 
 def test_every_front_uses_the_one_checker():
-    """Each solve_ivp front calls `checks.call_options` and none calls the checks it
-    is made of (a front's own copy of them drifts from the others' messages)."""
+    """Each solve_ivp front checks its call with `Call.check` (`hapsira_core.ivp.call`)
+    and none calls the checks it is made of (a front's own copy of them drifts from the
+    others' messages)."""
     fronts = [FRONTS / "numpy.py", FRONTS / "jax" / "__init__.py", FRONTS / "dask.py"]
-    parts = ("solver_options", "step_sizes", "extra_args")
+    parts = ("call_options", "solver_options", "step_sizes", "extra_args", "jacobian_option",
+             "with_args", "with_jacobian")
     found = {}
     for path in fronts:
-        called = {node.func.attr for node in ast.walk(ast.parse(path.read_text()))
-                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        calls = [node.func for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
+        checked = any(f.attr == "check" and isinstance(f.value, ast.Name)
+                      and f.value.id == "Call" for f in calls)
         found[path.relative_to(FRONTS).as_posix()] = (
-            "call_options" in called, sorted(called.intersection(parts)))
+            checked, sorted({f.attr for f in calls}.intersection(parts)))
     assert found == {name: (True, []) for name in found}
     assert len(found) == 3
 

@@ -1,8 +1,9 @@
 """Where the arrays live: one module or package per kind of input.
 
-Each front converts its inputs, calls the shared checks (`hapsira_core.ivp.checks`)
-and the one core (`hapsira_core.ivp.api`: `Problem`, `integrate`), and presents the
-result type of `hapsira_core.ivp.results` (or a thin view of it):
+Each front converts its inputs, checks the call once (`hapsira_core.ivp.call.Call`,
+which refuses what the front does not take from one table, `FEATURES`), runs the
+call's `Problem` where its arrays live, and presents the result type of
+`hapsira_core.ivp.results` (or a thin view of it) through ``call.result``:
 
 * numpy arrays: `.numpy`;
 * Dask arrays: `.dask`, chunk by chunk on a cluster (a view of the same result);
@@ -20,33 +21,18 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
               progress=False, max_step=float("inf"), first_step=None, args=None,
               stm=False, jac=None, dense_output=False):
     # Dask arrays (chunked along the object axis) go to the Dask front, which
-    # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md.
+    # returns a `DaskIVPResult` (same fields, Dask arrays); docs/dask.md. What a front
+    # does not take it refuses, naming itself (`hapsira_core.ivp.call.FEATURES`).
     # (it wears the numpy front's docstring: the end of this module.)
     from .dask import any_dask
-    from ..progress import check
 
+    front = numpy_front
     if any_dask(y0, params):
-        if jac is not None:
-            raise NotImplementedError("jac: not on the Dask front yet; compute the arrays "
-                                      "first (numpy) to pass jac=")
-        if isinstance(t_eval, str):
-            raise NotImplementedError("t_eval=\"steps\": not on the Dask front yet (each "
-                                      "chunk's number of steps differs); use "
-                                      "dense_output=True and evaluate res.sol(t), or compute "
-                                      "the arrays first (numpy)")
-        if check(progress):
-            raise ValueError("progress: not for Dask arrays, which are computed later "
-                             "(use distributed.progress on the result's arrays)")
         from .dask import solve_ivp as front
-        return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
-                     events=events, max_steps=max_steps, max_event_records=max_event_records,
-                     max_step=max_step, first_step=first_step, args=args, stm=stm,
-                     dense_output=dense_output)
-    return numpy_front(fun, t_span, y0, method, t_eval, rtol, atol, params=params,
-                       events=events, max_steps=max_steps,
-                       max_event_records=max_event_records, progress=progress,
-                       max_step=max_step, first_step=first_step, args=args, stm=stm,
-                       jac=jac, dense_output=dense_output)
+    return front(fun, t_span, y0, method, t_eval, rtol, atol, params=params, events=events,
+                 max_steps=max_steps, max_event_records=max_event_records, progress=progress,
+                 max_step=max_step, first_step=first_step, args=args, stm=stm, jac=jac,
+                 dense_output=dense_output)
 
 
 # Imported after the router is defined: the numpy front imports `hapsira_core.ivp`,

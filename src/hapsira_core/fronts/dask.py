@@ -24,6 +24,7 @@ How the pieces fit:
 Nothing here imports Dask at module level: the numpy path never needs it.
 """
 
+import dataclasses
 import functools
 import importlib
 import io
@@ -35,10 +36,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..ivp.layout import RECORD_DENSE
+from ..ivp.call import Arrays, Call
 from ..ivp.results import TIMES, IVPResult
 
-__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "blocks", "zarr_chunk_shape",
+__all__ = ["any_dask", "is_dask_array", "pack", "unpack", "call_of", "blocks", "zarr_chunk_shape",
            "object_arrays", "DaskResult", "DaskIVPResult", "DaskBatchSolution", "solve_ivp",
            "worker_info",
            "RETRIES", "ZARR_CHUNK_BYTES"]
@@ -490,9 +491,9 @@ class DaskBatchSolution:
 
 def _joined_records(blob, first, chunks):
     spec = unpack(blob)
-    info = [c[1] for c in chunks]
-    steps = [c[first] for c in chunks]
-    dense = [c[first + 1] for c in chunks]
+    info = [c[first] for c in chunks]
+    steps = [c[first + 1] for c in chunks]
+    dense = [c[first + 2] for c in chunks]
     s = max(x.shape[1] for x in steps)
     d = max(x.shape[1] for x in dense)
 
@@ -510,155 +511,107 @@ def _evaluate_chunk(values, blob, first, t):
     """A chunk's dense output at ``t``: ``(k, n, len(t))``."""
     from ..ivp.dense import evaluate
     spec = unpack(blob)
-    return evaluate((spec["method"], spec["n"], spec["fun"], values[first], values[first + 1],
-                     values[1]), t)
+    return evaluate((spec["method"], spec["n"], spec["fun"], values[first + 1],
+                     values[first + 2], values[first]), t)
 
 
 # ----------------------------------------------------------------------- solve_ivp
 
-_RAW = ("y", "info", "t_events", "y_events", "n_events")
-#: With ``stm=True`` a chunk's task returns these too (`_solve_block`).
-_STM = ("stm", "stm_events", "stm_events_total", "dt_events_dy0")
+class DaskArrays(Arrays):
+    """`hapsira_core.ivp.call.Arrays` for Dask arrays, checked without computing them;
+    params come back as ``(shared (1, P) row or None, per-object (N, P) rows or None)``."""
+
+    def states(self, y0):
+        return dask_rows(y0, "y0") if is_dask_array(y0) else super().states(y0)
+
+    def params(self, params, n_objects, stacklevel):
+        if is_dask_array(params):
+            return dask_params(params, n_objects)
+        shared = super().params(params, n_objects, stacklevel + 1)
+        return (shared, None) if shared.shape[0] == 1 or n_objects == 1 else (None, shared)
+
+
+ARRAYS = DaskArrays()
+
+
+@functools.lru_cache(maxsize=16)
+def call_of(blob):
+    """The `Call` of a blob (``pack(**vars(call), ...)``) and the blob's other fields, a
+    dict; once per process and blob."""
+    spec = dict(unpack(blob))
+    names = {field.name for field in dataclasses.fields(Call)}
+    return Call(**{name: spec.pop(name) for name in names}), spec
 
 
 def _solve_block(blob, y0, *rows):
-    """One chunk of `solve_ivp`, on a worker: the numpy front on its objects.
+    """One chunk of `solve_ivp`, on a worker: the call run on its objects (numpy).
 
     ``rows``: the chunk's per-object inputs that the blob names in
     ``spec["per_object"]``, in that order: ``params`` ``(k, P)``, ``span``
-    ``(k, 2)`` (t0, tf) and ``t_eval`` ``(k, M)``."""
-    from ..ivp import api, checks
-    spec = unpack(blob)
+    ``(k, 2)`` (t0, tf) and ``t_eval`` ``(k, M)``. Returns the result's arrays as
+    `Call.shapes` names them, then with dense output the step records (``info``,
+    ``steps``, ``dense``: their length is the chunk's)."""
+    from ..ivp import checks
+    call, spec = call_of(blob)
     given = dict(zip(spec["per_object"], rows))
     y0, _ = checks.states(y0)
-    n = y0.shape[1]
-    params = spec["params"]
+    params, columns = spec["rows"], None
     if "params" in given:
-        params = checks.with_args(checks.params(given["params"], y0.shape[0]),
-                                  given["params"].shape[-1], spec["args"])
-    t0, tf = spec["t0"], spec["tf"]
+        params, columns = checks.params(given["params"], y0.shape[0]), given["params"].shape[-1]
+    t0, tf = call.t0, call.tf
     if "span" in given:
         t0 = np.ascontiguousarray(given["span"][:, 0])
         tf = np.ascontiguousarray(given["span"][:, 1])
-    t_eval = given.get("t_eval", spec["t_eval"])
-    events, fun, rtol, atol = spec["events"], spec["fun"], spec["rtol"], spec["atol"]
-    diagnose = api.diagnosis(fun, events)
-    kernel_fun = fun
-    if spec["stm"]:  # as the numpy front: the state and its matrix, one system
-        from ..ivp import event_derivatives, sensitivities
-        kernel_fun, rtol, atol, y0, diagnose = api.with_sensitivities(
-            fun, spec["user_fun"], n, rtol, atol, y0, diagnose)
-    raw = api.integrate(spec["method"], kernel_fun, y0, t0, tf, t_eval, rtol, atol, params,
-                        events, spec["max_steps"], spec["records"], spec["records"],
-                        [spec["user_fun"] if spec["stm"] else fun] + [e.g for e in events],
-                        diagnose, max_step=spec["max_step"], first_step=spec["first_step"],
-                        end_states=spec["end_states"],
-                        step_records=RECORD_DENSE if spec["dense"] else 0)
-    if spec["dense"]:  # the step records after the fields (their length is the chunk's)
-        return tuple(raw[name] for name in _RAW) + (raw["steps"], raw["dense"])
-    if not spec["stm"]:
-        return tuple(raw[name] for name in _RAW)
-    totals, gradients = event_derivatives.totals(raw, spec["user_fun"], events, params, n,
-                                                 False)
-    matrices = sensitivities.matrices(raw, n)
-    records = raw["y_events"].shape[2]
-
-    def stacked(per_event, *trailing):  # (k, E, C, ...) as one output
-        return (np.stack(per_event, axis=1) if per_event
-                else np.empty((y0.shape[0], 0, records) + trailing))
-    return tuple(raw[name] for name in _RAW) + (
-        matrices["stm"], stacked(matrices["stm_events"], n, n), stacked(totals, n, n),
-        stacked(gradients, n))
+    times = given.get("t_eval", call.times)
+    y0, params = call.inputs(y0, params, columns=columns)
+    raw = call.run(y0, params, t0, tf, times)
+    arrays = call.result(raw, params, times=times).arrays()
+    fields = tuple(arrays[name] for name in call.shapes())
+    if call.dense_output:
+        return fields + (raw["info"], raw["steps"], raw["dense"])
+    return fields
 
 
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              max_step=float("inf"), first_step=None, args=None, stm=False,
-              dense_output=False):
+              progress=False, max_step=float("inf"), first_step=None, args=None, stm=False,
+              jac=None, dense_output=False):
     """`hapsira_core.ivp.solve_ivp` with Dask arrays (``y0`` and/or ``params``).
 
-    Arguments are checked here (the Dask arrays without computing them); each
-    chunk of objects is then solved by a worker, on the worker's target.
-    Per-object spans (``(N,)`` t0 and tf) and output times (``t_eval`` ``(N, M)``)
-    are numpy arrays, cut into the chunks of ``y0``; ``stm=True`` adds ``stm``
-    ``(N, n, n, M)`` and ``stm_events`` (one ``(N, C, n, n)`` per event) as in
-    the numpy front; ``dense_output=True`` makes ``res.sol`` a
-    `DaskBatchSolution`. Returns a `DaskIVPResult`.
+    Arguments are checked here (`hapsira_core.ivp.call.Call`, the Dask arrays without
+    computing them); each chunk of objects is then solved by a worker, on the worker's
+    target, with the same `Call` (sent as it is: the blob). Per-object spans (``(N,)``
+    t0 and tf) and output times (``t_eval`` ``(N, M)``) are numpy arrays, cut into the
+    chunks of ``y0``; ``stm=True`` adds ``stm`` ``(N, n, n, M)`` and ``stm_events``
+    (one ``(N, C, n, n)`` per event) as in the numpy front; ``dense_output=True`` makes
+    ``res.sol`` a `DaskBatchSolution`. ``jac``, ``progress`` and ``t_eval="steps"`` are
+    refused, naming this front (`hapsira_core.ivp.call.FEATURES`). Returns a
+    `DaskIVPResult`.
     """
     _require_dask()
-    from ..ivp import api, checks
-    from ..ivp.layout import INFO
-    if is_dask_array(y0):
-        y0, single = dask_rows(y0, "y0")
-    else:
-        y0, single = checks.states(y0)
-    n_objects, n = y0.shape
-    t0, tf, times = checks.times(t_span, t_eval, n_objects)
-    checks.flag(stm, "stm")
-    checks.flag(dense_output, "dense_output")
-    if stm and dense_output:  # as the numpy front
-        raise NotImplementedError("stm: not with dense_output=True yet; ask for the times "
-                                  "you need in t_eval")
-    if is_dask_array(params):
-        shared, per_object = dask_params(params, n_objects)
-    else:
-        shared = checks.params(params, n_objects, stacklevel=6)
-        shared, per_object = (shared, None) if shared.shape[0] == 1 or n_objects == 1 \
-            else (None, shared)
-    # the checker every front shares, its messages (rtol's warning: the caller's line)
-    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
-     args) = checks.call_options(fun, n, method, rtol, atol, events, api.Event, max_steps,
-                                 max_event_records, params, max_step, first_step, t0, tf,
-                                 args, stacklevel=6, times=times)
-    if shared is not None:  # per-object rows get args on their worker (`_solve_block`)
-        shared = checks.with_args(shared, checks.columns_given(params), args)
-    if stm:  # refused here, not on a worker, where fun cannot be differentiated
-        from ..ivp import event_derivatives, sensitivities
-        sensitivities.value_and_jacobian(user_fun, n)
-        event_derivatives.check_events(events, n)
+    call, y0, (shared, per_object) = Call.check(
+        "Dask", fun, t_span, y0, method, t_eval, rtol, atol, params=params, events=events,
+        max_steps=max_steps, max_event_records=max_event_records, progress=progress,
+        max_step=max_step, first_step=first_step, args=args, stm=stm, jac=jac,
+        dense_output=dense_output, arrays=ARRAYS)
     # per-object inputs travel with their chunk of objects, shared ones in the blob
     names, arrays = [], [y0]
     if per_object is not None:
         names.append("params")
         arrays.append(per_object)
-    if np.ndim(t0) == 1:
+    if np.ndim(call.t0) == 1:
         names.append("span")
-        arrays.append(np.stack([t0, tf], axis=1))
-    if times.ndim == 2:
+        arrays.append(np.stack([call.t0, call.tf], axis=1))
+    if call.times.ndim == 2:
         names.append("t_eval")
-        arrays.append(times)
-    blob = pack(fun=fun, user_fun=user_fun, events=events, method=method,
-                t0=None if "span" in names else t0, tf=None if "span" in names else tf,
-                t_eval=None if "t_eval" in names else times, rtol=rtol, atol=atol,
-                params=shared, max_steps=max_steps, records=records, max_step=max_step,
-                first_step=first_step, end_states=t_eval is None, args=args,
-                per_object=tuple(names), stm=bool(stm), dense=bool(dense_output), n=n)
-    arrays = object_arrays(arrays)
-    n_ev = len(events)
-    m = times.shape[-1]
-    # as Problem.trim leaves them: without events, one padding record of times is kept
-    t_records = records if n_ev else min(records, 1)
-    y_records = records if n_ev else 0
-    outputs = [((m, n), np.float64), ((INFO.size,), np.int64),
-               ((n_ev, t_records), np.float64), ((n_ev, y_records, n), np.float64),
-               ((n_ev,), np.int64)]
-    names = _RAW
-    if stm:
-        outputs += [((n, n, m), np.float64), ((n_ev, y_records, n, n), np.float64),
-                    ((n_ev, y_records, n, n), np.float64), ((n_ev, y_records, n), np.float64)]
-        names = _RAW + _STM
-    fields, raw = blocks(_solve_block, blob, arrays, outputs, "hapsira-solve_ivp",
-                         keep_raw=True)
-    fields = dict(zip(names, fields))
-    matrices = {}
-    if stm:
-        matrices = {"stm": fields.pop("stm")}
-        for name in _STM[1:]:  # (N, E, C, ...) outputs: one (N, C, ...) per event
-            stacked = fields.pop(name)
-            matrices[name] = [stacked[:, e] for e in range(stacked.shape[1])]
-    result = DaskIVPResult.from_kernel(times, fields, single, **matrices)
-    if dense_output:
-        result.sol = DaskBatchSolution(raw, blob, len(_RAW), single)
+        arrays.append(call.times)
+    blob = pack(**vars(call.without_objects()), rows=shared, per_object=tuple(names))
+    shapes = call.shapes()
+    fields, raw = blocks(_solve_block, blob, object_arrays(arrays), list(shapes.values()),
+                         "hapsira-solve_ivp", keep_raw=True)
+    result = call.of_flat(DaskIVPResult, dict(zip(shapes, fields)), call.single, t=call.times)
+    if call.dense_output:
+        result.sol = DaskBatchSolution(raw, blob, len(shapes), call.single)
     return result
 
 

@@ -1,21 +1,16 @@
 """``solve_ivp`` on numpy arrays: the numpy front.
 
-It converts and checks the arguments (`hapsira_core.ivp.checks`, the checks
-every front shares), runs the one core (`hapsira_core.ivp.api.integrate`) and
-returns an `hapsira_core.ivp.results.IVPResult`. The public
+It checks the call (`hapsira_core.ivp.call.Call`, the one check every front
+shares), runs its `Problem` on the numpy arrays and returns an
+`hapsira_core.ivp.results.IVPResult`. The public
 ``hapsira_core.ivp.solve_ivp`` is the router of `hapsira_core.fronts`, which
 sends Dask arrays to the Dask front and everything else here.
 """
 
 import math
 
-import numpy as np
-
-from ..ivp import checks, event_derivatives, sensitivities
-from ..ivp.api import Event, diagnosis, integrate, with_sensitivities
-from ..ivp.layout import INFO, RECORD_DENSE, RECORD_STATES
-from ..ivp.results import IVPResult
-from ..progress import check as check_progress
+from ..ivp.call import Call
+from ..ivp.layout import INFO
 
 __all__ = ["solve_ivp"]
 
@@ -135,53 +130,13 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         ``hapsira_core.ivp.solve_ivp`` routes Dask arrays to the Dask front first,
         `hapsira_core.fronts`.)
     """
-    progress = check_progress(progress)
-    y0, single = checks.states(y0)
-    n_objects, n = y0.shape
-    checks.flag(dense_output, "dense_output")
-    all_steps = isinstance(t_eval, str)
-    if all_steps and t_eval != "steps":
-        raise ValueError(f"t_eval: expected an array of times, None or \"steps\", "
-                         f"got {t_eval!r}")
-    if stm and (dense_output or all_steps):
-        raise NotImplementedError("stm: not with dense_output=True or t_eval=\"steps\" yet; "
-                                  "ask for the times you need in t_eval")
-    t0, tf, times = checks.times(t_span, None if all_steps else t_eval, n_objects)
-    step_records = (RECORD_STATES if all_steps else 0) + (RECORD_DENSE if dense_output else 0)
-    if all_steps:
-        times = np.full(1, np.nan)  # no output time: the loop writes a state per step
-    params_given = params
-    params = checks.params(params, n_objects)
-    checks.flag(stm, "stm")
-    # the checker every front shares; stacklevel: the rtol warning names the caller's line
-    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
-     args) = checks.call_options(fun, n, method, rtol, atol, events, Event, max_steps,
-                                 max_event_records, params_given, max_step, first_step, t0,
-                                 tf, args, stacklevel=6, times=None if all_steps else times)
-    params = checks.with_args(params, checks.columns_given(params_given), args)
-    diagnose = diagnosis(fun, events)
-    jac, jac_rows = checks.jacobian_option(jac, method, n, stm, n_objects=n_objects)
-    params = checks.with_jacobian(params, jac_rows)
-    if stm:
-        event_derivatives.check_events(events, n)
-        fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
-                                                           diagnose)
-    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events,
-                    max_steps, records, records, [user_fun if stm else fun]
-                    + [e.g for e in events], diagnose, progress, max_step=max_step,
-                    first_step=first_step, end_states=t_eval is None, jac=jac,
-                    step_records=step_records)
-    matrices = {}
-    if stm:  # the event derivatives first: they read the augmented event states
-        totals, gradients = event_derivatives.totals(raw, user_fun, events, params, n, False)
-        matrices = dict(sensitivities.matrices(raw, n), stm_events_total=totals,
-                        dt_events_dy0=gradients)
-    if all_steps:
-        times = raw["steps"][:, :, 0]
-    result = IVPResult.from_kernel(times, raw, single, **matrices)
-    if dense_output:
-        result.set_dense((method, y0.shape[1], fun, raw["steps"], raw["dense"], raw["info"]))
-    return result
+    call, y0, rows = Call.check("numpy", fun, t_span, y0, method, t_eval, rtol, atol,
+                                params=params, events=events, max_steps=max_steps,
+                                max_event_records=max_event_records, progress=progress,
+                                max_step=max_step, first_step=first_step, args=args, stm=stm,
+                                jac=jac, dense_output=dense_output)
+    y0, rows = call.inputs(y0, rows)
+    return call.result(call.run(y0, rows), rows)
 
 
 def states_at(fun, t_span, y0, t_eval, *, method="DOP853", rtol=1e-3, atol=1e-6,
@@ -192,18 +147,8 @@ def states_at(fun, t_span, y0, t_eval, *, method="DOP853", rtol=1e-3, atol=1e-6,
     of its own) they stay there, a device array (`hapsira_core.ivp.api.Problem.run`),
     and only the statuses cross to the host. Checked as `solve_ivp` checks them; the same
     kernel and numbers. `hapsira_cowell.conjunctions.screen` samples a cloud so."""
-    y0, _ = checks.states(y0)
-    n_objects, n = y0.shape
-    t0, tf, times = checks.times(t_span, t_eval, n_objects)
-    params_given = params
-    params = checks.params(params, n_objects)
-    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
-     args) = checks.call_options(fun, n, method, rtol, atol, (), Event, 100_000, 64,
-                                 params_given, math.inf, None, t0, tf, None, stacklevel=6,
-                                 times=times)
-    params = checks.with_args(params, checks.columns_given(params_given), args)
-    raw = integrate(method, fun, y0, t0, tf, times, rtol, atol, params, events, max_steps,
-                    records, records, [fun], diagnosis(fun, events), False,
-                    max_step=max_step, first_step=first_step,
-                    on_device=("y",) if on_device else ())
+    call, y0, rows = Call.check("numpy", fun, t_span, y0, method, t_eval, rtol, atol,
+                                params=params)
+    y0, rows = call.inputs(y0, rows)
+    raw = call.run(y0, rows, on_device=("y",) if on_device else ())
     return raw["y"], raw["info"][:, INFO.status]

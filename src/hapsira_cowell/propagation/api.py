@@ -9,6 +9,7 @@ import functools
 import inspect
 
 from hapsira_core.fronts.dask import any_dask
+from hapsira_core.ivp.call import refuse
 
 from . import propagator
 
@@ -44,15 +45,11 @@ def _unknown_option(name):
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
            max_steps=100_000, max_event_records=64, progress=False, stm=False,
            max_step=float("inf"), first_step=None, **unknown):
-    from hapsira_core.progress import check
-
     if unknown:
         raise TypeError(_unknown_option(next(iter(unknown))))
 
     if any_dask(r0, v0, params):
-        if check(progress):
-            raise ValueError("progress: not for Dask arrays, which are computed later "
-                             "(use distributed.progress on the result's arrays)")
+        refuse("cowell Dask", progress=progress)  # what the Dask front does not take
         from .dask import cowell as front  # returns a DaskCowellResult
         return front(k, r0, v0, tofs, rtol, atol, f=f, params=params, events=events,
                      max_steps=max_steps, max_event_records=max_event_records, stm=stm,

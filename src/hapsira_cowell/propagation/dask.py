@@ -16,11 +16,11 @@ from astropy import units as u
 
 from hapsira_core.fronts import dask as core
 from hapsira_core.ivp import checks
+from hapsira_core.kernels.kernel import Columns
 
 from ..units import is_quantity, to_value
-from .forms import (call_options, check_gm, check_stm, check_tofs, check_units, step_options,
-                    units_unchecked)
-from .propagator import cowell as cowell_numpy
+from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
+                    check_tofs, check_units, orbit_call, step_options, tofs_end)
 from .results import CowellResult
 
 __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_client",
@@ -28,41 +28,51 @@ __all__ = ["cowell", "DaskCowellResult", "propagate_chunk", "pack_call", "open_c
 
 
 def propagate_chunk(blob, r0, v0, params=None, tofs=None):
-    """One chunk on a worker: the numpy ``cowell()`` on these objects.
+    """One chunk on a worker: the blob's `Call` (`pack_call`) run on these objects.
 
-    ``blob``: the call's description (`pack_call`); ``params``: the
-    chunk's rows, or None for the blob's shared row; ``tofs``: the chunk's
-    ``(k, M)`` times of flight, or None for the blob's shared ``(M,)``. Returns
-    ``(rr, vv, status, nfev, nsteps, n_events, *t_events)`` as numpy arrays, and
-    ``stm`` last where the blob asks for it.
+    ``params``: the chunk's rows, or None for the blob's shared row; ``tofs``: the
+    chunk's ``(k, M)`` times of flight, or None for the blob's shared ``(M,)``. Returns
+    the arrays of the chunk's `CowellResult` as `_shapes` names them (``rr``, ``vv``,
+    ``status``, ``t_events_0``..., ``n_events``, ``nfev``, ``nsteps``, with ``stm=True``
+    ``stm``), numpy arrays.
     """
-    spec = core.unpack(blob)
-    tofs = spec["tofs"] if tofs is None else tofs
-    with units_unchecked():  # the client checked them (pack_call, cowell); no chunk repeats it
-        res = cowell_numpy(spec["k"], r0, v0, tofs, spec["rtol"], spec["atol"],
-                           f=spec["f"], params=spec["params"] if params is None else params,
-                           events=spec["events"], max_steps=spec["max_steps"],
-                           max_event_records=spec["records"], max_step=spec["max_step"],
-                           first_step=spec["first_step"], stm=spec.get("stm", False))
-    fields = (res.rr, res.vv, res.status, res.nfev, res.nsteps, res.n_events, *res.t_events)
-    return fields + (res.stm,) if res.stm is not None else fields
+    call, spec = core.call_of(blob)
+    r0, v0, _ = check_states(r0, v0)
+    rows = checks.params(spec["rows"] if params is None else params, r0.shape[0])
+    for event in call.events:
+        event.check_params(rows)
+    times = call.times if tofs is None else check_tofs(tofs, r0.shape[0])
+    # GM first in every row, Phi(0) = I after each state with stm: as the numpy front
+    rows = np.concatenate((np.full((rows.shape[0], 1), spec["k"]), rows), axis=1)
+    y0 = Columns(r0, v0, *([np.ascontiguousarray(
+        np.broadcast_to(np.eye(6).ravel(), (r0.shape[0], 36)))] if call.stm else []))
+    raw = call.run(y0, rows, 0.0, tofs_end(times), times)
+    arrays = CowellResult.from_kernel(raw).arrays()
+    return tuple(arrays[name] for name in _shapes(call))
+
+
+def _shapes(call):
+    """`Call.shapes` of a cowell call: its chunks' arrays, by name."""
+    m = call.times.shape[-1]
+    return call.shapes(CowellResult, rr=(m, 3), vv=(m, 3), stm=(m, 6, 6))
 
 
 def _propagate_rows(blob, r0, v0, *rows):
     """`propagate_chunk` as `cowell`'s task graph calls it: after the states come the
     chunk's params rows where the blob has no shared row, then its rows of times of
     flight where the blob has no shared ones."""
-    spec = core.unpack(blob)
+    call, spec = core.call_of(blob)
     rows = list(rows)
-    params = rows.pop(0) if spec["params"] is None else None
-    tofs = rows.pop(0) if spec["tofs"] is None else None
+    params = rows.pop(0) if spec["rows"] is None else None
+    tofs = rows.pop(0) if call.times.ndim == 2 else None
     return propagate_chunk(blob, r0, v0, params, tofs)
 
 
 def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
               max_steps=100_000, max_event_records=64, params_given=None,
               max_step=float("inf"), first_step=None, stm=False, n_objects=None):
-    """The checked call (all but the per-object arrays) as one blob for the workers.
+    """The checked call (all but the per-object arrays) as one blob for the workers:
+    the orbit's `Call` (`forms.orbit_call`), GM and the shared params row.
 
     ``params``: the shared row, or None when each chunk brings its own rows;
     ``params_given``: what the user gave (its width is checked here, before
@@ -79,15 +89,11 @@ def pack_call(k, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=()
     rtol, atol, f, events, max_steps, records = call_options(
         rtol, atol, f, events, max_steps, max_event_records,
         params if params_given is None else params_given, stacklevel=6)
-    if check_stm(stm):  # refused here, where the user sees it, not on a worker
-        from hapsira_core.ivp import sensitivities
-
-        from .forms import orbit_rhs
-        sensitivities.value_and_jacobian(orbit_rhs(f), 6)
-    blob = core.pack(f=f, events=events, k=float(k), tofs=None if tofs.ndim == 2 else tofs,
-                     rtol=rtol, atol=atol,
-                     params=params, max_steps=max_steps, records=records, max_step=max_step,
-                     first_step=first_step, stm=bool(stm))
+    checked, checked_events = bounds_checked(f, events)
+    call = orbit_call("cowell Dask", checked, f, checked_events, tofs, rtol, atol, max_steps,
+                      records, stm=check_stm(stm), max_step=max_step, first_step=first_step)
+    # f first: a function the workers cannot import is named as the user gave it
+    blob = core.pack(f=f, **vars(call.without_objects()), k=float(k), rows=params)
     return blob, tofs, events, records
 
 
@@ -142,14 +148,10 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
                 tofs=tofs if plain[3] else None)
     arrays = core.object_arrays([r0, v0] + ([] if per_object is None else [per_object])
                                 + ([tofs] if tofs.ndim == 2 else []))
-    m = tofs.shape[-1]
-    outputs = [((m, 3), np.float64), ((m, 3), np.float64), ((), np.int64), ((), np.int64),
-               ((), np.int64), ((len(events),), np.int64)]
-    outputs += [((records,), np.float64)] * len(events)
-    if stm:
-        outputs.append(((m, 6, 6), np.float64))
-    fields = core.blocks(_propagate_rows, blob, arrays, outputs, "hapsira-cowell")
-    result = DaskCowellResult.of_objects(single, **_fields(fields, stm))
+    call, _ = core.call_of(blob)
+    shapes = _shapes(call)
+    fields = core.blocks(_propagate_rows, blob, arrays, list(shapes.values()), "hapsira-cowell")
+    result = call.of_flat(DaskCowellResult, dict(zip(shapes, fields)), single)
     result.tofs = tofs
     return result
 
@@ -216,15 +218,6 @@ def workers(client):
     return client.run(core.worker_info)
 
 
-def _fields(values, stm=False):
-    """The fields of `propagate_chunk`'s outputs, by name (``stm``: the matrices last)."""
-    values = list(values)
-    matrices = values.pop() if stm else None
-    rr, vv, status, nfev, nsteps, n_events, *t_events = values
-    return {"rr": rr, "vv": vv, "status": status, "t_events": t_events, "n_events": n_events,
-            "nfev": nfev, "nsteps": nsteps, "stm": matrices}
-
-
 def warm_up(client, blob, r0, v0, params):
     """Compile the kernel on every worker now (one object each), so that timings and
     progress measure propagation alone."""
@@ -245,7 +238,6 @@ def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
     from collections import deque
 
     n = r0.shape[0]
-    stm = bool(core.unpack(blob).get("stm", False))  # the chunks' outputs end with Phi
     window = 2 * max(1, len(client.scheduler_info()["workers"]))
     starts = iter(range(0, n, chunk))
     pending = deque()
@@ -266,4 +258,5 @@ def map_chunks(client, blob, r0, v0, params, chunk, retries=core.RETRIES):
         values = future.result()
         future.release()
         submit()
-        yield first, last, CowellResult.of_objects(**_fields(values, stm))
+        call, _ = core.call_of(blob)
+        yield first, last, call.of_flat(CowellResult, dict(zip(_shapes(call), values)), False)

@@ -18,6 +18,7 @@ from astropy import units as u
 
 from hapsira_core import ivp
 from hapsira_core.ivp import checks
+from hapsira_core.ivp.call import Call
 from hapsira_core.jit import factory, hjit, is_device_array
 from hapsira_core.kernels.errors import check_returns, is_real, is_state
 
@@ -28,7 +29,7 @@ from ..units import UnitsWarning, to_value
 
 __all__ = ["orbit_rhs", "check_state", "check_states", "check_tofs", "check_gm", "call_options",
            "check_units", "UnitsCheck", "warn_if_all_failed", "units_unchecked",
-           "bounds_checked", "problem", "check_stm", "tofs_end", "step_options"]
+           "bounds_checked", "orbit_call", "check_stm", "tofs_end", "step_options"]
 
 #: km^3/s^2: above any solar-system body's GM (the Sun's is 1.327e11); the Moon's GM in
 #: m^3/s^2 is 4.9e12, the Earth's 3.986e14
@@ -510,11 +511,6 @@ def _diagnose(f, events, y0, params, t0):
         check_returns(event.g, sample, is_real, "a float (the event function's value)")
 
 
-def _diagnose_state(f, events, y0, params, t0):
-    """`_diagnose` of an augmented run (``stm=True``) on the state's 6 columns."""
-    _diagnose(f, events, y0[:, :6], params, t0)
-
-
 def check_stm(stm):
     """``stm`` as a bool: True or False only (a matrix of 36 numbers per output time is
     not something to ask for by accident with a truthy value)."""
@@ -523,31 +519,24 @@ def check_stm(stm):
     return bool(stm)
 
 
-def problem(f, events, tofs, max_steps, records, stm=False, user_f=None, *,
-            max_step=float("inf"), first_step=None):
-    """The core's `Problem` of an orbit propagation.
+def orbit_call(front, f, user_f, events, tofs, rtol, atol, max_steps, records, *, stm=False,
+               single=False, max_step=float("inf"), first_step=None, progress=False, end=None):
+    """The core's `Call` of an orbit propagation (`hapsira_core.ivp.call.Call.make`),
+    shared by the numpy, JAX and Dask fronts of ``cowell``.
 
-    DOP853 on ``y = (rr, vv)`` with GM first in the params row, output at
-    ``tofs``, no event states kept; shared with the JAX front
-    (`hapsira_cowell.propagation.jax`), which runs it on XLA's buffers.
-
-    ``stm``: ``y = (rr, vv, Phi)``, 42 numbers, Phi row-major with the
-    variational equations of ``orbit_rhs(user_f)`` (its automatic Jacobian,
-    `hapsira_core.ivp.sensitivities.variational`) and the state's derivatives
-    from ``orbit_rhs(f)`` (``f`` the bounds-checked twin of ``user_f``), so
-    that the state and the accepted steps are those of the call without.
-    ``tofs`` ``(M,)`` or ``(N, M)`` (`check_tofs`); ``max_step``, ``first_step``:
-    scipy's (`step_options`), data that never recompiles.
+    DOP853 on ``y = (rr, vv)`` with GM first in the params row (``f`` as the core's
+    ``fun``: `orbit_rhs`), from 0 to the last of ``tofs`` (``end``: where that is known
+    otherwise, a traced JAX time), output at ``tofs`` (``(M,)`` or ``(N, M)``,
+    `check_tofs`), no event states kept. ``stm``: ``y = (rr, vv, Phi)``, 42 numbers, Phi
+    row-major with the variational equations of ``orbit_rhs(user_f)`` (its automatic
+    Jacobian) and the state's derivatives from ``orbit_rhs(f)`` (``f`` the
+    bounds-checked twin of ``user_f``), so that the state and the accepted steps are
+    those of the call without. ``max_step``, ``first_step``: scipy's (`step_options`),
+    data that never recompiles.
     """
-    steps = dict(max_step=max_step, first_step=first_step)
-    if not stm:
-        return ivp.Problem("DOP853", orbit_rhs(f), 6, events, tofs, max_steps, records, 0,
-                           [f] + [e.g for e in events], functools.partial(_diagnose, f, events),
-                           **steps)
-    from hapsira_core.ivp import sensitivities
-    user = orbit_rhs(user_f)
-    sensitivities.value_and_jacobian(user, 6)  # refuses what it cannot differentiate
-    fun = sensitivities.variational(orbit_rhs(f), user, 6)
-    return ivp.Problem("DOP853", fun, 42, events, tofs, max_steps, records, 0,
-                       [user_f] + [e.g for e in events],
-                       functools.partial(_diagnose_state, f, events), **steps)
+    return Call.make(front, "DOP853", orbit_rhs(f), orbit_rhs(user_f), 6, 0, single, 0.0,
+                     tofs_end(tofs) if end is None else end, tofs, rtol, atol, events,
+                     max_steps, records, max_step, first_step,
+                     functools.partial(_diagnose, f, events), stm=stm,
+                     user_functions=[user_f if stm else f] + [e.g for e in events],
+                     event_states=False, progress=progress)

@@ -16,12 +16,13 @@ from hapsira_core.fronts.jax.pytree import view
 import jax.numpy as jnp  # noqa: E402  (after the import that explains a missing JAX)
 import numpy as np  # noqa: E402
 from hapsira_core.ivp import checks  # noqa: E402
+from hapsira_core.ivp.call import refuse  # noqa: E402
 
 from ..units import is_quantity  # noqa: E402
 from . import results  # noqa: E402
 # the numpy front's checks and its Problem: the orbit adapter the fronts share
-from .forms import bounds_checked, call_options, check_states, check_units, problem  # noqa: E402
-from .forms import check_stm, step_options, tofs_end  # noqa: E402
+from .forms import bounds_checked, call_options, check_states, check_units  # noqa: E402
+from .forms import check_stm, orbit_call, step_options, tofs_end  # noqa: E402
 from .forms import check_gm as _numpy_gm  # noqa: E402
 from .forms import check_state as _numpy_state  # noqa: E402
 from .forms import check_tofs as _numpy_tofs  # noqa: E402
@@ -81,7 +82,7 @@ def _gm(k):
 
 def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, events=(),
            max_steps=100_000, max_event_records=64, stm=False, max_step=float("inf"),
-           first_step=None):
+           first_step=None, progress=False):
     """:func:`hapsira_cowell.cowell` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call, in km, km/s, s
@@ -94,7 +95,8 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     it fixes the program) adds ``stm`` ``(N, M, 6, 6)``, bit for bit the numpy
     call's (the same kernel). ``jax.vmap`` over a leading axis of ``k``/``r0``/``v0``/``params``
     runs the batch as one call with more objects; ``jax.grad`` raises
-    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`. Concrete ``k``,
+    :class:`~hapsira_core.fronts.jax.xla.DerivativeError`; ``progress=True`` is refused
+    (`hapsira_core.ivp.call.FEATURES`). Concrete ``k``,
     ``r0``, ``v0`` are checked for units as by the numpy call
     (`UnitsWarning`); traced ones and the results are not.
 
@@ -103,6 +105,7 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
     CowellResult
         `hapsira_cowell.CowellResult`'s fields as JAX arrays, a pytree.
     """
+    refuse("cowell JAX", progress=progress)
     stm = check_stm(stm)
     require_x64("hapsira_cowell.propagation.jax.cowell")
     # the order of the numpy call's checks
@@ -128,18 +131,15 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
             event.check_params(np.asarray(concrete_rows)[:, :checks.columns_given(params)])
     user_f = f
     f, events = bounds_checked(f, events)
+    call = orbit_call("cowell JAX", f, user_f, events, tofs, rtol, atol, max_steps, records,
+                      stm=stm, single=single, max_step=max_step, first_step=first_step,
+                      end=tofs[-1] if known is None else tofs_end(known))  # per-object rows: each its own
     # GM first in every row, as the numpy call: a traced or vmapped k is data
     params = jnp.concatenate((jnp.broadcast_to(k, (rows.shape[0], 1)), rows), axis=1)
     y0 = jnp.concatenate((r0, v0), axis=1)
-    if stm:  # as the numpy call: Phi(0) = I after each state, tolerances never read
+    if stm:  # as the numpy call: Phi(0) = I after each state
         y0 = jnp.concatenate((y0, jnp.broadcast_to(jnp.eye(6).ravel(), (y0.shape[0], 36))),
                              axis=1)
-        rtol = np.concatenate([rtol, np.full(36, rtol[0])])
-        atol = np.concatenate([atol, np.full(36, atol[0])])
-
-    orbit_problem = problem(f, events, tofs, max_steps, records, stm, user_f,
-                            max_step=max_step, first_step=first_step)
-    end = tofs[-1] if known is None else tofs_end(known)  # per-object rows: each its own
-    raw = run(orbit_problem, y0, params, 0.0, end, rtol, atol,
+    raw = run(call.problem(), y0, params, call.t0, call.tf, call.rtol, call.atol,
               "hapsira_cowell.propagation.jax.cowell kernel")
-    return CowellResult.from_kernel(raw, single)
+    return CowellResult.from_kernel(raw, call.single)

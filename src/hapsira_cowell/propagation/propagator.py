@@ -17,8 +17,7 @@ from hapsira_core.progress import check as check_progress
 
 from ..units import is_quantity
 from .forms import (bounds_checked, call_options, check_gm, check_states, check_stm,
-                    check_tofs, UnitsCheck, problem, step_options, tofs_end,
-                    warn_if_all_failed)
+                    check_tofs, UnitsCheck, orbit_call, step_options, warn_if_all_failed)
 from .results import STATUS_MESSAGES, CowellResult  # their documented path
 
 __all__ = ["cowell", "CowellResult", "STATUS_MESSAGES"]
@@ -130,20 +129,15 @@ def cowell(k, r0, v0, tofs, rtol=1e-11, atol=1e-12, *, f=None, params=None, even
             f, events = bounds_checked(f, events)
             # GM first in every row: k is data, never a compile-time constant
             params = np.concatenate((np.full((params.shape[0], 1), float(k)), params), axis=1)
-            # joined where the kernel reads them (on cuda: on the GPU, by chunk)
-            y0 = Columns(r0, v0)
-            if stm:
-                # Phi(0) = I after each state; the matrix's tolerances are never read (the
-                # norm takes the state's 6 components: `sensitivities.variational`)
-                y0 = Columns(r0, v0, np.ascontiguousarray(
-                    np.broadcast_to(np.eye(6).ravel(), (n, 36))))
-                rtol = np.concatenate([rtol, np.full(36, rtol[0])])
-                atol = np.concatenate([atol, np.full(36, atol[0])])
-
-            raw = problem(f, events, tofs, max_steps, records, stm, user_f,
-                          max_step=max_step, first_step=first_step).run(
-                y0, params, 0.0, tofs_end(tofs), rtol, atol, progress)
+            call = orbit_call("cowell", f, user_f, events, tofs, rtol, atol, max_steps,
+                              records, stm=stm, single=single, max_step=max_step,
+                              first_step=first_step, progress=progress)
+            # joined where the kernel reads them (on cuda: on the GPU, by chunk); with stm
+            # Phi(0) = I after each state
+            y0 = Columns(r0, v0, *([np.ascontiguousarray(
+                np.broadcast_to(np.eye(6).ravel(), (n, 36)))] if stm else []))
+            raw = call.run(y0, params)
         finally:
             units.finish()
     warn_if_all_failed(raw["info"][:, INFO.status])
-    return CowellResult.from_kernel(raw, single, quantities)
+    return CowellResult.from_kernel(raw, call.single, quantities)

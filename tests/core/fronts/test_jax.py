@@ -31,7 +31,7 @@ import hapsira_core.fronts.jax as front  # noqa: E402  (where run() finds xla_ke
 from hapsira_core.fronts.jax import xla  # noqa: E402
 from hapsira_core.jit import hjit  # noqa: E402
 from hapsira_cowell import cowell  # noqa: E402
-from hapsira_cowell.propagation.forms import problem as cowell_problem  # noqa: E402
+from hapsira_cowell.propagation.forms import orbit_call  # noqa: E402
 from hapsira_cowell.models.events import AltitudeCrossEvent, NodeCrossEvent  # noqa: E402
 from hapsira_cowell.models.perturbations import J2_perturbation, two_body  # noqa: E402
 from reference import K_EARTH, R_EARTH, coe_to_rv, varied_orbits  # noqa: E402
@@ -124,7 +124,8 @@ def jax_cowell(r0, v0, tofs=TOFS, params=PARAMS, k=K_EARTH):
 
 
 def cowell_kernel():
-    return xla_of(cowell_problem(j2_scaled, EVENTS, TOFS, 100_000, RECORDS))
+    return xla_of(orbit_call("cowell JAX", j2_scaled, j2_scaled, EVENTS, TOFS, None, None,
+                             100_000, RECORDS).problem())
 
 
 @pytest.fixture(scope="module")
@@ -594,7 +595,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from numba.core import event
 from hapsira_cowell import cowell
-from hapsira_cowell.propagation.forms import call_options, problem
+from hapsira_cowell.propagation.forms import call_options, orbit_call
 from hapsira_cowell.propagation.jax import cowell as jax_cowell
 
 compiled = []
@@ -612,7 +613,7 @@ r0 = np.array([[7000.0, 300.0, -200.0], [6800.0, -1000.0, 900.0]])
 v0 = np.array([[0.2, 7.4, 1.1], [-1.0, 7.2, 2.0]])
 tofs = np.array([600.0, 1800.0])
 _, _, f, events, max_steps, records = call_options(1e-11, 1e-12, None, (), 100_000, 64, None)
-kernel = problem(f, events, tofs, max_steps, records).kernel
+kernel = orbit_call("cowell", f, f, events, tofs, None, None, max_steps, records).problem().kernel
 # the kernel the JAX front runs: the per-object one (a lane kernel's .scalar, HAPSIRA_LANES)
 kernel = getattr(kernel, "scalar", kernel)
 on_disk = kernel.on_disk()

@@ -285,7 +285,7 @@ def test_cowell_on_a_waiting_target_warns_after_the_run_and_when_it_raises(fails
     if fails:
         def broken(*args, **kwargs):
             raise RuntimeError("the propagation broke")
-        monkeypatch.setattr(propagator, "problem", broken)
+        monkeypatch.setattr(propagator, "orbit_call", broken)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if fails:

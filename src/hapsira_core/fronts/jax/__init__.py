@@ -15,9 +15,8 @@ from .xla import DerivativeError, xla_kernel
 import jax  # noqa: E402  (after the import that explains a missing JAX)
 import jax.numpy as jnp  # noqa: E402
 
-from ...ivp import Event, Problem, build, checks  # noqa: E402
-from ...ivp import event_derivatives, results, sensitivities  # noqa: E402
-from ...ivp.api import diagnosis, with_sensitivities  # noqa: E402
+from ...ivp import build, checks, results  # noqa: E402
+from ...ivp.call import Arrays, Call  # noqa: E402
 from ...ivp.layout import config_row  # noqa: E402
 from .pytree import view  # noqa: E402
 
@@ -204,9 +203,37 @@ def _diagnosis(problem, y0, params, t0):
     return lambda: problem.diagnose(y, p, t)
 
 
+class JaxArrays(Arrays):
+    """`hapsira_core.ivp.call.Arrays` for JAX arrays, traced ones checked by shape only."""
+
+    xp = jnp
+
+    def states(self, y0):
+        return _states(y0)
+
+    def times(self, t_span, t_eval, n_objects):
+        t0, tf, times = _span(t_span, t_eval, n_objects)
+        # the options' checks read concrete values: a traced span (None here) leaves
+        # first_step unchecked against it; made inside jit from the span as given: read that
+        span = [concrete(t) for t in (t0, tf)]
+        if any(t is None for t in span):
+            span = [concrete(t) for t in t_span]
+        # the default output times are the ends: read as given where traced inside jit
+        known = (concrete(times) if t_eval is not None or span[1] is None
+                 else np.atleast_1d(span[1]))
+        return t0, tf, times, (span[0], span[1], known)
+
+    def params(self, params, n_objects, stacklevel):
+        return params_rows(params, n_objects)
+
+    def option(self, value, name):
+        return option(value, name)
+
+
 def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-6, *,
               params=None, events=(), max_steps=100_000, max_event_records=64,
-              max_step=float("inf"), first_step=None, args=None, stm=False):
+              max_step=float("inf"), first_step=None, args=None, stm=False, jac=None,
+              dense_output=False, progress=False):
     """:func:`hapsira_core.ivp.solve_ivp` on JAX arrays, usable inside ``jax.jit``.
 
     Same arguments, semantics and numbers as the numpy call. ``y0``,
@@ -222,7 +249,9 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
     (one ``(N, C, n, n)`` per event) and ``res.dt_events_dy0`` (one ``(N, C, n)``) as
     in the numpy call (tuple form of ``fun`` only). ``jax.vmap`` over
     ``y0``/``params`` runs the batch as one call with more objects; ``jax.grad``
-    raises :class:`~hapsira_core.fronts.jax.xla.DerivativeError`.
+    raises :class:`~hapsira_core.fronts.jax.xla.DerivativeError`. ``jac``,
+    ``dense_output``, ``progress`` and ``t_eval="steps"`` are refused, naming this
+    front (`hapsira_core.ivp.call.FEATURES`).
 
     Returns
     -------
@@ -230,41 +259,16 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
         `hapsira_core.ivp.IVPResult`'s fields as JAX arrays, a pytree.
     """
     require_x64("hapsira_core.jax.solve_ivp")
-    y0, single = _states(y0)
-    n_objects, n = y0.shape
-    t0, tf, times = _span(t_span, t_eval, n_objects)
-    params_given = params
-    params = params_rows(params, n_objects)
-    checks.flag(stm, "stm")
-    # the checker every front shares (its messages), on the concrete options; a traced
-    # span (None here) leaves first_step unchecked against it
-    span = [concrete(t) for t in (t0, tf)]
-    if any(t is None for t in span):  # made inside jit from the span as given: read that
-        span = [concrete(t) for t in t_span]
-    (method, fun, user_fun, rtol, atol, events, max_steps, records, max_step, first_step,
-     args) = checks.call_options(
-        fun, n, method, option(rtol, "rtol"), option(atol, "atol"), events, Event, max_steps,
-        max_event_records, params_given, option(max_step, "max_step"),
-        None if first_step is None else option(first_step, "first_step"), *span, args,
-        # the default output times are the ends: read as given where traced inside jit
-        times=concrete(times) if t_eval is not None or span[1] is None
-        else np.atleast_1d(span[1]))
-    params = checks.with_args(params, checks.columns_given(params_given), args, jnp)
-    diagnose = diagnosis(fun, events)
-    width = n
-    if stm:  # as the numpy call: the state and its matrix, one array-form system
-        event_derivatives.check_events(events, n)
-        fun, rtol, atol, y0, diagnose = with_sensitivities(fun, user_fun, n, rtol, atol, y0,
-                                                           diagnose, jnp)
-        width = n + n * n
-    problem = Problem(method, fun, width, events, times, max_steps, records, records,
-                      [user_fun if stm else fun] + [e.g for e in events], diagnose,
-                      max_step=max_step, first_step=first_step, end_states=t_eval is None)
-    raw = run(problem, y0, params, t0, tf, rtol, atol, "hapsira_core.jax.solve_ivp kernel")
-    matrices = {}
-    if stm:  # the event derivatives first: they read the augmented event states
-        totals, gradients = event_derivatives.totals(raw, user_fun, events, params, n, False,
-                                                     _event_launch)
-        matrices = dict(sensitivities.matrices(raw, n), stm_events_total=tuple(totals),
-                        dt_events_dy0=tuple(gradients))
-    return IVPResult.from_kernel(times, raw, single, **matrices)
+    call, y0, rows = Call.check("JAX", fun, t_span, y0, method, t_eval, rtol, atol,
+                                params=params, events=events, max_steps=max_steps,
+                                max_event_records=max_event_records, progress=progress,
+                                max_step=max_step, first_step=first_step, args=args, stm=stm,
+                                jac=jac, dense_output=dense_output, arrays=ARRAYS,
+                                stacklevel=3)
+    y0, rows = call.inputs(y0, rows, jnp)
+    raw = run(call.problem(), y0, rows, call.t0, call.tf, call.rtol, call.atol,
+              "hapsira_core.jax.solve_ivp kernel")
+    return call.result(raw, rows, IVPResult, _event_launch, tuple)
+
+
+ARRAYS = JaxArrays()
