@@ -574,13 +574,17 @@ HEADLINE = tuple(name for name, b in BENCHMARKS.items() if b.headline)
 HELPERS = {"__init__.py": "the package", "__main__.py": "python -m benchmarks",
            "front.py": "this front door", "harness.py": "machine(), write_result, timers",
            "workloads.py": "the reference workload, ensembles and stiff problems",
-           "peers.py": "the peers' runs (scipy, heyoka, diffrax, CyRK, CuBIE)"}
+           "peers.py": "the peers' runs (scipy, heyoka, diffrax, CyRK, CuBIE)",
+           "call_identity_functions.py": "call_identity.py's right-hand sides (importable "
+                                         "by both checkouts)"}
 #: scripts beside the benchmarks that are tools, not a comparison per machine: run them
 #: directly (each takes --help)
 TOOLS = {"kernel_stats.py": "static resources (registers, SASS instructions) of cowell's "
                             "cuda kernel, without a GPU; prints them",
          "against_revision.py": "this checkout against an earlier git revision: bit "
-                                "identity and paired speed (--rev)"}
+                                "identity and paired speed (--rev)",
+         "call_identity.py": "every front's outputs hashed, to compare two checkouts bit "
+                             "for bit (and a 1-object call's overhead)"}
 #: one-off studies behind a decision (benchmarks/investigations/, each with --help): run by
 #: hand, their results kept for the record (docs/log.md); what each does is the first line
 #: of its docstring
