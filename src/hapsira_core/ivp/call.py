@@ -386,8 +386,9 @@ class Call:
 
     def without_objects(self):
         """This call without its per-object numbers (spans, output times, a constant
-        ``jac``'s rows: each Dask chunk brings its own), for sending to workers."""
+        ``jac``'s rows: each Dask chunk brings its own), for sending to workers: a
+        chunk's result keeps its objects' axis, even for a call of one object."""
         return dataclasses.replace(
-            self, t0=None if np.ndim(self.t0) else self.t0,
+            self, single=False, t0=None if np.ndim(self.t0) else self.t0,
             tf=None if np.ndim(self.tf) else self.tf,
             times=self.times if np.ndim(self.times) == 1 else self.times[:0])
