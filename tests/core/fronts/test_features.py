@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from extras import need
 
+from hapsira_core import settings
 from hapsira_core.ivp import Event, solve_ivp
 from hapsira_core.ivp.call import FEATURES, FRONTS, feature_table
 from hapsira_core.jit import hjit
@@ -20,6 +21,27 @@ from hapsira_cowell import cowell
 from hapsira_cowell.events import LithobrakeEvent
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True)
+def _jax_on_the_cpu_under_the_simulator(monkeypatch):
+    # the CUDA simulator has no XLA platform: there the JAX fronts' kernels run on the
+    # CPU (XlaKernel(..., simulator_on_cpu=True)), as in test_jax.py
+    if not (settings.TARGET == "cuda" and settings.cuda_simulator_enabled()):
+        return
+    try:
+        import hapsira_core.fronts.jax as front
+        from hapsira_core.fronts.jax import xla
+    except ImportError:  # no jax: its fronts' cases skip, naming the extra
+        return
+    made = {}
+
+    def on_the_cpu(kernel, what):
+        if id(kernel) not in made:
+            made[id(kernel)] = (kernel, xla.XlaKernel(kernel, what, simulator_on_cpu=True))
+        return made[id(kernel)][1]
+
+    monkeypatch.setattr(front, "xla_kernel", on_the_cpu)
 
 
 @hjit
