@@ -230,13 +230,31 @@ def _reach(w, c, s1, s2, disc):
 
 
 @hjit
+def _crossing(end, nearest, level, c, s1, s2, disc):
+    """Where `_reach` comes down to ``level`` between ``end`` (either end of a region's
+    extent along the minor axis) and the ``nearest`` height (`_band`'s least reach, below
+    the level): ``end`` where its reach is not above the level, else the bisection's
+    last height whose reach is above it (`BAND_STEPS` halvings)."""
+    outside = end
+    if _reach(end, c, s1, s2, disc) > level:
+        inside = nearest
+        for _ in range(BAND_STEPS):
+            middle = 0.5 * (outside + inside)
+            if _reach(middle, c, s1, s2, disc) > level:
+                outside = middle
+            else:
+                inside = middle
+    return outside
+
+
+@hjit
 def _band(lo, hi, c, s1, s2, disc):
     """The heights within ``[lo, hi]`` (the region's extent along the minor axis) whose
     chord comes within `BAND` standard deviations of the region's point nearest the mean
     (`_reach` at most its least value plus ``BAND^2``): the least found by golden section
-    (`_reach` is convex), each end of the band by bisection. The mass left out is below
-    ``exp(-BAND^2 / 2)`` of the density at the nearest point times the region's extent,
-    far below the part kept however far out the region lies."""
+    (`_reach` is convex), each end of the band by bisection (`_crossing`). The mass left
+    out is below ``exp(-BAND^2 / 2)`` of the density at the nearest point times the
+    region's extent, far below the part kept however far out the region lies."""
     ratio = 0.5 * (math.sqrt(5.0) - 1.0)
     a = lo
     b = hi
@@ -259,29 +277,8 @@ def _band(lo, hi, c, s1, s2, disc):
             f1 = _reach(x1, c, s1, s2, disc)
     nearest = 0.5 * (a + b)
     level = min(f1, f2, _reach(nearest, c, s1, s2, disc)) + BAND * BAND
-    start = lo
-    if _reach(lo, c, s1, s2, disc) > level:  # the reach falls to the level on the way
-        a = lo
-        b = nearest
-        for _ in range(BAND_STEPS):
-            middle = 0.5 * (a + b)
-            if _reach(middle, c, s1, s2, disc) > level:
-                a = middle
-            else:
-                b = middle
-        start = a
-    stop = hi
-    if _reach(hi, c, s1, s2, disc) > level:
-        a = nearest
-        b = hi
-        for _ in range(BAND_STEPS):
-            middle = 0.5 * (a + b)
-            if _reach(middle, c, s1, s2, disc) > level:
-                b = middle
-            else:
-                a = middle
-        stop = b
-    return start, stop
+    return (_crossing(lo, nearest, level, c, s1, s2, disc),
+            _crossing(hi, nearest, level, c, s1, s2, disc))
 
 
 @hjit
