@@ -463,32 +463,40 @@ class ObjectLoop(kernel.ObjectKernel):
 PRANGE_IMPORTS = "import numba as _numba\nimport numpy as _np\n"
 
 
-def prange_over_objects(header, first_out, call, floats=True):
-    """The source of a function that runs ``call`` once per object on all cores: its
-    ``header`` (the ``def`` line), the array ``first_out`` whose first axis counts the
-    objects, ``call`` (a statement, on object ``i``'s rows) and, with ``floats``, each
-    object run with IEEE subnormals (`FLOATS_IMPORT`); the names of `PRANGE_IMPORTS`.
-    `PrangeLoop` calls a kernel's body, the joined kernels' trampoline their entry
-    (`hapsira_core.targets._join.trampoline`).
+def _prange(header, before, count, j, i, rows, call, floats):
+    """The source of a function that runs ``call`` once per index on all cores: its
+    ``header`` (the ``def`` line), the lines ``before``, then ``for j in prange(count)``
+    with ``i = int64(j)``, the lines ``rows`` and ``call`` (with ``floats``, run with IEEE
+    subnormals: `FLOATS_IMPORT`); the names of `PRANGE_IMPORTS`.
 
     prange's index is unsigned; as int64 it unifies with the 0 of a shared row (uint64
-    with int64 would give a float index) and slices as the serial loop's does. An object
+    with int64 would give a float index) and slices as the serial loop's does. An index
     whose call raised (a bounds check) is never marked done: numba's prange drops an
-    exception raised outside a thread's first object, and this raises it again after
+    exception raised outside a thread's first index, and this raises it again after
     the parallel region, where the caller sees it (without it the JAX front on parallel
     returned garbage statuses for a params read past the row)."""
-    run = [f"        {call}\n"]
+    run = [call]
     if floats:
-        run = ["        mode = ieee_floats()\n"] + run + ["        restore_floats(mode)\n"]
+        run = ["mode = ieee_floats()", call, "restore_floats(mode)"]
+    body = [f"{i} = _np.int64({j})", *rows, *run, f"done[{i}] = True"]
     return (f"{header}\n"
-            f"    done = _np.zeros({first_out}.shape[0], _np.bool_)\n"
-            f"    for j in _numba.prange({first_out}.shape[0]):\n"
-            f"        i = _np.int64(j)\n"
-            + "".join(run) +
-            f"        done[i] = True\n"
-            f"    for i in range({first_out}.shape[0]):\n"
-            f"        if not done[i]:\n"
+            + "".join(f"    {line}\n" for line in before)
+            + f"    done = _np.zeros({count}, _np.bool_)\n"
+            f"    for {j} in _numba.prange({count}):\n"
+            + "".join(f"        {line}\n" for line in body)
+            + f"    for {i} in range({count}):\n"
+            f"        if not done[{i}]:\n"
             f"            raise IndexError('index is out of bounds')\n")
+
+
+def prange_over_objects(header, first_out, call, floats=True):
+    """The source of a function that runs ``call`` once per object on all cores
+    (`_prange`): its ``header`` (the ``def`` line), the array ``first_out`` whose first
+    axis counts the objects, ``call`` (a statement, on object ``i``'s rows) and, with
+    ``floats``, each object run with IEEE subnormals. `PrangeLoop` calls a kernel's
+    body, the joined kernels' trampoline their entry
+    (`hapsira_core.targets._join.trampoline`)."""
+    return _prange(header, [], f"{first_out}.shape[0]", "j", "i", [], call, floats)
 
 
 class PrangeLoop(kernel.ObjectKernel):
@@ -707,34 +715,21 @@ class _Lanes:
 
 def prange_over_chunks(header, first_out, call, floats=True):
     """The source of a function that runs ``call`` once per chunk of objects on all
-    cores: its ``header`` (the ``def`` line), the array ``first_out`` whose first axis
-    counts the objects, ``call`` (a statement on the objects ``lo`` to ``hi - 1``)
-    and, with ``floats``, each chunk run with IEEE subnormals; the names of
-    `PRANGE_IMPORTS` and `FLOATS_IMPORT`. The parallel lane kernels' loop
-    (`LaneKernel`, and the trampoline of a joined one).
+    cores (`_prange`): its ``header`` (the ``def`` line), the array ``first_out`` whose
+    first axis counts the objects, ``call`` (a statement on the objects ``lo`` to ``hi -
+    1``) and, with ``floats``, each chunk run with IEEE subnormals. The parallel lane
+    kernels' loop (`LaneKernel`, and the trampoline of a joined one).
 
     Many chunks per thread, so that uneven objects balance (the thread count is not
     read here: numba's get_num_threads() is a dynamic global, which keeps the kernel
     out of the disk cache); an object's numbers do not depend on its chunk (lanes are
-    independent). prange drops an exception raised past a thread's first chunk: a
-    chunk never marked done raises it again after the parallel region."""
-    run = [f"        {call}\n"]
-    if floats:
-        run = ["        mode = ieee_floats()\n"] + run + ["        restore_floats(mode)\n"]
-    return (f"{header}\n"
-            f"    total = {first_out}.shape[0]\n"
-            f"    size = max(16, (total + 1023) // 1024)\n"
-            f"    chunks = (total + size - 1) // size\n"
-            f"    done = _np.zeros(chunks, _np.bool_)\n"
-            f"    for c in _numba.prange(chunks):\n"
-            f"        k = _np.int64(c)\n"
-            f"        lo = k * size\n"
-            f"        hi = min(total, lo + size)\n"
-            + "".join(run) +
-            f"        done[k] = True\n"
-            f"    for k in range(chunks):\n"
-            f"        if not done[k]:\n"
-            f"            raise IndexError('index is out of bounds')\n")
+    independent)."""
+    return _prange(header,
+                   [f"total = {first_out}.shape[0]",
+                    "size = max(16, (total + 1023) // 1024)",
+                    "chunks = (total + size - 1) // size"],
+                   "chunks", "c", "k", ["lo = k * size", "hi = min(total, lo + size)"],
+                   call, floats)
 
 
 class LaneKernel(_Lanes, kernel.ObjectKernel):

@@ -198,21 +198,15 @@ def _trampoline_source(arity, args, chunks=False):
 
     from ._host import PRANGE_IMPORTS, prange_over_chunks, prange_over_objects
 
+    loop = prange_over_chunks if chunks else prange_over_objects
     first_out = next(i for i, a in enumerate(args) if a.output)
-    if chunks:
-        return (PRANGE_IMPORTS + head
-                + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
-                + prange_over_chunks(
-                    f"def trampoline(address, {names}):", f"a{first_out}",
-                    f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
-                    floats=False))
-    # (the entry, a per-object loop, runs each object with IEEE subnormals itself)
+    # (the entry, a per-object loop or a lane loop, runs its objects with IEEE subnormals
+    # itself)
     return (PRANGE_IMPORTS + head
             + "@numba.njit(error_model='numpy', parallel=True, cache=__cached__)\n"
-            + prange_over_objects(
-                f"def trampoline(address, {names}):", f"a{first_out}",
-                f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
-                floats=False))
+            + loop(f"def trampoline(address, {names}):", f"a{first_out}",
+                   f"_call(address, {', '.join(rows(i, a) for i, a in enumerate(args))})",
+                   floats=False))
 
 
 def _trampoline(source, cached):
