@@ -75,7 +75,7 @@ def calls():
         fn.lotka, (0.0, 8.0), y0, t_eval=[2.0, 8.0], params=p, stm=True,
         events=[Event(fn.x_minus_one)]))
     out["numpy_args_steps"] = of_result(solve_ivp(
-        fn.lotka_args, (0.0, 10.0), y0, args=(1.0, 0.5, 0.8, 0.3), max_step=0.7,
+        fn.lotka, (0.0, 10.0), y0, args=(1.0, 0.5, 0.8, 0.3), max_step=0.7,
         first_step=0.01))
     out["numpy_array_form"] = of_result(solve_ivp(fn.lotka_array, (0.0, 15.0), y0, params=p))
     out["radau_jac_fun"] = of_result(solve_ivp(

@@ -1,18 +1,10 @@
 """The hjit functions of `call_identity` (a module of their own: Dask workers import
-them by module and name)."""
+them by module and name); ``lotka`` is the ensembles' Lotka-Volterra
+(`workloads.lotka_volterra`, its four rates ``p``)."""
 
 from hapsira_core.jit import hjit
 from hapsira_cowell.perturbations import J2_perturbation, two_body
-
-
-@hjit
-def lotka(t, y, p):
-    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
-
-
-@hjit
-def lotka_args(t, y, p):
-    return (p[0] * y[0] - p[1] * y[0] * y[1], -p[2] * y[1] + p[3] * y[0] * y[1])
+from workloads import lotka_volterra as lotka  # noqa: F401
 
 
 @hjit
