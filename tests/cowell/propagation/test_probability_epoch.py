@@ -11,6 +11,7 @@ import pytest
 from astropy import units as u
 from scipy import integrate, optimize
 
+from hapsira_core import settings
 from hapsira_cowell import cowell
 from hapsira_cowell.conjunctions import (LongEncounterWarning, WindowEdgeWarning,
                                          encounters, probability, probability_epoch, screen,
@@ -20,6 +21,11 @@ from hapsira_cowell.covariance import from_rtn, sample
 from hapsira_cowell.propagation.monte_carlo import clopper_pearson
 
 k = K_EARTH
+#: Under numba's CUDA simulator (a Python thread per GPU thread) hours of clones are too
+#: slow: the co-orbital tests run on the host targets and a real GPU
+HOST = pytest.mark.skipif(settings.TARGET == "cuda" and settings.cuda_simulator_enabled(),
+                          reason="thousands of clone pairs over an hour: not under the "
+                                 "CUDA simulator")
 
 
 def _cloud(r, v, back):
@@ -102,13 +108,12 @@ def test_short_encounter_the_epoch_monte_carlo_brackets_foster(crossing, simulat
     np.testing.assert_allclose(result.interval.T, clopper_pearson(result.hits, 100_000))
 
 
-def test_slow_encounter_is_flagged_and_the_epoch_monte_carlo_differs(coorbital, simulated):
+@HOST
+def test_slow_encounter_is_flagged_and_the_epoch_monte_carlo_differs(coorbital):
     """Nearly co-orbital objects meeting at 0.38 m/s: the short-encounter assumption is
     flagged (an encounter of 2,900 s, half an orbit), Foster's 2D value (0.057 for a 200 m
     sphere) lies well below the 95% interval of 2 x 10^4 clone pairs from the epoch
     (0.071 .. 0.078), which the default window (the TCA +- a quarter orbit here) gives."""
-    if simulated:
-        pytest.skip("2 x 10^4 clone pairs over an hour: host only")
     r0, v0, P0, table, enc = coorbital
     hbr = 0.2
     with pytest.warns(LongEncounterWarning, match=r"approach\(es\) 0 "):
@@ -162,14 +167,13 @@ def _closest_by_scipy(y0, start, end):
     return min(d[m], found.fun)
 
 
-def test_closest_approaches_equal_scipys_of_the_same_clones(coorbital, simulated):
+@HOST
+def test_closest_approaches_equal_scipys_of_the_same_clones(coorbital):
     """Eight clone pairs of the slow encounter: each pair's closest approach over the
     window equals scipy's DOP853 (its own two-body + J2) from the same epoch clones
     (`covariance.sample` with the seed) to 1 cm, and the hits are the pairs scipy puts
     inside the sphere (a radius between the 3rd and 4th closest, 0.48 and 0.62 km: these
     objects stay within about a kilometre of each other all along)."""
-    if simulated:
-        pytest.skip("scipy's integration of 8 pairs for an hour: host only")
     r0, v0, P0, table, enc = coorbital
     tca = table.tca[0]
     window = (tca - 1200.0, tca + 1200.0)
