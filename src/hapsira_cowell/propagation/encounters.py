@@ -37,7 +37,8 @@ class Encounters:
     (0 where it reached the TCA; rows of a failed one are NaN). ``epoch``: what
     ``probability(..., method="monte_carlo_epoch")`` propagates again (a dict: ``k``,
     ``t0``, the objects' ``r0``, ``v0``, ``P0``, params ``rows``, ``f``, ``rtol``,
-    ``atol``).
+    ``atol``); ``epoch_rows`` ``(K, 2)``: the rows of ``r0`` of each approach's two
+    objects (the table's ``i``, ``j``).
     """
 
     def __init__(self, **columns):
@@ -137,7 +138,7 @@ class Encounters:
             _warnings.simplefilter("ignore", CovarianceRepairedWarning)
             flags = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
                                 self.vv2[ok], self.P2[ok], radius, "foster", full=True, k=k)
-        i, j = self.i[ok], self.j[ok]
+        i, j = self.epoch_rows[ok, 0], self.epoch_rows[ok, 1]
         params = None if epoch["rows"] is None else np.stack([epoch["rows"][i],
                                                               epoch["rows"][j]])
         sampled = probability_epoch(
@@ -227,6 +228,7 @@ def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
                       vv2=states[half:, 3:], P1=P[:half], P2=P[half:], P1_rtn=P_rtn[:half],
                       P2_rtn=P_rtn[half:], relative=relative,
                       status=np.stack([status[:half], status[half:]], axis=1),
+                      epoch_rows=np.stack([i, j], axis=1),
                       epoch=dict(k=k, t0=t0, r0=r0, v0=v0, P0=values,
                                  rows=None if params is None else _rows(params, n),
                                  f=two_body_j2 if f is None else f, rtol=rtol, atol=atol))

@@ -101,10 +101,12 @@ __all__ = ["CovarianceRepairedWarning", "EPOCH_SAMPLES", "HBR_SHAPES", "LongEnco
 #: its flags from foster's run); the name each gets in a CDM's
 #: ``COLLISION_PROBABILITY_METHOD``: SANA's registry names for Foster's and Chan's;
 #: the registry has no Monte Carlo method, which is written ``MONTE-CARLO`` in its
-#: style (a free text; Orekit, for one, reads an unregistered name as it is); the
+#: style, from the TCA or from the epoch (`probability_epoch`) alike (a free text;
+#: Orekit, for one, reads an unregistered name as it is); the
 #: maximum over the covariance's size is no CDM's probability and has none.
 METHODS = {"foster": 0, "chan": 1, "max": 2, "monte_carlo": 0}
-CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO"}
+CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO",
+               "monte_carlo_epoch": "MONTE-CARLO"}
 #: Hard-body regions (``hbr_shape``) and the half-side of their square over ``hbr`` (0:
 #: the disc of radius ``hbr``): CARA's ``Pc2D_Foster`` ``HBRType`` ``circle``, ``square``
 #: (side ``2 hbr``) and ``squareEquArea`` (the square of the disc's area, side
