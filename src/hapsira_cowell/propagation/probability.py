@@ -52,7 +52,9 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     velocity blocks 0) this samples the 2D methods' own model, so the estimate brackets
     `foster`'s value; 6 x 6 ones add velocity errors. It is not CARA's SDMC (which
     propagates each sample on two-body orbits): a long encounter is flagged as for the
-    2D methods.
+    2D methods. `probability_epoch` (``Encounters.probability(...,
+    "monte_carlo_epoch")``) is the Monte Carlo for those: clones drawn at the epoch and
+    propagated with the force model, each clone pair's closest approach near the TCA.
 
 Hard-body squares (``hbr_shape``, `HBR_SHAPES`; ``foster`` only): the square of side ``2
 hbr`` or of the disc's area, centred where the disc is, its sides along the miss and its
@@ -810,8 +812,9 @@ def probability_epoch(k, r1, v1, P1, r2, v2, P2, hbr, window, *, samples=EPOCH_S
                       seed=None, f=None, params=None, rtol=1e-11, atol=1e-12, full=False):
     """Probability of collision by Monte Carlo from the epoch: clones of both objects
     drawn from their covariances at the epoch, each propagated with the force model, each
-    clone pair's closest approach within the window (as CARA's SDMC does, which moves
-    its samples on two-body orbits; here on the screen's force model, ``f``).
+    clone pair's closest approach within the window. (CARA's SDMC, "Simple Dynamics Monte
+    Carlo", draws its samples at the TCA and moves them on two-body orbits over the
+    encounter; here they are drawn at the epoch and follow the force model ``f``.)
 
     For each approach, ``samples`` clones of object 1 and of object 2 are drawn
     (`hapsira_cowell.covariance.sample` of the ``2N`` epoch states, the objects 1 of all
