@@ -215,6 +215,13 @@ def test_encounters_method_is_probability_epoch_over_the_default_windows(crossin
     assert via.method == "monte_carlo_epoch" and not via.long_encounter[0]
     pc = enc.probability(0.5, "monte_carlo_epoch", samples=40, seed=9)
     assert pc.shape == (1,) and pc[0] == via.pc[0]
+    # a screen whose span starts at t0 = 100 s: the windows on its axis, the clones from t0
+    later = screen(k, r0, v0, (100.0, 3700.0), 5.0)
+    shifted = encounters(k, r0, v0, later, P0, t0=100.0)
+    np.testing.assert_allclose(shifted.epoch_windows(), windows + 100.0, rtol=1e-9)
+    moved = shifted.probability(0.5, "monte_carlo_epoch", samples=40, seed=9, full=True)
+    np.testing.assert_allclose(moved.closest, via.closest, rtol=0, atol=1e-9)
+    assert moved.hits[0] == via.hits[0]
 
 
 def test_a_window_that_cuts_hits_short_is_named(crossing):
