@@ -909,6 +909,13 @@ def probability_epoch(k, r1, v1, P1, r2, v2, P2, hbr, window, *, samples=EPOCH_S
                          f"{seed!r} ({error})") from None
     rows1, rows2 = _epoch_params(params, n)
     f = two_body_j2 if f is None else f
+    if n == 0:  # no approach: nothing to draw
+        empty = np.empty(0)
+        if not full:
+            return empty
+        return Probability(pc=empty, method="monte_carlo_epoch", hits=np.zeros(0, np.int64),
+                           samples=np.zeros(0, np.int64), interval=np.empty((0, 2)),
+                           closest=np.empty((0, samples)), window=np.empty((0, 2)))
 
     # clones: objects 1 of every approach, then objects 2, ``samples`` rows each
     r, v = sample(np.concatenate([states[0], states[2]]), np.concatenate([states[1], states[3]]),

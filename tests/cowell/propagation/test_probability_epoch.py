@@ -235,6 +235,19 @@ def test_a_window_that_cuts_hits_short_is_named(crossing):
     assert result.hits[0] > 0
 
 
+def test_no_approaches():
+    """A screen that finds none: empty results, nothing drawn."""
+    r = np.array([[7000.0, 0.0, 0.0], [0.0, 7000.0, 0.0]])
+    v = np.array([[0.0, 7.5, 0.0], [-7.5, 0.0, 0.0]])
+    table = screen(k, r, v, (0.0, 100.0), 1.0)
+    enc = encounters(k, r, v, table, np.eye(6) * 1e-4)
+    assert len(table) == 0 and enc.epoch_windows().shape == (0, 2)
+    assert enc.probability(0.1, "monte_carlo_epoch", samples=10, seed=1).shape == (0,)
+    result = enc.probability(0.1, "monte_carlo_epoch", samples=10, seed=1, full=True)
+    assert result.hits.shape == (0,) and result.closest.shape == (0, 10)
+    assert result.interval.shape == (0, 2) and result.long_encounter.shape == (0,)
+
+
 @pytest.mark.parametrize("change, match", [
     ({"window": (10.0, 5.0)}, r"window: expected finite 0 <= start < end .* approach 0"),
     ({"window": (-1.0, 5.0)}, r"window: expected finite 0 <= start < end"),
