@@ -843,7 +843,9 @@ def probability_epoch(k, r1, v1, P1, r2, v2, P2, hbr, window, *, samples=EPOCH_S
         ``(start, end)`` of each approach's window, s after the epoch, ``0 <= start <
         end``: the span around the TCA the closest approach is sought in (a pair of
         nearly co-orbital objects passes close once or twice an orbit; one window is one
-        encounter).
+        encounter). The first `conjunctions.RECORDS` (4) minima of each pair's distance
+        in it are examined, so keep it within about half an orbit (two minima at most,
+        `Encounters.epoch_windows`).
     samples : int
         Clone pairs per approach, at least 2 (default `EPOCH_SAMPLES`).
     seed : None, int or numpy.random.Generator
