@@ -136,17 +136,20 @@ def build_parser():
                    help="also compute each approach's probability of collision from --sigma's "
                    "covariance and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
                    "the CDMs, the summary ranked by it)")
-    s.add_argument("--pc-method", choices=("foster", "chan", "max", "monte_carlo"),
+    s.add_argument("--pc-method", choices=("foster", "chan", "max", "monte_carlo",
+                                           "monte_carlo_epoch"),
                    default="foster",
                    help="foster (2D integral, default), chan (Chan's series), max (the "
-                   "largest Pc over the covariance's size; not written to CDMs) or "
+                   "largest Pc over the covariance's size; not written to CDMs), "
                    "monte_carlo (samples of the relative state at the TCA, with a 95%% "
-                   "interval)")
+                   "interval) or monte_carlo_epoch (clones drawn at the epoch and "
+                   "propagated, for slow encounters; with a 95%% interval)")
     s.add_argument("--pc-samples", default=None, metavar="N",
-                   help="with --pc-method monte_carlo, samples per approach (default "
-                   "1000000)")
+                   help="with --pc-method monte_carlo or monte_carlo_epoch, samples per "
+                   "approach (default 1000000; 10000 clone pairs for monte_carlo_epoch)")
     s.add_argument("--pc-seed", default=None, metavar="SEED",
-                   help="with --pc-method monte_carlo, the random numbers' seed, an integer "
+                   help="with --pc-method monte_carlo or monte_carlo_epoch, the random "
+                   "numbers' seed, an integer "
                    ">= 0 (default: a fresh one, printed in the summary so that the run can "
                    "be repeated)")
     s.add_argument("--hbr", default=None, metavar="DISTANCE",

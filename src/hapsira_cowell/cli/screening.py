@@ -186,7 +186,8 @@ def ranked_lines(table, pc, catalog=None, shown=RANKED):
     region = "" if shape == "circle" else f" {shape.replace('_', ' ')}"
     lines = [f"highest Pc ({pc.method}, HBR {pc.hbr * 1e3:g} m{region}):"]
     if hasattr(pc, "interval"):
-        lines[0] = (f"highest Pc ({pc.method}, {pc.samples} samples per approach, seed "
+        lines[0] = (f"highest Pc ({pc.method}, {getattr(pc, 'per_approach', pc.samples)} "
+                    f"samples per approach, seed "
                     f"{pc.seed}, HBR {pc.hbr * 1e3:g} m; 95% intervals):")
     utc = _utc(table.tca[order], getattr(catalog, "epoch", None))
     for rank, (k, when) in enumerate(zip(order, utc), 1):
@@ -199,7 +200,9 @@ def ranked_lines(table, pc, catalog=None, shown=RANKED):
     for name, flag, what in (("repaired", pc.repaired, "projected covariance repaired by "
                               "eigenvalue clipping"),
                              ("long-encounter", pc.long_encounter, "short-encounter "
-                              "assumption doubtful")):
+                              "assumption doubtful" + (
+                                  "; monte_carlo_epoch does not make it"
+                                  if pc.method == "monte_carlo_epoch" else ""))):
         if flag.any():
             lines.append(f"warning: {int(flag.sum())} approach(es) flagged {name} in the "
                          f"CSV's pc_flags ({what})")
@@ -307,11 +310,16 @@ def fresh_seed():
     return int(np.random.SeedSequence().entropy % 2 ** 63)
 
 
+#: The ``--pc-method``s that sample, with ``--pc-samples`` and ``--pc-seed``
+SAMPLED = ("monte_carlo", "monte_carlo_epoch")
+
+
 def check_pc_options(args):
     """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
     (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
-    ``--pc-samples`` and ``--pc-seed`` need ``--pc-method monte_carlo`` (without
-    ``--pc-seed``, a fresh seed is drawn here, for the summary to print)."""
+    ``--pc-samples`` and ``--pc-seed`` need ``--pc-method monte_carlo`` or
+    ``monte_carlo_epoch`` (without ``--pc-seed``, a fresh seed is drawn here, for the
+    summary to print)."""
     sampling = (("--pc-samples", args.pc_samples), ("--pc-seed", args.pc_seed))
     if not args.pc:
         for flag, value in (("--hbr", args.hbr), ("--pc-above", args.pc_above),
@@ -325,16 +333,21 @@ def check_pc_options(args):
     if args.hbr_shape != "circle" and args.pc_method != "foster":
         raise UsageError(f"--hbr-shape {args.hbr_shape}: integrated by --pc-method foster "
                          f"only, got --pc-method {args.pc_method}")
-    if args.pc_method != "monte_carlo":
+    if args.pc_method not in SAMPLED:
         for flag, value in sampling:
             if value is not None:
-                raise UsageError(f"{flag}: only used with --pc-method monte_carlo, got "
-                                 f"--pc-method {args.pc_method}")
+                raise UsageError(f"{flag}: only used with --pc-method monte_carlo or "
+                                 f"monte_carlo_epoch, got --pc-method {args.pc_method}")
     else:
         from ..propagation.monte_carlo import SAMPLES
+        from ..propagation.probability import EPOCH_SAMPLES
 
-        args.pc_samples = (SAMPLES if args.pc_samples is None
+        default = EPOCH_SAMPLES if args.pc_method == "monte_carlo_epoch" else SAMPLES
+        args.pc_samples = (default if args.pc_samples is None
                            else parse_count(args.pc_samples, "--pc-samples"))
+        if args.pc_method == "monte_carlo_epoch" and args.pc_samples < 2:
+            raise UsageError(f"--pc-samples: {args.pc_samples} clone pairs; "
+                             "monte_carlo_epoch needs at least 2")
         args.pc_seed = (fresh_seed() if args.pc_seed is None else parse_seed(args.pc_seed, "--pc-seed"))
     if args.sigma is None:
         raise UsageError("--pc: the probability needs each object's covariance and a TLE "
@@ -437,13 +450,14 @@ def probabilities(args, catalog, table, stats):
         warnings.simplefilter("ignore", CovarianceRepairedWarning)
         warnings.simplefilter("ignore", LongEncounterWarning)
         sampling = (dict(samples=args.pc_samples, seed=args.pc_seed)
-                    if args.pc_method == "monte_carlo" else {})
+                    if args.pc_method in SAMPLED else {})
         pc = enc.probability(args.hbr, args.pc_method, full=True, hbr_shape=args.hbr_shape,
                              **sampling)
     pc.hbr = args.hbr
     pc.hbr_shape = args.hbr_shape
     if sampling:
         pc.seed = args.pc_seed
+        pc.per_approach = args.pc_samples
     stats["pc_s"] = time.perf_counter() - started
     return enc, pc
 

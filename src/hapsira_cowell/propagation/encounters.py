@@ -34,7 +34,11 @@ class Encounters:
     object's own RTN frame (km and km/s blocks). ``relative`` ``(K, 6)``: object
     ``j``'s position and velocity minus object ``i``'s, along object ``i``'s R, T, N
     axes. ``status`` ``(K, 2)``: the second propagation's status of both objects
-    (0 where it reached the TCA; rows of a failed one are NaN).
+    (0 where it reached the TCA; rows of a failed one are NaN). ``epoch``: what
+    ``probability(..., method="monte_carlo_epoch")`` propagates again (a dict: ``k``,
+    ``t0``, the objects' ``r0``, ``v0``, ``P0``, params ``rows``, ``f``, ``rtol``,
+    ``atol``); ``epoch_rows`` ``(K, 2)``: the rows of ``r0`` of each approach's two
+    objects (the table's ``i``, ``j``).
     """
 
     def __init__(self, **columns):
@@ -44,24 +48,39 @@ class Encounters:
         return len(self.tca)
 
     def probability(self, hbr, method="foster", *, full=False, k=K_EARTH, samples=None,
-                    seed=None, hbr_shape="circle"):
+                    seed=None, hbr_shape="circle", window=None):
         """The probability of collision of each approach from these states and covariances
         (`hapsira_cowell.propagation.probability.probability`; ``hbr`` the combined
         hard-body radius, km, a number or one per approach). NaN for approaches whose
-        objects did not reach the TCA (``status``)."""
+        objects did not reach the TCA (``status``).
+
+        ``method="monte_carlo_epoch"`` draws clones from the covariances at the epoch
+        instead and propagates them (`probability_epoch`, with `encounters`' force model
+        and tolerances), over ``window`` ``(K, 2)`` (s, on the axis of ``tca``; default
+        `epoch_windows`); its flags and plane numbers are ``"foster"``'s at the TCA."""
         from .probability import Probability, probability
 
         ok = np.flatnonzero((self.status == 0).all(axis=1))
         hbr = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
         if hbr.ndim == 1 and hbr.shape[0] != len(self):
             raise ValueError(f"hbr: expected a number or shape ({len(self)},), got {hbr.shape}")
-        result = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
-                             self.vv2[ok], self.P2[ok], hbr[ok] if hbr.ndim else hbr,
-                             method, full=True, k=k, samples=samples, seed=seed,
-                             hbr_shape=hbr_shape)
+        epoch = method == "monte_carlo_epoch"
+        if window is not None and not epoch:
+            raise ValueError(f"window: only used with method='monte_carlo_epoch', got "
+                             f"method={method!r}")
+        if epoch:
+            if hbr_shape != "circle":
+                raise ValueError(f"hbr_shape: method='monte_carlo_epoch' counts hits in the "
+                                 f"sphere of radius hbr, got {hbr_shape!r}")
+            result = self._epoch_probability(ok, hbr, k, samples, seed, window)
+        else:
+            result = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
+                                 self.vv2[ok], self.P2[ok], hbr[ok] if hbr.ndim else hbr,
+                                 method, full=True, k=k, samples=samples, seed=seed,
+                                 hbr_shape=hbr_shape)
         columns = {}
         for name, value in vars(result).items():
-            if isinstance(value, np.ndarray):
+            if isinstance(value, np.ndarray) and name != "window":
                 # NaN where skipped; counts (monte_carlo's hits) become floats for it
                 dtype = float if value.dtype.kind in "iu" else value.dtype
                 column = np.full((len(self), *value.shape[1:]),
@@ -70,6 +89,68 @@ class Encounters:
                 value = column
             columns[name] = value
         return Probability(**columns) if full else columns["pc"]
+
+    def epoch_windows(self, k=K_EARTH):
+        """The default windows of ``method="monte_carlo_epoch"``, ``(K, 2)`` s on the
+        axis of ``tca``: ``tca`` plus or minus the encounter's duration of the
+        long-encounter flag (``2 (5 s_v + hbr) / |v|``, so 10 combined standard
+        deviations along the relative velocity each way; `probability`'s
+        ``duration``, here without ``hbr``), at most a quarter of the shorter orbital
+        period (nearly co-orbital objects pass close twice an orbit: one window, one
+        encounter), and from the epoch on."""
+        from .probability import _period_of
+
+        rel = np.asarray(self.vv2) - np.asarray(self.vv1)
+        speed = np.linalg.norm(rel, axis=1)
+        axis = rel / np.where(speed > 0, speed, 1.0)[:, None]
+        total = np.asarray(self.P1)[:, :3, :3] + np.asarray(self.P2)[:, :3, :3]
+        along = np.sqrt(np.maximum(np.einsum("ki,kij,kj->k", axis, total, axis), 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            half = 10.0 * along / speed
+        gm = float(to_value(k, u.km ** 3 / u.s ** 2, "k"))
+        quarter = 0.25 * np.minimum(_period_of(self.rr1, self.vv1, gm),
+                                    _period_of(self.rr2, self.vv2, gm))
+        half = np.where(np.isfinite(half), np.minimum(half, quarter), quarter)
+        t0 = self.epoch["t0"]
+        return np.stack([np.maximum(self.tca - half, t0), self.tca + half], axis=1)
+
+    def _epoch_probability(self, ok, hbr, k, samples, seed, window):
+        import warnings as _warnings
+
+        from .probability import (EPOCH_SAMPLES, CovarianceRepairedWarning,
+                                  LongEncounterWarning, Probability, probability,
+                                  probability_epoch)
+
+        epoch = getattr(self, "epoch", None)
+        if epoch is None:
+            raise ValueError("method: 'monte_carlo_epoch' needs the states and covariances "
+                             "at the epoch, which encounters() keeps; these Encounters were "
+                             "made otherwise")
+        if window is None:
+            window = self.epoch_windows(k)
+        window = np.asarray(to_value(window, u.s, "window"), dtype=np.float64)
+        if window.shape != (len(self), 2):
+            raise ValueError(f"window: expected (start, end) of each approach, shape "
+                             f"({len(self)}, 2), s on the axis of tca, got {window.shape}")
+        radius = hbr[ok] if hbr.ndim else hbr
+        with _warnings.catch_warnings():  # the flags of the 2D model, kept as columns
+            _warnings.simplefilter("ignore", LongEncounterWarning)
+            _warnings.simplefilter("ignore", CovarianceRepairedWarning)
+            flags = probability(self.rr1[ok], self.vv1[ok], self.P1[ok], self.rr2[ok],
+                                self.vv2[ok], self.P2[ok], radius, "foster", full=True, k=k)
+        i, j = self.epoch_rows[ok, 0], self.epoch_rows[ok, 1]
+        params = None if epoch["rows"] is None else np.stack([epoch["rows"][i],
+                                                              epoch["rows"][j]])
+        sampled = probability_epoch(
+            epoch["k"], epoch["r0"][i], epoch["v0"][i], epoch["P0"][i], epoch["r0"][j],
+            epoch["v0"][j], epoch["P0"][j], radius, window[ok] - epoch["t0"],
+            samples=EPOCH_SAMPLES if samples is None else samples, seed=seed,
+            f=epoch["f"], params=params, rtol=epoch["rtol"], atol=epoch["atol"], full=True)
+        columns = dict(vars(flags))
+        columns.update(vars(sampled))
+        columns["repaired"] = np.zeros(len(ok), dtype=bool)
+        columns["window"] = window
+        return Probability(**columns)
 
 
 def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
@@ -146,4 +227,8 @@ def encounters(k, r0, v0, table, P0, *, t0=0.0, f=None, params=None, rtol=1e-11,
                       rr1=states[:half, :3], vv1=states[:half, 3:], rr2=states[half:, :3],
                       vv2=states[half:, 3:], P1=P[:half], P2=P[half:], P1_rtn=P_rtn[:half],
                       P2_rtn=P_rtn[half:], relative=relative,
-                      status=np.stack([status[:half], status[half:]], axis=1))
+                      status=np.stack([status[:half], status[half:]], axis=1),
+                      epoch_rows=np.stack([i, j], axis=1),
+                      epoch=dict(k=k, t0=t0, r0=r0, v0=v0, P0=values,
+                                 rows=None if params is None else _rows(params, n),
+                                 f=two_body_j2 if f is None else f, rtol=rtol, atol=atol))

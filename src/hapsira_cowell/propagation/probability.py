@@ -52,7 +52,9 @@ CARA's ``Pc2D_Foster`` does: at the TCA the relative position lies in the plane)
     velocity blocks 0) this samples the 2D methods' own model, so the estimate brackets
     `foster`'s value; 6 x 6 ones add velocity errors. It is not CARA's SDMC (which
     propagates each sample on two-body orbits): a long encounter is flagged as for the
-    2D methods.
+    2D methods. `probability_epoch` (``Encounters.probability(...,
+    "monte_carlo_epoch")``) is the Monte Carlo for those: clones drawn at the epoch and
+    propagated with the force model, each clone pair's closest approach near the TCA.
 
 Hard-body squares (``hbr_shape``, `HBR_SHAPES`; ``foster`` only): the square of side ``2
 hbr`` or of the disc's area, centred where the disc is, its sides along the miss and its
@@ -94,17 +96,19 @@ from ..constants import K_EARTH
 from ..units import is_quantity, to_value
 from . import monte_carlo
 
-__all__ = ["CovarianceRepairedWarning", "HBR_SHAPES", "LongEncounterWarning", "METHODS",
-           "Probability", "probability"]
+__all__ = ["CovarianceRepairedWarning", "EPOCH_SAMPLES", "HBR_SHAPES", "LongEncounterWarning",
+           "METHODS", "Probability", "WindowEdgeWarning", "probability", "probability_epoch"]
 
 #: Methods and their codes in the kernel (``monte_carlo`` samples outside it and takes
 #: its flags from foster's run); the name each gets in a CDM's
 #: ``COLLISION_PROBABILITY_METHOD``: SANA's registry names for Foster's and Chan's;
 #: the registry has no Monte Carlo method, which is written ``MONTE-CARLO`` in its
-#: style (a free text; Orekit, for one, reads an unregistered name as it is); the
+#: style, from the TCA or from the epoch (`probability_epoch`) alike (a free text;
+#: Orekit, for one, reads an unregistered name as it is); the
 #: maximum over the covariance's size is no CDM's probability and has none.
 METHODS = {"foster": 0, "chan": 1, "max": 2, "monte_carlo": 0}
-CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO"}
+CDM_METHODS = {"foster": "FOSTER-1992", "chan": "CHAN-1997", "monte_carlo": "MONTE-CARLO",
+               "monte_carlo_epoch": "MONTE-CARLO"}
 #: Hard-body regions (``hbr_shape``) and the half-side of their square over ``hbr`` (0:
 #: the disc of radius ``hbr``): CARA's ``Pc2D_Foster`` ``HBRType`` ``circle``, ``square``
 #: (side ``2 hbr``) and ``squareEquArea`` (the square of the disc's area, side
@@ -650,6 +654,11 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
     ndarray (N,) or Probability
         A 0-d array where every state was given as ``(3,)``.
     """
+    if method == "monte_carlo_epoch":
+        raise ValueError("method: 'monte_carlo_epoch' samples the states at the epoch, which "
+                         "probability() (states at the TCA) does not have; use "
+                         "encounters(...).probability(hbr, method='monte_carlo_epoch') or "
+                         "probability_epoch(k, r1, v1, P1, r2, v2, P2, hbr, window)")
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
     if hbr_shape not in HBR_SHAPES:
@@ -745,3 +754,216 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
         return np.asarray(pc)
     return Probability(pc=pc, method=method, repaired=repaired, long_encounter=long_encounter,
                        duration=out[:, 2], miss=out[:, 4], sigma=out[:, 5:7], **extra)
+
+
+#: Clone pairs per approach of `probability_epoch` (default)
+EPOCH_SAMPLES = 10_000
+
+
+class WindowEdgeWarning(UserWarning):
+    """`probability_epoch`: clone pairs whose closest approach within the window is at
+    one of its ends and within the hard-body radius: the window may cut their encounter
+    short (widen it)."""
+
+
+def _period_of(r, v, k):
+    """Keplerian periods of states ``(K, 3)`` (s; inf where unbound), as `_period`."""
+    r, v = np.asarray(r, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    energy = 0.5 * np.einsum("ki,ki->k", v, v) - k / np.linalg.norm(r, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = -0.5 * k / energy
+        return np.where(energy < 0, 2.0 * np.pi * np.sqrt(np.abs(a) ** 3 / k), np.inf)
+
+
+def _radii(hbr, n):
+    """The combined hard-body radii as ``(n,)`` km: positive and finite."""
+    radius = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
+    if radius.ndim > 1 or (radius.ndim == 1 and radius.shape[0] != n):
+        raise ValueError(f"hbr: expected a number or shape ({n},), got {radius.shape}")
+    if not np.all(np.isfinite(radius)) or np.any(radius <= 0):
+        bad = radius.ravel()[~(np.isfinite(radius.ravel()) & (radius.ravel() > 0))][0]
+        raise ValueError(f"hbr: expected positive hard-body radii (km), got {bad}")
+    return np.broadcast_to(radius, (n,))
+
+
+def _epoch_params(params, n):
+    """``(rows1, rows2)``, each object's params rows ``(n, P)``: from None, one shared
+    row ``(P,)`` or ``(2, n, P)``."""
+    if params is None:
+        zeros = np.zeros((n, 1))
+        return zeros, zeros
+    array = checks.real_array(params, "params")
+    if array.ndim == 1:
+        row = checks.params(array, 1)
+        rows = np.ascontiguousarray(np.broadcast_to(row, (n, row.shape[1])))
+        return rows, rows
+    if array.ndim != 3 or array.shape[:2] != (2, n):
+        raise ValueError(f"params: expected a row shared by all objects (P,) or the rows of "
+                         f"objects 1 and 2 of each approach (2, {n}, P), got {array.shape}")
+    if array.shape[2] == 0:
+        array = np.zeros((2, n, 1))
+    return np.ascontiguousarray(array[0]), np.ascontiguousarray(array[1])
+
+
+def probability_epoch(k, r1, v1, P1, r2, v2, P2, hbr, window, *, samples=EPOCH_SAMPLES,
+                      seed=None, f=None, params=None, rtol=1e-11, atol=1e-12, full=False):
+    """Probability of collision by Monte Carlo from the epoch: clones of both objects
+    drawn from their covariances at the epoch, each propagated with the force model, each
+    clone pair's closest approach within the window. (CARA's SDMC, "Simple Dynamics Monte
+    Carlo", draws its samples at the TCA and moves them on two-body orbits over the
+    encounter; here they are drawn at the epoch and follow the force model ``f``.)
+
+    For each approach, ``samples`` clones of object 1 and of object 2 are drawn
+    (`hapsira_cowell.covariance.sample` of the ``2N`` epoch states, the objects 1 of all
+    approaches first, then the objects 2, with ``seed``); clone ``s`` of object 1 meets
+    clone ``s`` of object 2. All clones are propagated at once with `cowell` (one object
+    each, ``f``) to both ends of their approach's window; each clone pair is then
+    integrated over the window as one 12-component ODE whose distance minima are events,
+    as the screen's narrow phase (`conjunctions.refine`) does. A pair's closest approach
+    is the least of its minima inside the window and its distances at the window's ends;
+    a hit is one below ``hbr``. No straight line, no constant covariance: this holds
+    where the short-encounter assumption of the 2D methods does not (slow, long
+    encounters, `LongEncounterWarning`), at the cost of propagating every clone.
+
+    Parameters
+    ----------
+    k : float or Quantity
+        GM of the attractor (km^3/s^2).
+    r1, v1, r2, v2 : array_like or Quantity, (N, 3) or (3,)
+        Both objects' states at the epoch (km, km/s), one inertial frame.
+    P1, P2 : array_like or Quantity, (6, 6) or (N, 6, 6)
+        Their covariances at the epoch, shared or one per approach (km and km/s, or a
+        Quantity of length squared as for `hapsira_cowell.covariance.propagate`).
+    hbr : float, array_like or Quantity, (N,)
+        Combined hard-body radius (km).
+    window : array_like or Quantity, (2,) or (N, 2)
+        ``(start, end)`` of each approach's window, s after the epoch, ``0 <= start <
+        end``: the span around the TCA the closest approach is sought in (a pair of
+        nearly co-orbital objects passes close once or twice an orbit; one window is one
+        encounter). The first `conjunctions.RECORDS` (4) minima of each pair's distance
+        in it are examined, so keep it within about half an orbit (two minima at most,
+        `Encounters.epoch_windows`).
+    samples : int
+        Clone pairs per approach, at least 2 (default `EPOCH_SAMPLES`).
+    seed : None, int or numpy.random.Generator
+        For ``numpy.random.default_rng``; None draws fresh entropy.
+    f, params, rtol, atol :
+        The force model and tolerances, as for `screen` (default `two_body_j2`);
+        ``params`` a row shared by all objects ``(P,)`` or the rows of objects 1 and 2
+        of each approach ``(2, N, P)``.
+    full : bool
+        Return a `Probability` with ``hits``, ``samples`` (clone pairs that reached the
+        window's end, per approach), ``interval`` (the Clopper-Pearson 95% interval,
+        `monte_carlo.clopper_pearson`), ``closest`` ``(N, samples)`` (km, each clone
+        pair's closest approach in the window; NaN where a clone stopped) and
+        ``window``.
+
+    Returns
+    -------
+    ndarray (N,) or Probability
+        A 0-d array where every state was given as ``(3,)``.
+    """
+    from .conjunctions import refine, two_body_j2
+    from .covariance import covariances_in_km, sample
+    from .forms import check_gm, check_states
+    from .propagator import cowell
+
+    gm = float(check_gm(k))
+    pairs = []
+    for names, (r, v) in ((("r1", "v1"), (r1, v1)), (("r2", "v2"), (r2, v2))):
+        try:
+            pairs.append(check_states(r, v))
+        except ValueError as error:  # name the arguments as given here
+            message = str(error).replace("r0", names[0]).replace("v0", names[1])
+            raise ValueError(message) from None
+    single = pairs[0][2] and pairs[1][2]
+    counts = {pairs[0][0].shape[0], pairs[1][0].shape[0]}
+    if len(counts - {1}) > 1:
+        raise ValueError(f"r1, r2: expected one number of approaches, got "
+                         f"{pairs[0][0].shape[0]} and {pairs[1][0].shape[0]}")
+    n = max(counts)
+    states = [np.broadcast_to(a, (n, 3)) for a in (pairs[0][0], pairs[0][1], pairs[1][0],
+                                                     pairs[1][1])]
+    for name, a in zip(("r1", "v1", "r2", "v2"), states):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}: expected finite numbers, got NaN or inf")
+    c1 = covariances_in_km(P1, n, "P1")
+    c2 = covariances_in_km(P2, n, "P2")
+    radius = _radii(hbr, n)
+    span = np.asarray(to_value(window, u.s, "window"), dtype=np.float64)
+    if span.shape not in ((2,), (n, 2)):
+        raise ValueError(f"window: expected (start, end) in s after the epoch, shape (2,) or "
+                         f"({n}, 2), got {span.shape}")
+    span = np.broadcast_to(span, (n, 2))
+    bad = ~(np.isfinite(span).all(axis=1) & (span[:, 0] >= 0) & (span[:, 0] < span[:, 1]))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"window: expected finite 0 <= start < end (s after the epoch), got "
+                         f"{tuple(span[row])} for approach {row}")
+    samples = checks.integer(samples, "samples", 2)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"seed: expected None, an int or a numpy.random.Generator, got "
+                         f"{seed!r} ({error})") from None
+    rows1, rows2 = _epoch_params(params, n)
+    f = two_body_j2 if f is None else f
+    if n == 0:  # no approach: nothing to draw
+        empty = np.empty(0)
+        if not full:
+            return empty
+        return Probability(pc=empty, method="monte_carlo_epoch", hits=np.zeros(0, np.int64),
+                           samples=np.zeros(0, np.int64), interval=np.empty((0, 2)),
+                           closest=np.empty((0, samples)), window=np.empty((0, 2)))
+
+    # clones: objects 1 of every approach, then objects 2, ``samples`` rows each
+    r, v = sample(np.concatenate([states[0], states[2]]), np.concatenate([states[1], states[3]]),
+                  np.concatenate([c1, c2]), samples, seed=rng)
+    m = n * samples                             # clone pairs
+    start = np.repeat(span[:, 0], samples)
+    end = np.repeat(span[:, 1], samples)
+    tofs = np.tile(np.stack([start, end], axis=1), (2, 1))
+    rows = np.concatenate([np.repeat(rows1, samples, axis=0), np.repeat(rows2, samples, axis=0)])
+    res = cowell(gm, r, v, tofs, rtol, atol, f=f, params=rows)
+    rr, vv = np.asarray(res.rr), np.asarray(res.vv)
+    ok = (np.asarray(res.status)[:m] == 0) & (np.asarray(res.status)[m:] == 0)
+    ends = np.linalg.norm(rr[m:] - rr[:m], axis=2)           # (m, 2): at start and end
+    closest = ends.min(axis=1)
+    edge = np.ones(m, dtype=bool)                             # the least is at an end
+    go = np.flatnonzero(ok)
+    if go.size:
+        i, j, tca, miss, _ = refine(gm, f, rows, rr[go, 0], vv[go, 0], rr[m + go, 0],
+                                    vv[m + go, 0], go, m + go, start[go], end[go], np.inf,
+                                    rtol, atol, t_end=np.inf, t_start=-np.inf)
+        inside = (tca > start[i]) & (tca < end[i])
+        i, miss = i[inside], miss[inside]
+        least = np.full(m, np.inf)
+        np.minimum.at(least, i, miss)
+        edge = closest <= least
+        closest = np.minimum(closest, least)
+    closest[~ok] = np.nan
+    hit = (closest < np.repeat(radius, samples)).reshape(n, samples)
+    count = hit.sum(axis=1)
+    done = ok.reshape(n, samples).sum(axis=1)
+    at_edge = (hit.ravel() & edge).reshape(n, samples).any(axis=1)
+    if (done < samples).any():
+        status = np.asarray(res.status)
+        warnings.warn(f"probability_epoch: clones of approach(es) "
+                      f"{_named(np.flatnonzero(done < samples))} stopped before the window's "
+                      f"end (status {sorted(set(status[status != 0].tolist()))}); their "
+                      f"probability counts the pairs that reached it", RuntimeWarning,
+                      stacklevel=2)
+    if at_edge.any():
+        warnings.warn(f"probability_epoch: approach(es) {_named(np.flatnonzero(at_edge))} have "
+                      f"hits at an end of their window, whose encounter it may cut short; "
+                      f"widen the window", WindowEdgeWarning, stacklevel=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pc = np.where(done > 0, count / np.maximum(done, 1), np.nan)
+    if not full:
+        return np.asarray(pc[0]) if single else pc
+    lower, upper = monte_carlo.clopper_pearson(count, np.maximum(done, 1))
+    interval = np.stack([lower, upper], axis=1)
+    interval[done == 0] = np.nan
+    return Probability(pc=np.asarray(pc[0]) if single else pc, method="monte_carlo_epoch",
+                       hits=count, samples=done, interval=interval,
+                       closest=closest.reshape(n, samples), window=np.array(span))

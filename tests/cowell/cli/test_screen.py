@@ -136,9 +136,11 @@ CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
     (["--pc-samples", "1000"], "--pc-samples: only used with --pc"),
     (["--pc-seed", "7"], "--pc-seed: only used with --pc"),
     (["--pc", "--sigma", "1,2,3", "--pc-samples", "1000"],
-     "--pc-samples: only used with --pc-method monte_carlo, got --pc-method foster"),
+     "--pc-samples: only used with --pc-method monte_carlo or monte_carlo_epoch, got "
+     "--pc-method foster"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "chan", "--pc-seed", "7"],
-     "--pc-seed: only used with --pc-method monte_carlo, got --pc-method chan"),
+     "--pc-seed: only used with --pc-method monte_carlo or monte_carlo_epoch, got "
+     "--pc-method chan"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-samples", "0"],
      "--pc-samples: '0' is not a whole number >= 1"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo", "--pc-samples", "2.5"],
@@ -150,6 +152,11 @@ CSV_STATES = "name,x,y,z,vx,vy,vz\nA,7000,0,0,0,7.5,0\nB,0,7000,0,-7.5,0,0\n"
     (["--hbr-shape", "square"], "--hbr-shape: only used with --pc"),
     (["--pc", "--sigma", "1,2,3", "--hbr-shape", "square", "--pc-method", "chan"],
      "--hbr-shape square: integrated by --pc-method foster only, got --pc-method chan"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo_epoch", "--pc-samples", "1"],
+     "--pc-samples: 1 clone pairs; monte_carlo_epoch needs at least 2"),
+    (["--pc", "--sigma", "1,2,3", "--pc-method", "monte_carlo_epoch", "--hbr-shape", "square"],
+     "--hbr-shape square: integrated by --pc-method foster only, got --pc-method "
+     "monte_carlo_epoch"),
     (["--pc", "--sigma", "1,2,3", "--pc-method", "montecarlo"],
      "argument --pc-method: invalid choice: 'montecarlo'"),
     pytest.param(["--cdm", "{tmp}/cdm", "--sigma", "1,2,3", "--frame", "GCRF"],
@@ -348,6 +355,39 @@ def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tm
         same = [float(row["pc"]) for row in chan if (row["i"], row["j"]) == (str(i), str(j))
                 and abs(float(row["miss_km"]) * 1e3 - rel.miss_distance.value) < 1e-6]
         assert same == [rel.collision_probability]
+
+
+def test_screen_pc_monte_carlo_epoch_is_the_librarys_with_its_seed(tmp_path, capsys):
+    """--pc-method monte_carlo_epoch: the CSV's pc, pc_low and pc_high are the library's
+    Monte Carlo from the epoch (`Encounters.probability`, its default windows) with
+    --pc-samples clone pairs and --pc-seed; the summary says them."""
+    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
+    from hapsira_cowell.covariance import from_rtn
+
+    path = _fengyun(tmp_path)
+    flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
+             "--sigma", "20000,60000,20000", "--pc", "--hbr", "5km", "--pc-method",
+             "monte_carlo_epoch", "--pc-samples", "300", "--pc-seed", "5"]
+    out = tmp_path / "epoch.csv"
+    assert cli.main([*flags, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("highest Pc (monte_carlo_epoch, 300 samples per approach, seed 5, HBR 5000 m; "
+            "95% intervals):") in printed
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 3
+    column = {c: np.array([float(row[c]) for row in rows]) for c in ("pc", "pc_low", "pc_high")}
+    catalog = read_catalog(path)
+    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
+                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
+    sigma = np.array([20000.0, 60000.0, 20000.0, 0, 0, 0]) * 1e-3
+    enc = encounters(K_EARTH, catalog.r0, catalog.v0, table,
+                     from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+    epoch = enc.probability(5.0, "monte_carlo_epoch", samples=300, seed=5, full=True)
+    np.testing.assert_array_equal(column["pc"], epoch.pc)
+    np.testing.assert_array_equal(np.stack([column["pc_low"], column["pc_high"]], 1),
+                                  epoch.interval)
+    assert np.all(epoch.hits == np.round(column["pc"] * 300)) and epoch.hits.sum() >= 3
 
 
 def test_screen_pc_monte_carlo_is_the_library_sampling_with_its_seed(tmp_path, capsys):
