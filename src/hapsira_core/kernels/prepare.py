@@ -1,0 +1,198 @@
+"""Kernels of one call compiled side by side, each in a worker process.
+
+numba compiles under the GIL and a global compiler lock, so threads do not
+overlap compiles; processes do. A call that will need several kernels (the
+screen's sampling solver, its broad phase and its refining solver) names them
+first (`Need`: `solver`, `named`) and calls `prepare`. Those not in the disk
+cache yet are compiled at once, each by a new Python process that rebuilds the
+kernel from importable names and compiles it into ``HAPSIRA_CACHE_DIR``, as
+many at a time as this process has cores; the calling process then loads them
+from the cache at their first use.
+
+Compiled in this process as before, at their first use, are: every kernel with
+``HAPSIRA_CACHE=0`` or a cache folder that cannot be used, on one core, or where
+only one kernel is missing; and a kernel whose functions a new process cannot
+import (a lambda, a closure no factory made, a function defined in ``__main__``
+or an interactive session). A worker that fails (a compile error in a user's
+function) leaves its kernel to that first use, which raises the error the
+in-process compile raises, in the same words; the failure is also logged on the
+``hapsira`` logger. The user is told once what compiles (`..progress.compiling`).
+"""
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+
+from .. import progress, settings
+from . import cache
+
+__all__ = ["Need", "solver", "named", "prepare", "workers"]
+
+
+@dataclasses.dataclass
+class Need:
+    """One kernel a call will run: ``kernel`` (this process's object, not compiled
+    yet), ``source`` (Python that binds ``kernel`` to the same kernel in a new process,
+    by import; None: not importable, compiled in this process) and ``objects`` (the
+    objects of the call where known: under ``HAPSIRA_LANES=auto`` a lane kernel runs
+    its per-object kernel for few objects, which is then the one compiled)."""
+
+    kernel: object
+    source: object = None
+    objects: object = None
+
+    def runs(self, kernel=None):
+        """The kernel the call runs: a lane kernel's per-object kernel where it runs that."""
+        kernel = self.kernel if kernel is None else kernel
+        if self.objects is not None and hasattr(kernel, "runs_lanes") \
+                and not kernel.runs_lanes(self.objects):
+            return kernel.scalar
+        return kernel
+
+
+def _importable_source(imports, expression):
+    """``imports`` and ``expression`` as a worker's source, or None where something
+    comes from ``__main__`` (a script's functions are not the worker's)."""
+    if expression is None or any(module == "__main__" for module, _ in imports.values()):
+        return None
+    return f"{cache.import_lines(imports)}\nkernel = {expression}\n"
+
+
+def solver(fun, n, method="DOP853", events=(), event_states=False, objects=None):
+    """The solver kernel that ``solve_ivp(fun, ..., method=method, events=events)`` runs
+    on ``n``-component states (``event_states``: the states at events are kept,
+    ``max_event_records`` > 0), with ``fun`` and the events' ``g`` checked as
+    `solve_ivp` checks them; ``objects``: the call's objects, where known."""
+    from ..ivp import build, checks
+    from ..ivp.api import Event
+
+    events = checks.event_list(events, Event)
+    fun, events = checks.kernel_functions(fun, n, events)
+    device = tuple(e.device_function for e in events)
+    made = build.kernel(method, n, fun, device, event_states)
+    imports = {}
+    parts = [cache.expression(x, imports) for x in (fun, device)]
+    expression = None if None in parts else (
+        f"_build.kernel({method!r}, {n}, {parts[0]}, {parts[1]}, {bool(event_states)!r})")
+    source = _importable_source(imports, expression)
+    if source is not None:
+        source = "from hapsira_core.ivp import build as _build\n" + source
+    return Need(made, source, objects)
+
+
+def named(module, attribute, objects=None):
+    """The kernel bound to ``attribute`` in the importable ``module`` (a name)."""
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        import importlib
+        loaded = importlib.import_module(module)
+    source = None if module == "__main__" else f"from {module} import {attribute} as kernel\n"
+    return Need(getattr(loaded, attribute), source, objects)
+
+
+def workers():
+    """The cores this process may run on (at most so many workers at once)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else (os.cpu_count() or 1)
+
+
+def _missing(needs):
+    """The needs whose kernel is neither compiled here nor in the disk cache."""
+    missing, seen = [], set()
+    for need in needs:
+        kernel = need.runs()
+        if id(kernel) in seen or kernel.on_disk():
+            continue
+        seen.add(id(kernel))
+        missing.append(need)
+    return missing
+
+
+def prepare(needs):
+    """Compile the kernels of ``needs`` (`Need`) that are not in the disk cache, side by
+    side in worker processes (see the module's notes for what stays in this process).
+    Returns the number compiled by workers."""
+    from ..targets import active
+
+    if not settings.CACHE or getattr(active, "SIMULATOR", False) or not cache.usable():
+        return 0  # (the CUDA simulator compiles nothing)
+    missing = [need for need in _missing(needs) if need.source is not None
+               and need.runs().recipe is not None]
+    cores = workers()
+    if len(missing) < 2 or cores < 2:
+        return 0
+    at_once = min(cores, len(missing))
+    what = (f"{len(missing)} kernels side by side on {at_once} cores: "
+            + "; ".join(need.runs().description for need in missing))
+    with progress.compiling(what):
+        failures = _run(missing, at_once)
+    for need, message in failures:
+        progress.LOG.warning("hapsira: compiling %s in a worker process failed (%s); it is "
+                             "compiled in this process at its first use",
+                             need.runs().description, message)
+    return len(missing) - len(failures)
+
+
+def _job(need):
+    import numba
+
+    from ..targets import active
+    return pickle.dumps({
+        "path": list(sys.path),
+        "settings": {name: value for name, value in vars(settings).items()
+                     if name.isupper() and isinstance(value, (bool, int, float, str, tuple,
+                                                              type(None)))},
+        "numba": {name: getattr(numba.config, name) for name in
+                  ("BOUNDSCHECK", "OPT", "DEBUGINFO_DEFAULT", "FASTMATH")
+                  if hasattr(numba.config, name)},
+        "target": active.NAME,
+        "source": need.source,
+        "objects": need.objects,
+    })
+
+
+def _run(needs, at_once):
+    """Run one worker per need, ``at_once`` at a time; ``[(need, message)]`` of those
+    that failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..targets import active
+
+    env = dict(os.environ, HAPSIRA_TARGET=active.NAME)
+    command = [sys.executable, "-c",
+               "from hapsira_core.kernels.prepare import _worker; _worker()"]
+
+    def one(need):
+        done = subprocess.run(command, input=_job(need), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env)
+        if done.returncode == 0:
+            return None
+        lines = [line for line in done.stderr.decode(errors="replace").splitlines()
+                 if line.strip()]
+        return need, lines[-1] if lines else f"exit status {done.returncode}"
+
+    with ThreadPoolExecutor(at_once) as pool:
+        return [failed for failed in pool.map(one, needs) if failed is not None]
+
+
+def _worker():
+    """A worker process: read a job from stdin, compile its kernel into the cache."""
+    import logging
+
+    job = pickle.loads(sys.stdin.buffer.read())
+    sys.path[:] = job["path"]
+    from .. import settings as worker_settings
+    for name, value in job["settings"].items():
+        setattr(worker_settings, name, value)
+    import numba
+    for name, value in job["numba"].items():
+        setattr(numba.config, name, value)
+    from ..targets import active
+    if active.NAME != job["target"]:
+        raise RuntimeError(f"the worker's target is {active.NAME}, not {job['target']}")
+    logging.getLogger("hapsira").setLevel(logging.ERROR)  # the caller tells the user
+    namespace = {}
+    exec(compile(job["source"], "<hapsira compile worker>", "exec"), namespace)
+    Need(namespace["kernel"], objects=job["objects"]).runs().compile()
