@@ -124,8 +124,10 @@ def prepare(needs):
     if len(missing) < 2 or cores < 2:
         return 0
     at_once = min(cores, len(missing))
+    described = [need.runs().description for need in missing]
     what = (f"{len(missing)} kernels side by side on {at_once} cores: "
-            + "; ".join(need.runs().description for need in missing))
+            + "; ".join(d if described.count(d) == 1 else f"{d} ({described.count(d)} kernels)"
+                        for d in dict.fromkeys(described)))
     with progress.compiling(what):
         failures = _run(missing, at_once)
     for need, message in failures:

@@ -776,6 +776,11 @@ _GRID = ObjectKernel(_grid_window, [
     Arg("counts", np.int64, ("three",), output=True),
     *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WINDOW_ARRAYS)])
 
+for _kernel in (_OBJECT, _COUNT, _ENTRY, _SLOT, _SCAN, _GRID):  # (the notice of a long compile)
+    _kernel.description = "the screen's broad phase"
+_TAKE.description = "the screen's gather of sampled states"
+del _kernel
+
 #: Items (window, entry) of one `broad_phase` call at most: their index is an int32.
 MAX_ITEMS = 2 ** 31 - 1
 #: Candidates per entry (`_SCAN`) and per window (`_GRID`) that the first run of a
