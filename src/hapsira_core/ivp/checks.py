@@ -499,7 +499,7 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
 
 def kernel_functions(fun, n, events):
     """``(fun, events)`` as the solver kernel calls them (`solver_options`; the kernels
-    a call names before it runs, `hapsira_core.kernels.prepare.solver`): ``fun`` and the
+    a call names before it runs, `hapsira_core.ivp.prepare.solver`): ``fun`` and the
     events' ``g`` bounds-checked where they index the params row at run time
     (`bounds_checked`)."""
     array_form = check_fun_form(fun, n) == "array"

@@ -65,7 +65,7 @@ from astropy import units as u
 from hapsira_core.fronts.numpy import states_at
 from hapsira_core.ivp import STATUS_MESSAGES, Event, checks, solve_ivp
 from hapsira_core.jit import Arg, ObjectKernel, factory, hjit
-from hapsira_core.kernels import prepare as compile_ahead
+from hapsira_core.ivp import prepare as compile_ahead
 from hapsira_core.targets import active
 
 from ..constants import J2_EARTH, R_EARTH
@@ -1331,7 +1331,7 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
 
 def kernels(f, width, n):
     """The kernels a `screen` of ``n`` objects under ``f`` (params rows ``width`` wide)
-    runs, as `hapsira_core.kernels.prepare.Need`: the sampling solver (`sample_states`),
+    runs, as `hapsira_core.ivp.prepare.Need`: the sampling solver (`sample_states`),
     the broad phase's (`broad_phase`) and the refining solver (`refine`)."""
     names = ("_OBJECT", "_COUNT", "_ENTRY", "_SLOT", "_SCAN", "_TAKE") if two_kernels() \
         else ("_GRID",)
@@ -1343,7 +1343,7 @@ def kernels(f, width, n):
 
 def prepare(f, width, n):
     """Compile the kernels of a `screen` (`kernels`) that the disk cache lacks side by side
-    (`hapsira_core.kernels.prepare`); where ``f`` cannot make them (an error of its own),
+    (`hapsira_core.ivp.prepare`); where ``f`` cannot make them (an error of its own),
     nothing: the screen's first kernel raises that error, as without this step."""
     try:
         needs = kernels(f, width, n)

@@ -1000,7 +1000,7 @@ print(all(need.runs().on_disk() for need in needs))
 
 def test_a_cold_screen_compiles_its_kernels_side_by_side_with_the_same_rows(tmp_path):
     """A screen on an empty cache compiles its three solver and broad-phase kernels in
-    worker processes (`hapsira_core.kernels.prepare`); the next process loads them, and
+    worker processes (`hapsira_core.ivp.prepare`); the next process loads them, and
     the rows are those of the screen compiled in one process (``HAPSIRA_CACHE=0``)."""
     import os
     import subprocess

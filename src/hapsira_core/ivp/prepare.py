@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 from .. import progress, settings
-from . import cache
+from ..kernels import cache
 
 __all__ = ["Need", "solver", "named", "prepare", "workers"]
 
@@ -42,6 +42,8 @@ class Need:
     kernel: object
     source: object = None
     objects: object = None
+    #: how long its compile takes, roughly, beside the others': the longest start first
+    cost: float = 1.0
 
     def runs(self, kernel=None):
         """The kernel the call runs: a lane kernel's per-object kernel where it runs that."""
@@ -65,8 +67,8 @@ def solver(fun, n, method="DOP853", events=(), event_states=False, objects=None)
     on ``n``-component states (``event_states``: the states at events are kept,
     ``max_event_records`` > 0), with ``fun`` and the events' ``g`` checked as
     `solve_ivp` checks them; ``objects``: the call's objects, where known."""
-    from ..ivp import build, checks
-    from ..ivp.api import Event
+    from . import build, checks
+    from .api import Event
 
     events = checks.event_list(events, Event)
     fun, events = checks.kernel_functions(fun, n, events)
@@ -79,7 +81,8 @@ def solver(fun, n, method="DOP853", events=(), event_states=False, objects=None)
     source = _importable_source(imports, expression)
     if source is not None:
         source = "from hapsira_core.ivp import build as _build\n" + source
-    return Need(made, source, objects)
+    # a solver's loop is the longest compile there is, and grows with the state
+    return Need(made, source, objects, cost=10.0 + n)
 
 
 def named(module, attribute, objects=None):
@@ -124,6 +127,7 @@ def prepare(needs):
     if len(missing) < 2 or cores < 2:
         return 0
     at_once = min(cores, len(missing))
+    missing.sort(key=lambda need: -need.cost)  # the longest first: the wait is the longest
     described = [need.runs().description for need in missing]
     what = (f"{len(missing)} kernels side by side on {at_once} cores: "
             + "; ".join(d if described.count(d) == 1 else f"{d} ({described.count(d)} kernels)"
@@ -163,8 +167,10 @@ def _run(needs, at_once):
     from ..targets import active
 
     env = dict(os.environ, HAPSIRA_TARGET=active.NAME)
+    # the caller's sys.path first: the same hapsira_core and the same user modules
     command = [sys.executable, "-c",
-               "from hapsira_core.kernels.prepare import _worker; _worker()"]
+               "import pickle, sys; job = pickle.load(sys.stdin.buffer); sys.path[:] = "
+               "job['path']; from hapsira_core.ivp.prepare import _worker; _worker(job)"]
 
     def one(need):
         done = subprocess.run(command, input=_job(need), stdout=subprocess.DEVNULL,
@@ -179,15 +185,12 @@ def _run(needs, at_once):
         return [failed for failed in pool.map(one, needs) if failed is not None]
 
 
-def _worker():
-    """A worker process: read a job from stdin, compile its kernel into the cache."""
+def _worker(job):
+    """A worker process: compile the kernel of ``job`` (`_job`) into the cache."""
     import logging
 
-    job = pickle.loads(sys.stdin.buffer.read())
-    sys.path[:] = job["path"]
-    from .. import settings as worker_settings
     for name, value in job["settings"].items():
-        setattr(worker_settings, name, value)
+        setattr(settings, name, value)
     import numba
     for name, value in job["numba"].items():
         setattr(numba.config, name, value)

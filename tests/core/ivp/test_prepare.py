@@ -1,4 +1,4 @@
-"""Kernels of one call compiled side by side in worker processes (`hapsira_core.kernels.prepare`).
+"""Kernels of one call compiled side by side in worker processes (`hapsira_core.ivp.prepare`).
 
 Each compiling run is a new Python process with its own cache folder. The kernels are
 the smallest there are (one line each), so that a worker's compile costs seconds; the
@@ -16,7 +16,7 @@ import pytest
 from hapsira_core import settings
 from hapsira_core.ivp import Event
 from hapsira_core.jit import Arg, ObjectKernel, hjit
-from hapsira_core.kernels import prepare
+from hapsira_core.ivp import prepare
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
 
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent("""
     import logging, sys
     sys.setswitchinterval(5e-5)  # for the CUDA simulator's threads (tests/conftest.py)
     import numpy as np
-    from hapsira_core.kernels import prepare
+    from hapsira_core.ivp import prepare
     import user_kernels
 
     logging.basicConfig(stream=sys.stderr)
