@@ -990,7 +990,7 @@ from hapsira_cowell.propagation import conjunctions
 
 states = np.load(sys.argv[1])
 n = len(states["r"])
-needs = conjunctions.kernels(conjunctions.two_body_j2, 0, n)
+needs = conjunctions.kernels(conjunctions.two_body_j2, conjunctions._rows(None, n).shape[1], n)
 print(all(need.runs().on_disk() for need in needs))
 table = conjunctions.screen(K_EARTH, states["r"], states["v"], (0.0, 3600.0), 5.0)
 print(repr([table.i.tolist(), table.j.tolist(), table.tca.tolist(), table.miss.tolist()]))
