@@ -7,7 +7,11 @@ first (`Need`: `solver`, `named`) and calls `prepare`. Those not in the disk
 cache yet are compiled at once, each by a new Python process that rebuilds the
 kernel from importable names and compiles it into ``HAPSIRA_CACHE_DIR``, as
 many at a time as this process has cores; the calling process then loads them
-from the cache at their first use.
+from the cache at their first use. Kernels that share a generic loop not compiled
+yet (`hapsira_core.targets._join`) go to one worker, one after another, so that the
+loop compiles once (`_chains`). `every` names each kernel that calls of any size may
+run (a lane kernel and its per-object twin): ``hapsira-cowell prepare`` compiles a
+fixed set so, ahead of any call.
 
 Compiled in this process as before, at their first use, are: every kernel with
 ``HAPSIRA_CACHE=0`` or a cache folder that cannot be used, on one core, or where
@@ -28,7 +32,7 @@ import sys
 from .. import progress, settings
 from ..kernels import cache
 
-__all__ = ["Need", "solver", "named", "prepare", "workers"]
+__all__ = ["LANE_COST", "Need", "solver", "named", "every", "missing", "prepare", "workers"]
 
 
 @dataclasses.dataclass
@@ -46,12 +50,22 @@ class Need:
     cost: float = 1.0
 
     def runs(self, kernel=None):
-        """The kernel the call runs: a lane kernel's per-object kernel where it runs that."""
+        """The kernel the call runs: a lane kernel's per-object kernel where it runs that
+        (without ``objects``: the kernel itself)."""
         kernel = self.kernel if kernel is None else kernel
         if self.objects is not None and hasattr(kernel, "runs_lanes") \
                 and not kernel.runs_lanes(self.objects):
             return kernel.scalar
         return kernel
+
+    def on_disk(self):
+        """Whether the kernel the call runs is compiled here or in the disk cache; without
+        ``objects``, a lane kernel itself (not its per-object twin, which ``auto`` would
+        run in its place)."""
+        kernel = self.runs()
+        if self.objects is None and hasattr(kernel, "lanes_on_disk"):
+            return kernel.lanes_on_disk()
+        return kernel.on_disk()
 
 
 def _importable_source(imports, expression):
@@ -95,22 +109,64 @@ def named(module, attribute, objects=None):
     return Need(getattr(loaded, attribute), source, objects)
 
 
+#: A lane kernel's compile beside its per-object twin's (`Need.cost`), roughly
+#: (docs/benchmarks.md, "Compile ahead")
+LANE_COST = 4.0
+
+
+def every(need):
+    """The kernels that calls of ``need``'s kernel may run, whatever their objects, as
+    needs without ``objects``: under ``HAPSIRA_LANES=auto`` a lane kernel and its
+    per-object twin (auto runs the lane kernel for at least
+    `hapsira_core.targets._host.AUTO_LANES_MIN_OBJECTS` objects once it is compiled, the
+    per-object one for fewer); otherwise the one kernel."""
+    kernel = need.kernel
+    if not hasattr(kernel, "scalar"):
+        return [dataclasses.replace(need, objects=None)]
+    # a lane kernel compiles for several times as long as its per-object twin
+    whole = dataclasses.replace(need, objects=None, cost=LANE_COST * need.cost)
+    if settings.LANES != "auto":
+        return [whole]
+    source = None if need.source is None else need.source + "kernel = kernel.scalar\n"
+    return [whole, Need(kernel.scalar, source, None, need.cost)]
+
+
 def workers():
     """The cores this process may run on (at most so many workers at once)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else (os.cpu_count() or 1)
 
 
-def _missing(needs):
-    """The needs whose kernel is neither compiled here nor in the disk cache."""
-    missing, seen = [], set()
+def missing(needs):
+    """The needs whose kernel is neither compiled here nor in the disk cache (`Need.on_disk`),
+    each kernel once."""
+    found, seen = [], set()
     for need in needs:
         kernel = need.runs()
-        if id(kernel) in seen or kernel.on_disk():
+        if id(kernel) in seen or need.on_disk():
             continue
         seen.add(id(kernel))
-        missing.append(need)
-    return missing
+        found.append(need)
+    return found
+
+
+def _chains(needs):
+    """``needs`` in chains, each compiled one after another by one worker: the kernels
+    that share a generic loop not compiled yet (`hapsira_core.targets._join`: the
+    per-object or lane loop of one method, state size and form, joined to each kernel's
+    functions), so that one worker compiles it and the others of its chain join to it,
+    instead of each worker compiling it again; every other kernel alone."""
+    chains = {}
+    for need in needs:
+        key = getattr(need.runs(), "generic_key", None)
+        if key is not None:  # (a joined kernel: the host targets)
+            from ..targets import _join
+            if _join.generic_ready(key):
+                key = None
+        if key is None:
+            key = id(need)
+        chains.setdefault(key, []).append(need)
+    return list(chains.values())
 
 
 def prepare(needs):
@@ -121,27 +177,31 @@ def prepare(needs):
 
     if not settings.CACHE or getattr(active, "SIMULATOR", False) or not cache.usable():
         return 0  # (the CUDA simulator compiles nothing)
-    missing = [need for need in _missing(needs) if need.source is not None
-               and need.runs().recipe is not None]
+    left = [need for need in missing(needs) if need.source is not None
+            and need.runs().recipe is not None]
     cores = workers()
-    if len(missing) < 2 or cores < 2:
+    chains = _chains(left)
+    if len(chains) < 2 or cores < 2:
         return 0
-    at_once = min(cores, len(missing))
-    missing.sort(key=lambda need: -need.cost)  # the longest first: the wait is the longest
-    described = [need.runs().description for need in missing]
-    what = (f"{len(missing)} kernels side by side on {at_once} cores: "
+    at_once = min(cores, len(chains))
+    # the longest first: the wait is the longest
+    chains.sort(key=lambda chain: -sum(need.cost for need in chain))
+    described = [need.runs().description for need in left]
+    what = (f"{len(left)} kernels side by side on {at_once} cores: "
             + "; ".join(d if described.count(d) == 1 else f"{d} ({described.count(d)} kernels)"
                         for d in dict.fromkeys(described)))
     with progress.compiling(what):
-        failures = _run(missing, at_once)
-    for need, message in failures:
-        progress.LOG.warning("hapsira: compiling %s in a worker process failed (%s); it is "
-                             "compiled in this process at its first use",
-                             need.runs().description, message)
-    return len(missing) - len(failures)
+        failures = _run(chains, at_once)
+    for chain, message in failures:
+        for need in chain:
+            if not need.on_disk():
+                progress.LOG.warning("hapsira: compiling %s in a worker process failed (%s); "
+                                     "it is compiled in this process at its first use",
+                                     need.runs().description, message)
+    return sum(need.on_disk() for need in left)
 
 
-def _job(need):
+def _job(chain):
     import numba
 
     from ..targets import active
@@ -154,14 +214,13 @@ def _job(need):
                   ("BOUNDSCHECK", "OPT", "DEBUGINFO_DEFAULT", "FASTMATH")
                   if hasattr(numba.config, name)},
         "target": active.NAME,
-        "source": need.source,
-        "objects": need.objects,
+        "kernels": [(need.source, need.objects) for need in chain],
     })
 
 
-def _run(needs, at_once):
-    """Run one worker per need, ``at_once`` at a time; ``[(need, message)]`` of those
-    that failed."""
+def _run(chains, at_once):
+    """Run one worker per chain of needs (`_chains`), ``at_once`` at a time;
+    ``[(chain, message)]`` of those that failed."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..targets import active
@@ -172,21 +231,22 @@ def _run(needs, at_once):
                "import pickle, sys; job = pickle.load(sys.stdin.buffer); sys.path[:] = "
                "job['path']; from hapsira_core.ivp.prepare import _worker; _worker(job)"]
 
-    def one(need):
-        done = subprocess.run(command, input=_job(need), stdout=subprocess.DEVNULL,
+    def one(chain):
+        done = subprocess.run(command, input=_job(chain), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, env=env)
         if done.returncode == 0:
             return None
         lines = [line for line in done.stderr.decode(errors="replace").splitlines()
                  if line.strip()]
-        return need, lines[-1] if lines else f"exit status {done.returncode}"
+        return chain, lines[-1] if lines else f"exit status {done.returncode}"
 
     with ThreadPoolExecutor(at_once) as pool:
-        return [failed for failed in pool.map(one, needs) if failed is not None]
+        return [failed for failed in pool.map(one, chains) if failed is not None]
 
 
 def _worker(job):
-    """A worker process: compile the kernel of ``job`` (`_job`) into the cache."""
+    """A worker process: compile the kernels of ``job`` (`_job`) into the cache, one after
+    another; the first that fails ends it (its error is the worker's last line)."""
     import logging
 
     for name, value in job["settings"].items():
@@ -198,6 +258,7 @@ def _worker(job):
     if active.NAME != job["target"]:
         raise RuntimeError(f"the worker's target is {active.NAME}, not {job['target']}")
     logging.getLogger("hapsira").setLevel(logging.ERROR)  # the caller tells the user
-    namespace = {}
-    exec(compile(job["source"], "<hapsira compile worker>", "exec"), namespace)
-    Need(namespace["kernel"], objects=job["objects"]).runs().compile()
+    for source, objects in job["kernels"]:
+        namespace = {}
+        exec(compile(source, "<hapsira compile worker>", "exec"), namespace)
+        Need(namespace["kernel"], objects=objects).runs().compile()

@@ -163,3 +163,39 @@ def _rhs(t, y, p):
 @hjit
 def _g(t, y, p):
     return y[0]
+
+
+def test_every_kernel_a_call_may_run_and_chains_that_share_a_loop():
+    """`every`: under ``HAPSIRA_LANES=auto`` on a host target a solver's lane kernel and
+    its per-object twin, each rebuilt by its source in a new process; `_chains`: kernels
+    that share a generic loop not compiled yet are one worker's (no loop compiled twice)."""
+    from hapsira_core.targets import active
+
+    first = prepare.solver(_rhs, 2, "RK23")
+    found = prepare.every(first)
+    lanes = hasattr(first.kernel, "scalar") and settings.LANES == "auto"
+    assert [need.kernel for need in found] == (
+        [first.kernel, first.kernel.scalar] if lanes else [first.kernel])
+    for need in found:
+        namespace = {}
+        exec(need.source, namespace)
+        assert namespace["kernel"] is need.kernel and need.objects is None
+        assert need.runs() is need.kernel  # the kernel itself, whatever auto would run
+    if not hasattr(active, "JoinedKernel") or settings.JOIN != "on":
+        return
+    other = prepare.every(prepare.solver(_other, 2, "RK23"))
+    named = prepare.named(__name__, "FIRST")
+    chains = prepare._chains(found + other + [named])
+    # (their loops are in no cache: the test run's folder holds no RK23 loop for n = 2
+    # whose form is this one, or the kernels' own generic_ready says so)
+    from hapsira_core.targets import _join
+    fresh = [need for need in found if not _join.generic_ready(need.kernel.generic_key)]
+    expected = sorted([2] * len(fresh) + [1] * (2 * (len(found) - len(fresh)) + 1))
+    assert sorted(len(chain) for chain in chains) == expected
+    for chain in chains:  # one loop per chain
+        assert len({getattr(need.kernel, "generic_key", id(need)) for need in chain}) == 1
+
+
+@hjit
+def _other(t, y, p):
+    return (-y[1], y[0])
