@@ -63,7 +63,8 @@ class Prepared:
     """What `prepare` did: ``kernels`` (how many it covers), ``cached`` (of those, found
     in the disk cache), ``side_by_side`` (compiled by worker processes), ``here``
     (compiled in this process), ``cores`` (the workers' at most), ``seconds`` (wall),
-    ``target`` and ``cache_dir``."""
+    ``target``, ``cache_dir`` and ``simulated`` (numba's CUDA simulator, which runs
+    kernels in Python: nothing to compile)."""
 
     target: str
     kernels: int
@@ -73,9 +74,13 @@ class Prepared:
     cores: int
     seconds: float
     cache_dir: str
+    simulated: bool = False
 
     def lines(self):
         """The command's report."""
+        if self.simulated:
+            return [f"target {self.target}: numba's CUDA simulator runs kernels in Python; "
+                    "nothing to compile"]
         compiled = self.side_by_side + self.here
         how = []
         if self.side_by_side:
@@ -98,7 +103,8 @@ def prepare():
     `Prepared`; the ``hapsira`` logger says what compiles (`hapsira_core.progress`).
 
     Raises `RuntimeError` where no kernel can be kept for later processes:
-    ``HAPSIRA_CACHE=0`` or a ``HAPSIRA_CACHE_DIR`` that cannot be written.
+    ``HAPSIRA_CACHE=0`` or a ``HAPSIRA_CACHE_DIR`` that cannot be written. Under numba's
+    CUDA simulator (which runs kernels in Python) it compiles nothing and says so.
     """
     from hapsira_core import settings
     from hapsira_core.ivp import prepare as ahead
@@ -106,6 +112,10 @@ def prepare():
     from hapsira_core.targets import active
 
     started = time.perf_counter()
+    found = [need for group in needs().values() for need in group]
+    if getattr(active, "SIMULATOR", False):  # (compiles nothing, caches nothing)
+        return Prepared(settings.TARGET, len(found), 0, 0, 0, ahead.workers(),
+                        time.perf_counter() - started, settings.CACHE_DIR, simulated=True)
     if not settings.CACHE:
         raise RuntimeError("HAPSIRA_CACHE=0: kernels are not kept on disk, so nothing "
                            "compiled now would serve a later process; unset it")
@@ -113,9 +123,7 @@ def prepare():
         raise RuntimeError(f"HAPSIRA_CACHE_DIR={settings.CACHE_DIR!r} cannot be written "
                            "(see the warning), so nothing compiled now would serve a later "
                            "process; point it at a writable folder")
-    found = [need for group in needs().values() for need in group]
-    simulated = getattr(active, "SIMULATOR", False)  # (compiles nothing, caches nothing)
-    left = [] if simulated else ahead.missing(found)
+    left = ahead.missing(found)
     workers = ahead.prepare(left)
     here = 0
     for need in ahead.missing(left):
