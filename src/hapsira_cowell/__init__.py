@@ -25,6 +25,8 @@ _LAZY = {
     "from_classical": "inputs.elements", "from_equinoctial": "inputs.elements",
     "from_tle": "inputs.tle", "read_cdms": "inputs.cdm", "read_omms": "inputs.omm",
     "write_oem": "outputs.oem", "read_oem": "outputs.oem",
+    # the kernels of the command line's defaults compiled ahead (hapsira-cowell prepare)
+    "prepare": "cli.prepare",
 }
 __all__ = sorted(_LAZY) + ["__version__"]
 

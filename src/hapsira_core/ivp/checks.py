@@ -491,13 +491,22 @@ def solver_options(fun, n, method, rtol, atol, events, event_kind, max_steps,
     records = integer(max_event_records, "max_event_records", 0)
     if not callable(fun):
         raise TypeError(f"fun: expected an hjit function, got {type(fun).__name__}")
-    array_form = check_fun_form(fun, n) == "array"
+    check_fun_form(fun, n)
     params_width(columns_given(params_given) + extra_columns, [fun] + [e.g for e in events], position=2)
+    fun, events = kernel_functions(fun, n, events)
+    return solver.name, fun, rtol, atol, events, max_steps, records
+
+
+def kernel_functions(fun, n, events):
+    """``(fun, events)`` as the solver kernel calls them (`solver_options`; the kernels
+    a call names before it runs, `hapsira_core.ivp.prepare.solver`): ``fun`` and the
+    events' ``g`` bounds-checked where they index the params row at run time
+    (`bounds_checked`)."""
+    array_form = check_fun_form(fun, n) == "array"
     # the array form writes dydt at indices computed at run time: checked on the host,
     # guarded on a GPU (a store past the end makes dydt NaN: the object fails alone)
     fun = bounds_checked(shared_reciprocals(fun), 2, output=3 if array_form else None)
-    events = bounds_checked_events(events, 2)
-    return solver.name, fun, rtol, atol, events, max_steps, records
+    return fun, bounds_checked_events(events, 2)
 
 
 #: What `call_options` returns: the options of a ``solve_ivp`` call as the core takes them.

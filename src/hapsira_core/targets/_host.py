@@ -681,6 +681,11 @@ class _Lanes:
     def lanes_ready(self):
         """Whether a call runs the lane kernel without a long compile: compiled in this
         process or in the disk cache."""
+        return self.lanes_on_disk()
+
+    def lanes_on_disk(self):
+        """Whether the lane kernel itself (not its per-object twin, as `on_disk` under
+        ``auto``) is compiled in this process or in the disk cache."""
         return super().on_disk()
 
     def runs_lanes(self, objects):
@@ -702,7 +707,7 @@ class _Lanes:
     def on_disk(self):
         """Whether the kernel that a call runs is compiled or cached on disk: under
         ``auto`` the per-object kernel will do where the lane kernel is not."""
-        if super().on_disk():
+        if self.lanes_on_disk():
             return True
         return settings.LANES == "auto" and self.scalar.on_disk()
 

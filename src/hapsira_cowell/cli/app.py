@@ -3,8 +3,10 @@
 ``hapsira-cowell propagate [CATALOG] --tof 1d --every 10min --perturbations j2,drag``
 (without CATALOG: the Iridium 33 debris shipped in the package); ``hapsira-cowell screen``;
 ``hapsira-cowell pc CDM...`` (the probability of collision of CDMs, ranked);
-``hapsira-cowell demo``. The work is done by the other modules of `hapsira_cowell.cli`
-(`catalog`, `models`, `batch`, `writers`, `screening`, `pc`, `demo`), which Python users import too. The target is fixed when ``hapsira_core`` is first
+``hapsira-cowell demo``; ``hapsira-cowell prepare`` (the kernels of the commands' default
+options compiled ahead, into the disk cache). The work is done by the other modules of
+`hapsira_cowell.cli` (`catalog`, `models`, `batch`, `writers`, `screening`, `pc`, `demo`,
+`prepare`), which Python users import too. The target is fixed when ``hapsira_core`` is first
 imported, so this module imports none of them at module level: `main` checks
 the environment and sets ``HAPSIRA_TARGET`` first (or, when the solver was
 already imported on another target, runs the command in a child process).
@@ -44,7 +46,7 @@ def build_parser():
     parser = _Parser(prog=PROG, description="Cowell orbit propagation (DOP853) of debris "
                      "catalogs on cpu, parallel cpu or CUDA GPUs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="{propagate,screen,pc,demo,cache}",
+    commands = parser.add_subparsers(dest="command", metavar="{propagate,screen,pc,demo,cache,prepare}",
                                      parser_class=_Parser)
     commands.required = True
     inputs = _lib("inputs")
@@ -223,6 +225,16 @@ def build_parser():
                             "are cached under $HAPSIRA_CACHE_DIR (default ~/.cache/hapsira-"
                             "cowell); 'info' says where and how much, 'clear' empties it.")
     c.add_argument("action", choices=("info", "clear"))
+
+    r = commands.add_parser("prepare", help="compile the kernels of the commands' default "
+                            "options ahead, into the kernel cache", description="Compile "
+                            "every kernel of 'screen' and 'propagate' with their default "
+                            "options (two-body + J2) for the target into the kernel cache "
+                            "($HAPSIRA_CACHE_DIR), side by side on this machine's cores, so "
+                            "that their first runs load them instead of compiling; run it once "
+                            "after installing. Kernels already cached are kept. See "
+                            "docs/cli.md.")
+    r.add_argument("--target", default=None, help=target_help)
     return parser
 
 
@@ -445,6 +457,18 @@ def _cache_command(args):
     return 0
 
 
+def _prepare_command(args):
+    # what compiles, on how many cores: the library's notice (hapsira_core.progress)
+    logging.getLogger("hapsira").setLevel(logging.WARNING)
+    try:
+        done = _lib("prepare").prepare()
+    except RuntimeError as error:  # HAPSIRA_CACHE=0, an unusable HAPSIRA_CACHE_DIR
+        raise _lib("inputs").UsageError(str(error)) from None
+    for line in done.lines():
+        print(line)
+    return 0
+
+
 def _demo_command(args, started):
     run, catalog, paths = _lib("demo").run_demo(args.out, args.n, args.seed,
                                                 progress=not args.no_progress)
@@ -487,6 +511,8 @@ def main(argv=None):
             return _screen_command(args, started)
         if args.command == "pc":
             return _pc_command(args)
+        if args.command == "prepare":
+            return _prepare_command(args)
         return _demo_command(args, started)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

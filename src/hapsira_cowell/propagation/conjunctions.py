@@ -65,6 +65,7 @@ from astropy import units as u
 from hapsira_core.fronts.numpy import states_at
 from hapsira_core.ivp import STATUS_MESSAGES, Event, checks, solve_ivp
 from hapsira_core.jit import Arg, ObjectKernel, factory, hjit
+from hapsira_core.ivp import prepare as compile_ahead
 from hapsira_core.targets import active
 
 from ..constants import J2_EARTH, R_EARTH
@@ -775,6 +776,11 @@ _GRID = ObjectKernel(_grid_window, [
     Arg("counts", np.int64, ("three",), output=True),
     *(Arg(name, dtype, core, scratch=True) for name, dtype, core in _WINDOW_ARRAYS)])
 
+for _kernel in (_OBJECT, _COUNT, _ENTRY, _SLOT, _SCAN, _GRID):  # (the notice of a long compile)
+    _kernel.description = "the screen's broad phase"
+_TAKE.description = "the screen's gather of sampled states"
+del _kernel
+
 #: Items (window, entry) of one `broad_phase` call at most: their index is an int32.
 MAX_ITEMS = 2 ** 31 - 1
 #: Candidates per entry (`_SCAN`) and per window (`_GRID`) that the first run of a
@@ -1258,6 +1264,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     kept = _distinct(r0, v0, rows, rtol, atol, stats)
     r0, v0, rows = r0[kept], v0[kept], rows[kept]
     n = len(kept)
+    if n >= 2:
+        prepare(f, rows.shape[1], n)
     if dt is None:
         dt = default_dt(k, r0, v0, threshold)
     dt = float(dt)
@@ -1319,6 +1327,29 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
         stats["narrow_s"] += clock() - now
     i, j, tca, miss, speed = _dedupe(*(np.concatenate(c) for c in out))
     return ConjunctionTable(kept[i], kept[j], tca + t0, miss, speed)
+
+
+def kernels(f, width, n):
+    """The kernels a `screen` of ``n`` objects under ``f`` (params rows ``width`` wide)
+    runs, as `hapsira_core.ivp.prepare.Need`: the sampling solver (`sample_states`),
+    the broad phase's (`broad_phase`) and the refining solver (`refine`)."""
+    names = ("_OBJECT", "_COUNT", "_ENTRY", "_SLOT", "_SCAN", "_TAKE") if two_kernels() \
+        else ("_GRID",)
+    return ([compile_ahead.solver(orbit_rhs(f), 6, "DOP853", objects=n)]
+            + [compile_ahead.named(__name__, name) for name in names]
+            + [compile_ahead.solver(pair_rhs(f, width), 12, "DOP853", events=[CLOSEST_APPROACH],
+                                    event_states=True, objects=n)])
+
+
+def prepare(f, width, n):
+    """Compile the kernels of a `screen` (`kernels`) that the disk cache lacks side by side
+    (`hapsira_core.ivp.prepare`); where ``f`` cannot make them (an error of its own),
+    nothing: the screen's first kernel raises that error, as without this step."""
+    try:
+        needs = kernels(f, width, n)
+    except Exception:
+        return 0
+    return compile_ahead.prepare(needs)
 
 
 def _distinct(r0, v0, rows, rtol, atol, stats):

@@ -979,3 +979,56 @@ def reference_broad_phase(pos, vel, dt, k, threshold, cap=16):
     w, rest = np.divmod(unique, n * n)
     i, j = np.divmod(rest, n)
     return i, j, w, int(counts[:, 1].sum()), int(counts[:, 2].sum())
+
+
+SCREEN_SCRIPT = """
+import sys
+sys.setswitchinterval(5e-5)  # for the CUDA simulator's threads (tests/conftest.py)
+import numpy as np
+from hapsira_cowell.constants import K_EARTH
+from hapsira_cowell.propagation import conjunctions
+
+states = np.load(sys.argv[1])
+n = len(states["r"])
+needs = conjunctions.kernels(conjunctions.two_body_j2, conjunctions._rows(None, n).shape[1], n)
+print(all(need.runs().on_disk() for need in needs))
+table = conjunctions.screen(K_EARTH, states["r"], states["v"], (0.0, 3600.0), 5.0)
+print(repr([table.i.tolist(), table.j.tolist(), table.tca.tolist(), table.miss.tolist()]))
+print(all(need.runs().on_disk() for need in needs))
+"""
+
+
+def test_a_cold_screen_compiles_its_kernels_side_by_side_with_the_same_rows(tmp_path):
+    """A screen on an empty cache compiles its three solver and broad-phase kernels in
+    worker processes (`hapsira_core.ivp.prepare`); the next process loads them, and
+    the rows are those of the screen compiled in one process (``HAPSIRA_CACHE=0``)."""
+    import os
+    import subprocess
+    import sys
+
+    from hapsira_core import settings
+
+    simulated = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
+    r, v = planted_pair(1234.5, 0.3, 7000.0, 0.6, 1.4, 0.3)
+    rb, vb = background(3, 7)
+    np.savez(tmp_path / "states.npz", r=np.concatenate((r, rb)), v=np.concatenate((v, vb)))
+
+    def run(cache):
+        env = dict(os.environ, HAPSIRA_CACHE=cache, HAPSIRA_CACHE_DIR=str(tmp_path / "cache"))
+        done = subprocess.run([sys.executable, "-c", SCREEN_SCRIPT, str(tmp_path / "states.npz")],
+                              env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        before, rows, after = done.stdout.strip().splitlines()[-3:]
+        return before, eval(rows), after, done.stderr
+
+    before, rows, after, stderr = run("1")
+    assert rows[0] == [0] and rows[1] == [1] and abs(rows[2][0] - 1234.5) < 1e-3
+    if not simulated:  # (the simulator compiles nothing, and caches nothing to load)
+        assert (before, after) == ("False", "True")
+        assert "compiling 3 kernels side by side" in stderr or os.cpu_count() < 2
+        again, rows_again, _, stderr_again = run("1")
+        assert again == "True" and "compiling" not in stderr_again
+        assert rows_again == rows
+    _, alone, _, stderr_alone = run("0")
+    assert "side by side" not in stderr_alone
+    assert alone == rows  # bit for bit
