@@ -76,6 +76,24 @@ def _sqrt(typingctx, x):
         return types.float64(x), codegen
 
 
+@intrinsic
+def _select(typingctx, condition, a, b):
+    """``a if condition else b`` as one LLVM ``select`` of the two values (both
+    computed): what LLVM makes of the attempt's conditional expressions, without the
+    branches and the two-way definitions that numba's SSA pass rewrites one at a time
+    over the whole attempt (`generate_attempt`)."""
+    result = typingctx.unify_types(a, b)
+    if result is None or not isinstance(condition, types.Boolean):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value, first, second = args
+        return builder.select(context.cast(builder, value, condition, types.boolean),
+                              context.cast(builder, first, a, result),
+                              context.cast(builder, second, b, result))
+    return result(condition, a, b), codegen
+
+
 def _lane_step_factor(exponent):
     """`.control._step_factor`'s numbers, DOP853's three square roots as `_sqrt`."""
     if exponent != -1.0 / 8.0:
@@ -115,7 +133,10 @@ def generate_attempt(tableau, n, width, n_events=0, records=False):
     what is stored is stored for every lane, with no branch around it. Between, the
     W lanes' copies of each operation are isomorphic and become vector instructions,
     the step control's decisions selects (the assembly counts behind this:
-    docs/log.md, "lanes").
+    docs/log.md, "lanes"). Each name is assigned once and each decision is written as
+    `_select`, not as a conditional expression: numba's SSA pass rewrites each name
+    with two definitions over the whole attempt, which took most of the lane loop's
+    first compile (docs/log.md, "a cheaper lane loop compile").
 
     ``V[:, :, lane]``: the lane's states (``Y``, ``F`` the derivative at the step's
     start; ``YN`` and ``FN``, the step's end and its derivative, are written by the
@@ -239,25 +260,26 @@ def generate_attempt(tableau, n, width, n_events=0, records=False):
                 emit(f"w{i}_{l} = 1.0 / {scale[i]}")
             for k in (1, 2):
                 for i in idx:
-                    emit(f"q{i}_{l} = {names[k]}{i}_{l} * w{i}_{l}")
-                emit(f"err{k - 1}_{l} = " + " + ".join(f"q{i}_{l} * q{i}_{l}" for i in idx))
+                    emit(f"q{k}_{i}_{l} = {names[k]}{i}_{l} * w{i}_{l}")
+                emit(f"err{k - 1}_{l} = " + " + ".join(f"q{k}_{i}_{l} * q{k}_{i}_{l}"
+                                                       for i in idx))
     for l in lanes:
         # the error norm (`pair_norm` for DOP853), then `.control.make_step`'s decisions
         if pair:
             emit(f"ov_{l} = (err0_{l} == math.inf) | (err1_{l} == math.inf)")
             # (both sides computed: a select packs, a branch per lane would not)
-            emit(f"en_{l} = abs(h_{l}) * err0_{l} / sqrt((err0_{l} + 0.01 * err1_{l}) * "
+            emit(f"er_{l} = abs(h_{l}) * err0_{l} / sqrt((err0_{l} + 0.01 * err1_{l}) * "
                  f"{float(n)!r})")
-            emit(f"en_{l} = 0.0 if (err0_{l} == 0.0) & (err1_{l} == 0.0) else en_{l}")
+            emit(f"en_{l} = select((err0_{l} == 0.0) & (err1_{l} == 0.0), 0.0, er_{l})")
         else:
             emit(f"ov_{l} = False")
             emit(f"en_{l} = err0_{l}")
         emit(f"acc_{l} = en_{l} < 1.0")
         emit(f"sf_{l} = step_factor(en_{l})")
-        emit(f"fa_{l} = MAX_FACTOR if en_{l} == 0.0 else min(MAX_FACTOR, sf_{l})")
-        emit(f"fa_{l} = min(1.0, fa_{l}) if rj_{l} != 0 else fa_{l}")
+        emit(f"fm_{l} = select(en_{l} == 0.0, MAX_FACTOR, min(MAX_FACTOR, sf_{l}))")
+        emit(f"fa_{l} = select(rj_{l} != 0, min(1.0, fm_{l}), fm_{l})")
         emit(f"hacc_{l} = ha_{l} * fa_{l}")
-        emit(f"hcap_{l} = mx_{l} if hacc_{l} > mx_{l} else hacc_{l}")
+        emit(f"hcap_{l} = select(hacc_{l} > mx_{l}, mx_{l}, hacc_{l})")
         emit(f"hrej_{l} = ha_{l} * max(MIN_FACTOR, sf_{l})")
         # an output time, DF's interpolant or the end in this step: the lane-by-lane code
         emit(f"near_{l} = (df_{l} != 0) | (dr_{l} * (nx_{l} - tn_{l}) <= 0.0) | "
@@ -279,31 +301,31 @@ def generate_attempt(tableau, n, width, n_events=0, records=False):
         emit(f"clean_{l} = cacc_{l} | crej_{l}")
         emit(f"half_{l} = moved_{l} & (not open_{l})")
         emit(f"full_{l} = (act_{l} != 0) & (not clean_{l}) & (not half_{l})")
-        emit(f"tc_{l} = tn_{l} if moved_{l} else t_{l}")
-        emit(f"hx_{l} = hcap_{l} if cacc_{l} else hrej_{l}")
-        emit(f"tx_{l} = tc_{l} + hx_{l} * dr_{l}")
-        emit(f"tx_{l} = te_{l} if dr_{l} * (tx_{l} - te_{l}) > 0.0 else tx_{l}")
+        emit(f"tc_{l} = select(moved_{l}, tn_{l}, t_{l})")
+        emit(f"hx_{l} = select(cacc_{l}, hcap_{l}, hrej_{l})")
+        emit(f"ts_{l} = tc_{l} + hx_{l} * dr_{l}")
+        emit(f"tx_{l} = select(dr_{l} * (ts_{l} - te_{l}) > 0.0, te_{l}, ts_{l})")
         emit(f"hn_{l} = tx_{l} - tc_{l}")
     for i in idx:
         for l in lanes:
-            emit(f"V[Y, {i}, {l}] = yn{i}_{l} if moved_{l} else y{i}_{l}")
+            emit(f"V[Y, {i}, {l}] = select(moved_{l}, yn{i}_{l}, y{i}_{l})")
     for i in idx:
         for l in lanes:
-            emit(f"V[F, {i}, {l}] = k{s}_{i}_{l} if moved_{l} else k0_{i}_{l}")
+            emit(f"V[F, {i}, {l}] = select(moved_{l}, k{s}_{i}_{l}, k0_{i}_{l})")
     for e in events:
         for l in lanes:
-            emit(f"GL[{e}, {l}] = gn{e}_{l} if moved_{l} else go{e}_{l}")
-    for row, value in (("T", "tc_{l}"), ("TN", "tx_{l} if clean_{l} else tn_{l}"),
-                       ("H", "hn_{l} if clean_{l} else h_{l}"),
-                       ("HABS", "abs(hn_{l}) if clean_{l} else "
-                                "(hacc_{l} if half_{l} else ha_{l})")):
+            emit(f"GL[{e}, {l}] = select(moved_{l}, gn{e}_{l}, go{e}_{l})")
+    for row, value in (("T", "tc_{l}"), ("TN", "select(clean_{l}, tx_{l}, tn_{l})"),
+                       ("H", "select(clean_{l}, hn_{l}, h_{l})"),
+                       ("HABS", "select(clean_{l}, abs(hn_{l}), "
+                                "select(half_{l}, hacc_{l}, ha_{l}))")):
         for l in lanes:
             emit(f"FL[{row}, {l}] = " + value.format(l=l))
-    for row, value in (("NSTEPS_", "ns_{l} + 1 if moved_{l} else ns_{l}"),
-                       ("NFEV_", "nf_{l} + {nfev} if clean_{l} | half_{l} else nf_{l}"),
-                       ("REJ", "0 if cacc_{l} else (1 if crej_{l} else rj_{l})"),
-                       ("FRESH", "1 if half_{l} else 0"),
-                       ("SPECIAL", "1 if full_{l} else (2 if half_{l} else 0)")):
+    for row, value in (("NSTEPS_", "select(moved_{l}, ns_{l} + 1, ns_{l})"),
+                       ("NFEV_", "select(clean_{l} | half_{l}, nf_{l} + {nfev}, nf_{l})"),
+                       ("REJ", "select(cacc_{l}, 0, select(crej_{l}, 1, rj_{l}))"),
+                       ("FRESH", "select(half_{l}, 1, 0)"),
+                       ("SPECIAL", "select(full_{l}, 1, select(half_{l}, 2, 0))")):
         for l in lanes:
             emit(f"LI[{row}, {l}] = " + value.format(l=l, nfev="STEP_NFEV"))
     if records:
@@ -322,7 +344,7 @@ def generate_attempt(tableau, n, width, n_events=0, records=False):
             for l in lanes:
                 emit(f"FL[{row}, {l}] = " + value.format(l=l))
         for l in lanes:
-            emit(f"LI[MOVED, {l}] = 1 if moved_{l} else 0")
+            emit(f"LI[MOVED, {l}] = select(moved_{l}, 1, 0)")
         emit("return " + " | ".join(f"full_{l} | half_{l} | moved_{l}" for l in lanes))
     else:
         emit("return " + " | ".join(f"full_{l} | half_{l}" for l in lanes))
@@ -377,6 +399,7 @@ def make_attempt(method_name, n, f, width, events=(), records=False):
     namespace = {"fun": f, "math": math, "W": width, "MAX_FACTOR": MAX_FACTOR,
                  "MIN_FACTOR": MIN_FACTOR, "STEP_NFEV": parts.step_nfev,
                  "step_factor": _lane_step_factor(parts.error_exponent), "sqrt": _sqrt,
+                 "select": _select,
                  "__name__": __name__, **_CONSTANTS}
     namespace.update({f"ev{e}": g for e, g in enumerate(events)})
     exec(compile(generate_attempt(tableau, n, width, len(events), records),

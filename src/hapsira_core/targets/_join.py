@@ -597,13 +597,18 @@ def stub_callers_unoptimised():
     """While numba compiles inside, a library that calls a stub of a joined kernel
     (`stub`), itself or through what it links, is not
     optimised by LLVM: its optimisation waits for the user's functions (the join).
-    Everything else (the helpers it calls, which other kernels of this process share)
-    is optimised as always. Inside numba's compiler lock (the setting is numba's own
-    class)."""
+    Nor is it made machine code: it is never run (its LLVM module is what the join
+    reads), and the generic lane loop's machine code took a sixth of its first compile
+    (docs/log.md, "a cheaper lane loop compile"). Everything else (the helpers it
+    calls, which other kernels of this process share) is optimised and compiled as
+    always. Inside numba's compiler lock (the setting is numba's own class)."""
     from numba.core import codegen
 
     library = codegen.CPUCodeLibrary
     functions, final = library._optimize_functions, library._optimize_final_module
+    finalize = library._finalize_final_module
+    jit = codegen.JITCPUCodegen
+    env_set = jit.set_env
 
     def calls_stub(module):
         return any(f.is_declaration and f.name.startswith(PREFIX)
@@ -618,12 +623,28 @@ def stub_callers_unoptimised():
         if not calls_stub(self._final_module):
             return final(self)
 
+    def finalize_final_module(self):
+        if not calls_stub(self._final_module):
+            return finalize(self)
+        # never run: no machine code (the join reads its LLVM module)
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True
+
+    def set_env(self, env_name, env):  # (a library left without machine code has none)
+        if self._engine.get_global_value_address(env_name):
+            env_set(self, env_name, env)
+
     library._optimize_functions = optimize_functions
     library._optimize_final_module = optimize_final_module
+    library._finalize_final_module = finalize_final_module
+    jit.set_env = set_env
     try:
         yield
     finally:
         library._optimize_functions, library._optimize_final_module = functions, final
+        library._finalize_final_module = finalize
+        jit.set_env = env_set
 
 
 @contextlib.contextmanager
