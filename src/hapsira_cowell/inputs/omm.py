@@ -10,13 +10,15 @@ import numpy as np
 from sgp4.api import WGS72, Satrec
 
 from . import ndm
-from .tle import TLECatalog
+from .tle import TLECatalog, single_epoch
 
-__all__ = ["COVARIANCE_FRAMES", "OMMCatalog", "read_omms"]
+__all__ = ["COVARIANCE_FRAMES", "NO_COVARIANCE", "OMMCatalog", "read_omms"]
 
 #: The covariance frames read: TEME (the elements' frame) as it is, RTN (also written
 #: RSW) turned into TEME at the epoch
 COVARIANCE_FRAMES = ("TEME", "RTN", "RSW")
+#: `OMMCatalog.covariances_at`'s status of an object whose message has no covariance
+NO_COVARIANCE = 2
 _COVARIANCE = ("x", "y", "z", "x_dot", "y_dot", "z_dot")
 _DEG = np.pi / 180.0
 _MINUTES_PER_DAY = 1440.0
@@ -32,7 +34,8 @@ class OMMCatalog(TLECatalog):
     at its epoch in TEME, km and km/s (NaN where its message has none; one given in RTN is
     rotated with the TEME state at the epoch). ``covariance_frames`` (N,): the frame the
     message gave it in ('' where none). ``line_numbers``: each object's position in the
-    input, 1-based; ``errors`` is empty (a bad message raises).
+    input, 1-based; ``errors`` is empty (a bad message raises). `covariances_at` carries
+    the covariances to the common epoch of `states_at`.
     """
 
     def __init__(self, names, satellites, r, v, designators, sources, covariances, frames):
@@ -41,6 +44,65 @@ class OMMCatalog(TLECatalog):
         self.sources = list(sources)
         self.covariances = np.asarray(covariances, dtype=np.float64).reshape(-1, 6, 6)
         self.covariance_frames = list(frames)
+
+    def covariances_at(self, epoch, *, f=None, params=None, rtol=1e-11, atol=1e-12):
+        """Each object's covariance carried from its own epoch to one common ``epoch``,
+        the one of `states_at`: ``P = Phi P0 Phi^T``, ``Phi`` the state transition
+        matrix of the motion from the object's epoch to ``epoch`` (backward where its
+        epoch is later), from ``cowell(..., stm=True)`` with `screen`'s force model
+        (two-body + J2, `hapsira_cowell.conjunctions.two_body_j2`) from its TEME state
+        at its epoch (``r``, ``v``): the linear model `encounters` then carries the
+        covariances on to each TCA with.
+
+        Parameters
+        ----------
+        epoch : astropy.time.Time or str
+            A single time, as for `states_at`.
+        f, params, rtol, atol :
+            As for `encounters` (default `two_body_j2` and its tolerances).
+
+        Returns
+        -------
+        P : ndarray, (N, 6, 6)
+            TEME, km and km/s, at ``epoch``; an object at ``epoch`` keeps its
+            ``covariances`` row as it is; NaN where its message has none or its
+            propagation failed.
+        status : ndarray of int64, (N,)
+            0 where ``P`` was carried (or the object is at ``epoch``), `NO_COVARIANCE`
+            (2) where its message has no covariance, and ``cowell``'s negative codes
+            (`hapsira_cowell.propagation.results.STATUS_MESSAGES`) where the
+            propagation failed; one object's failure leaves the others alone.
+        """
+        import warnings
+
+        from ..constants import K_EARTH
+        from ..propagation.conjunctions import _rows, two_body_j2
+        from ..propagation.covariance import congruence
+        from ..units import UnitsWarning
+
+        epoch = single_epoch(epoch)
+        n = len(self)
+        P = np.full((n, 6, 6), np.nan)
+        status = np.full(n, NO_COVARIANCE, dtype=np.int64)
+        given = np.isfinite(self.covariances).all(axis=(1, 2))
+        tofs = (epoch - self.epochs).to_value("s") if n else np.empty(0)
+        there = np.flatnonzero(given & (tofs == 0))  # cowell's times of flight are not 0
+        P[there], status[there] = self.covariances[there], 0
+        moving = np.flatnonzero(given & (tofs != 0))
+        if moving.size:
+            from ..propagation.propagator import cowell
+
+            rows = None if params is None else _rows(params, n)[moving]
+            with warnings.catch_warnings():  # seconds, whatever they look like; failures
+                warnings.simplefilter("ignore", UnitsWarning)  # are the status's to say
+                res = cowell(K_EARTH, self.r[moving], self.v[moving], tofs[moving, None],
+                             rtol, atol, f=two_body_j2 if f is None else f, params=rows,
+                             stm=True)
+            stm = np.asarray(res.stm, dtype=np.float64)
+            status[moving] = res.status
+            stm[res.status != 0] = np.nan
+            P[moving] = congruence(stm, self.covariances[moving])[:, 0]
+        return P, status
 
     def __repr__(self):
         text = super().__repr__().replace("TLECatalog(", "OMMCatalog(", 1)

@@ -276,6 +276,14 @@ def _duplicates(satellites, line_numbers, shown=5):
             f"{listed}{more}")
 
 
+def single_epoch(epoch):
+    """``epoch`` (astropy ``Time`` of any scale, or a str read as UTC) as one UTC time."""
+    epoch = Time(epoch, scale="utc") if not isinstance(epoch, Time) else epoch.utc
+    if not epoch.isscalar:
+        raise ValueError(f"epoch: expected a single time, got shape {epoch.shape}")
+    return epoch
+
+
 class TLECatalog:
     """The objects of a TLE catalog, each with its SGP4 state at its own epoch.
 
@@ -341,9 +349,7 @@ class TLECatalog:
             True where SGP4 gave a state (False: SGP4 error code, e.g. the
             object decayed or its elements diverged, that far from its epoch).
         """
-        epoch = Time(epoch, scale="utc") if not isinstance(epoch, Time) else epoch.utc
-        if not epoch.isscalar:
-            raise ValueError(f"epoch: expected a single time, got shape {epoch.shape}")
+        epoch = single_epoch(epoch)
         if not len(self):
             return np.empty((0, 3)), np.empty((0, 3)), np.empty(0, dtype=bool)
         jd1, jd2 = np.array([epoch.jd1]), np.array([epoch.jd2])

@@ -81,6 +81,13 @@ def covariances_in_km(P0, n, name="P0"):
     return np.broadcast_to(values, (n, 6, 6))
 
 
+def congruence(stm, P0):
+    """``Phi P0 Phi^T`` of ``stm`` ``(N, M, 6, 6)`` and ``P0`` ``(N, 6, 6)`` (plain
+    numbers, unchecked: NaN in, NaN out), made symmetric to the last bit."""
+    P = np.einsum("nmij,njk,nmlk->nmil", stm, P0, stm)
+    return 0.5 * (P + P.swapaxes(-1, -2))
+
+
 def propagate(res, P0):
     """The linear covariance ``P(t) = Phi(t) P0 Phi(t)^T`` of each object at each time of
     flight.
@@ -114,9 +121,7 @@ def propagate(res, P0):
     values, single = check_covariance(values, "P0", stm.shape[0])
     if one_object and not single and values.shape[0] != 1:
         raise ValueError(f"P0: expected shape (6, 6) for one object, got {values.shape}")
-    P = np.einsum("nmij,njk,nmlk->nmil", stm, np.broadcast_to(values, (stm.shape[0], 6, 6)),
-                  stm)
-    P = 0.5 * (P + P.swapaxes(-1, -2))  # symmetric to the last bit
+    P = congruence(stm, np.broadcast_to(values, (stm.shape[0], 6, 6)))
     P = P[0] if one_object else P
     return P if unit is None else P << unit
 
