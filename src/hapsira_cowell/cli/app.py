@@ -105,13 +105,14 @@ def build_parser():
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     s = commands.add_parser("screen", help="every close approach of a catalog's objects",
-                            description="Screen every pair of CATALOG's objects (TLE or CSV "
-                            "of states, as for propagate) for approaches below --threshold "
+                            description="Screen every pair of CATALOG's objects (TLE, OMM "
+                            "or CSV of states) for approaches below --threshold "
                             "over --days, with two-body + J2 (hapsira_cowell.conjunctions."
                             "screen), and write them as CSV. See docs/screening.md.")
     s.add_argument("catalog", metavar="CATALOG", nargs="?", default=None,
-                   help="TLE file or CSV of state vectors (default: the embedded Iridium 33 "
-                   "debris catalog)")
+                   help="TLE file, OMM file (KVN or XML; pip install 'hapsira-cowell[cdm]') "
+                   "or CSV of state vectors (default: the embedded Iridium 33 debris "
+                   "catalog)")
     s.add_argument("--days", type=inputs.positive_float, default=1.0,
                    help="screening span after the epoch, days (default 1)")
     s.add_argument("--threshold", default="5km", help="report approaches closer than this, "
@@ -127,16 +128,17 @@ def build_parser():
                    "each approach's probability against its miss distance, log scale)")
     s.add_argument("--cdm", default=None, metavar="DIR",
                    help="also write one CCSDS Conjunction Data Message per approach into "
-                   "DIR (made if missing; needs --sigma and pip install "
+                   "DIR (made if missing; needs --sigma or an OMM file's covariances, and pip install "
                    "'hapsira-cowell[cdm]')")
     s.add_argument("--sigma", default=None, metavar="R,T,N[,RDOT,TDOT,NDOT]",
                    help="each object's standard deviations at the epoch along its radial, "
                    "transverse and normal axes, m (and m/s; velocity 0 if left out): the "
                    "covariance a CDM carries and --pc uses, propagated to the TCA "
-                   "(COVARIANCE_METHOD = DEFAULT)")
+                   "(COVARIANCE_METHOD = DEFAULT); without it, an OMM file's own "
+                   "covariances, carried to the epoch (CALCULATED)")
     s.add_argument("--pc", action="store_true",
                    help="also compute each approach's probability of collision from --sigma's "
-                   "covariance and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
+                   "covariance (or an OMM file's) and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
                    "the CDMs, the summary ranked by it)")
     s.add_argument("--pc-method", choices=("foster", "chan", "max", "monte_carlo",
                                            "monte_carlo_epoch"),
@@ -286,9 +288,11 @@ def _validate(args):
         args.threshold = screening.parse_distance(args.threshold)
         screening.check_output(args.out)
         writers.check_plot_output(args.plot, "--plot")
-        screening.check_cdm_options(args)
         if args.catalog is not None:
             _lib("catalog").check_file(args.catalog, args.max_input_mb)
+        # an OMM file brings its covariances: --pc and --cdm need no --sigma
+        args.omm = args.catalog is not None and _lib("catalog").file_kind(args.catalog) == "omm"
+        screening.check_cdm_options(args)
     elif args.command == "pc":
         screening = _lib("screening")
         if args.hbr is not None:
@@ -417,6 +421,7 @@ def _screen_command(args, started):
     catalog = _lib("catalog").read_catalog(args.catalog, args.epoch, args.max_input_mb)
     if args.cdm is not None:
         screening.check_cdm_catalog(args, catalog)
+    screening.omm_covariances(args, catalog)
     table, stats = screening.run_screen(catalog, args.days, args.threshold, args.dt)
     enc = pc = None
     if args.pc:

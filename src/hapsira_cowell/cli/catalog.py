@@ -1,9 +1,11 @@
-"""Catalogs of objects to propagate: TLE files or CSVs of states, read into one epoch.
+"""Catalogs of objects to propagate: TLE files, OMM files or CSVs of states, read into one
+epoch.
 
 `read_catalog` gives a `Catalog`: names, initial states (km, km/s), optional
-per-object drag numbers and the common epoch. A TLE catalog's objects, each at
-its own epoch, are brought to one epoch with SGP4 (the catalog's latest, or the
-one asked for). `DEFAULT_CATALOG` is a small real catalog shipped with the
+per-object drag numbers and the common epoch. A TLE (or OMM) catalog's objects,
+each at its own epoch, are brought to one epoch with SGP4 (the catalog's latest, or
+the one asked for); an OMM catalog keeps its `OMMCatalog` (``omms``), whose
+covariances ``--pc`` and ``--cdm`` carry to that epoch. `DEFAULT_CATALOG` is a small real catalog shipped with the
 package: the 119 tracked fragments of Iridium 33 (CelesTrak, epochs of
 February 2025), what ``hapsira-cowell propagate`` runs without a file.
 """
@@ -19,7 +21,8 @@ import numpy as np
 
 from .inputs import UsageError, format_duration
 
-__all__ = ["Catalog", "read_catalog", "check_file", "DEFAULT_CATALOG", "MAX_INPUT_MB"]
+__all__ = ["Catalog", "read_catalog", "check_file", "file_kind", "DEFAULT_CATALOG",
+           "MAX_INPUT_MB"]
 
 #: The catalog shipped inside the package (a ``pathlib``-like resource path).
 DEFAULT_CATALOG = resources.files("hapsira_cowell").joinpath("data", "iridium-33-debris.tle")
@@ -65,15 +68,17 @@ class Catalog:
 
     ``names`` (N,) str, ``r0``, ``v0`` (N, 3) km, km/s, ``c_d``, ``area_to_mass``
     (N,) (NaN: use the defaults; A/m in m^2/kg), ``epoch`` (astropy ``Time``
-    or None), ``kind`` ('TLE' or 'CSV'), ``frame``, ``ids`` (N,) object
-    identifiers (a TLE's international designator, else the name), ``numbers``
-    (N,) catalogue numbers as text (a TLE's; else the row number), ``notes``
-    (lines for the summary), ``initial_ok`` (N,) bool.
+    or None), ``kind`` ('TLE', 'OMM' or 'CSV'), ``frame``, ``ids`` (N,) object
+    identifiers (a TLE's or OMM's international designator, else the name), ``numbers``
+    (N,) catalogue numbers as text (a TLE's or OMM's; else the row number), ``notes``
+    (lines for the summary), ``initial_ok`` (N,) bool, ``omms`` (an OMM catalog's
+    `hapsira_cowell.inputs.omm.OMMCatalog`, else None).
     """
 
     def __init__(self, names, r0, v0, kind, frame, epoch=None, c_d=None, area_to_mass=None,
-                 notes=(), ids=None, numbers=None):
+                 notes=(), ids=None, numbers=None, omms=None):
         n = len(names)
+        self.omms = omms
         self.names = list(names)
         self.ids = list(self.names if ids is None else ids)
         self.numbers = [str(x) for x in (range(1, n + 1) if numbers is None else numbers)]
@@ -96,14 +101,22 @@ _CSV_REQUIRED = ("name", "x", "y", "z", "vx", "vy", "vz")
 _CSV_OPTIONAL = ("c_d", "area_to_mass")
 
 
+def file_kind(path):
+    """'csv', 'omm' or 'tle': what `read_catalog` reads ``path`` as."""
+    return _sniff(path)
+
+
 def _sniff(path):
-    """'csv' or 'tle' from the first meaningful line of the file."""
+    """'csv', 'omm' (a KVN OMM, or XML) or 'tle' from the first meaningful line of the
+    file."""
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as source:
             for line in source:
                 stripped = line.strip()
                 if not stripped or stripped.startswith("#"):
                     continue
+                if stripped.startswith(("CCSDS_OMM_VERS", "<")):
+                    return "omm"
                 fields = {f.strip().lower() for f in stripped.split(",")}
                 return "csv" if fields & set(_CSV_REQUIRED) else "tle"
     except OSError as error:
@@ -203,11 +216,43 @@ def _read_tle(path, epoch):
                    numbers=catalog.satnums)
 
 
+def _read_omm(path, epoch):
+    label = os.path.basename(os.fspath(path))
+    try:
+        from ..inputs.omm import read_omms
+
+        catalog = read_omms(path)
+    except ImportError:
+        raise UsageError(f"catalog {label}: an OMM file needs the ccsds-ndm package, which "
+                         "is not installed (pip install 'hapsira-cowell[cdm]')") from None
+    except ValueError as error:
+        raise UsageError(f"catalog {label}: not an OMM file of SGP4 elements "
+                         f"({str(error).replace(os.fspath(path) + ': ', '')})") from None
+    if epoch is None:
+        epoch = catalog.epochs.max()
+        where = f"the catalog's latest epoch, {epoch.utc.iso} UTC"
+    else:
+        where = f"{epoch.utc.iso} UTC"
+    r0, v0, ok = catalog.states_at(epoch)
+    spread = (catalog.epochs.max() - catalog.epochs.min()).to_value("s")
+    given = int(np.isfinite(catalog.covariances).all(axis=(1, 2)).sum())
+    notes = [f"SGP4 took the objects to {where} (epochs spread over "
+             f"{format_duration(spread) if spread > 0 else '0 s'}); {given} of {len(catalog)} "
+             "OMMs carry a covariance"]
+    if not ok.all():
+        notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
+                     "(decayed or diverged): their states are NaN, status -3")
+    ids = [d or name for d, name in zip(catalog.designators, catalog.names)]
+    return Catalog(catalog.names, r0, v0, "OMM", "TEME", epoch=epoch, notes=notes, ids=ids,
+                   numbers=catalog.satnums, omms=catalog)
+
+
 def read_catalog(path=None, epoch=None, max_mb=MAX_INPUT_MB):
-    """A `Catalog` from a TLE file or a CSV of state vectors (see docs/cli.md).
+    """A `Catalog` from a TLE file, an OMM file (KVN or XML, with ccsds-ndm) or a CSV of
+    state vectors (see docs/cli.md).
 
     ``path`` None reads `DEFAULT_CATALOG`. ``epoch`` (astropy ``Time`` or an
-    ISO string, UTC): for a TLE catalog the epoch SGP4 brings every object to
+    ISO string, UTC): for a TLE or OMM catalog the epoch SGP4 brings every object to
     (default: the catalog's latest); for a CSV, the epoch of its states (default
     none: results then carry times of flight only). ``max_mb``: the largest
     file read (`check_file`; None: no cap). Raises `UsageError` (a
@@ -221,7 +266,8 @@ def read_catalog(path=None, epoch=None, max_mb=MAX_INPUT_MB):
         epoch = _epoch(epoch)
     kind = _sniff(path)
     try:
-        return _read_csv(path, epoch) if kind == "csv" else _read_tle(path, epoch)
+        read = {"csv": _read_csv, "omm": _read_omm}.get(kind, _read_tle)
+        return read(path, epoch)
     except OSError as error:
         raise UsageError(f"catalog {os.fspath(path)!r}: cannot read it: "
                          f"{error.strerror or error}") from None

@@ -25,7 +25,7 @@ from .inputs import UsageError
 
 __all__ = ["DEFAULT_HBR", "check_cdm_catalog", "check_cdm_options", "describe",
            "encounters_of", "identical_line", "miss_histogram", "object_label",
-           "parse_distance", "parse_sigma", "pc_filter", "probabilities", "run_screen",
+           "omm_covariances", "parse_distance", "parse_sigma", "pc_filter", "probabilities", "run_screen",
            "write_cdm_files", "write_csv"]
 
 #: ``--hbr``'s default, km: the combined hard-body radius of the validation cases of NASA
@@ -151,7 +151,7 @@ def object_label(catalog, i):
     """How the summary names row ``i`` of ``catalog``: its name and a TLE's catalog
     number (``IRIDIUM 33 DEB (#33772)``), or a CSV's row (``A (row 0)``, as the CSV's
     ``i``, ``j``)."""
-    where = f"#{catalog.numbers[i]}" if catalog.kind == "TLE" else f"row {i}"
+    where = f"#{catalog.numbers[i]}" if catalog.kind in ("TLE", "OMM") else f"row {i}"
     return f"{catalog.names[i]} ({where})"
 
 
@@ -316,7 +316,7 @@ SAMPLED = ("monte_carlo", "monte_carlo_epoch")
 
 def check_pc_options(args):
     """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
-    (parsed here); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
+    (parsed here) unless the catalog is an OMM file (``args.omm``: its own covariances); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
     ``--pc-samples`` and ``--pc-seed`` need ``--pc-method monte_carlo`` or
     ``monte_carlo_epoch`` (without ``--pc-seed``, a fresh seed is drawn here, for the
     summary to print)."""
@@ -349,7 +349,7 @@ def check_pc_options(args):
             raise UsageError(f"--pc-samples: {args.pc_samples} clone pairs; "
                              "monte_carlo_epoch needs at least 2")
         args.pc_seed = (fresh_seed() if args.pc_seed is None else parse_seed(args.pc_seed, "--pc-seed"))
-    if args.sigma is None:
+    if args.sigma is None and not getattr(args, "omm", False):
         raise UsageError("--pc: the probability needs each object's covariance and a TLE "
                          "has none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
     args.hbr = DEFAULT_HBR if args.hbr is None else parse_distance(args.hbr, "--hbr")
@@ -375,7 +375,7 @@ def check_cdm_options(args):
             if value is not None:
                 raise UsageError(f"{flag}: only used with --cdm DIR")
         return
-    if args.sigma is None:
+    if args.sigma is None and not getattr(args, "omm", False):
         raise UsageError("--cdm: a CDM carries each object's covariance and a TLE has "
                          "none; give one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
     args.cdm_below = (args.threshold if args.cdm_below is None
@@ -395,18 +395,47 @@ def check_cdm_catalog(args, catalog):
     if catalog.epoch is None:
         raise UsageError("--cdm: a CDM's times are UTC; give the CSV catalog's epoch with "
                          "--epoch")
-    if catalog.kind == "TLE":
+    if catalog.kind in ("TLE", "OMM"):
         if args.frame not in (None, "TEME"):
-            raise UsageError(f"--frame {args.frame}: a TLE catalog's states are TEME")
+            raise UsageError(f"--frame {args.frame}: a {catalog.kind} catalog's states are "
+                             "TEME")
         args.frame = "TEME"
     elif args.frame is None:
         raise UsageError("--cdm: say the frame of the CSV catalog's states with --frame "
                          "TEME, GCRF or EME2000")
 
 
+def omm_covariances(args, catalog):
+    """Without ``--sigma``, an OMM catalog's covariances at its epoch for ``--pc`` and
+    ``--cdm`` (`hapsira_cowell.inputs.omm.OMMCatalog.covariances_at`), kept as
+    ``catalog.covariances``; `UsageError` naming the objects to screen that have none
+    there (none in their OMM, or a failed propagation), before anything is screened."""
+    if args.sigma is not None or catalog.omms is None or not (args.pc or args.cdm):
+        return
+    from ..inputs.omm import NO_COVARIANCE
+    from ..propagation.results import STATUS_MESSAGES
+
+    P, status = catalog.omms.covariances_at(catalog.epoch)
+    missing = np.flatnonzero(catalog.initial_ok & (status != 0))
+    if missing.size:
+        first = int(missing[0])
+        why = ("its OMM has none" if status[first] == NO_COVARIANCE else
+               f"its propagation to the epoch failed: "
+               f"{STATUS_MESSAGES.get(int(status[first]), status[first])}")
+        flag = "--pc" if args.pc else "--cdm"
+        raise UsageError(f"{flag}: {missing.size} of the OMM file's objects have no "
+                         f"covariance at the epoch (first: {object_label(catalog, first)}, "
+                         f"{why}); give every object one with --sigma "
+                         "R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
+    catalog.covariances = P
+    catalog.notes.append("covariances: the OMMs' own, carried to the epoch with two-body + "
+                         "J2 (OMMCatalog.covariances_at)")
+
+
 def encounters_of(catalog, table, sigma):
     """`hapsira_cowell.propagation.encounters.encounters` of the table's approaches (its
-    ``i``, ``j`` catalog rows), with ``sigma``'s RTN covariance at the epoch."""
+    ``i``, ``j`` catalog rows), with ``sigma``'s RTN covariance at the epoch (None: the
+    catalog's ``covariances`` at the epoch, `omm_covariances`)."""
     from ..constants import K_EARTH
     from ..propagation.conjunctions import ConjunctionTable
     from ..propagation.covariance import from_rtn
@@ -416,7 +445,9 @@ def encounters_of(catalog, table, sigma):
     local = ConjunctionTable(np.searchsorted(rows, table.i), np.searchsorted(rows, table.j),
                              table.tca, table.miss, table.speed)
     r0, v0 = catalog.r0[rows], catalog.v0[rows]
-    enc = encounters(K_EARTH, r0, v0, local, from_rtn(r0, v0, np.diag(sigma ** 2)))
+    P0 = (catalog.covariances[rows] if sigma is None
+          else from_rtn(r0, v0, np.diag(sigma ** 2)))
+    enc = encounters(K_EARTH, r0, v0, local, P0)
     enc.i, enc.j = rows[enc.i], rows[enc.j]  # catalog rows, as the table's
     return enc
 
@@ -498,6 +529,8 @@ def write_cdm_files(args, catalog, table, stats, enc=None, pc=None):
                        screen=(0.0, args.days * 86400.0), threshold=args.threshold,
                        originator=args.originator, fmt=args.cdm_format,
                        pc=None if pc is None else pc.pc[keep],
-                       pc_method=None if pc is None else CDM_METHODS[pc.method])
+                       pc_method=None if pc is None else CDM_METHODS[pc.method],
+                       covariance_method="DEFAULT" if args.sigma is not None
+                       else "CALCULATED")
     stats["cdm_s"] = time.perf_counter() - started
     return len(paths)

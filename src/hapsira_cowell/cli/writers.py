@@ -250,7 +250,7 @@ def open_writer(path, fmt, catalog, tofs, perturbations=(), frame=None, chunk=10
     """
     names = catalog.names
     if fmt == "oem":
-        frame = catalog.frame if catalog.kind == "TLE" else frame
+        frame = catalog.frame if catalog.kind in ("TLE", "OMM") else frame
         if frame is None:
             raise UsageError("--format oem: give the frame of a CSV catalog's states with "
                              "--frame, e.g. GCRF or EME2000")

@@ -18,6 +18,7 @@ from hapsira_cowell.cli.catalog import read_catalog
 from hapsira_cowell.cli.screening import parse_distance
 from hapsira_cowell.conjunctions import screen
 from hapsira_cowell.constants import K_EARTH
+from hapsira_cowell.inputs.tle import from_tle
 from hapsira_cowell.outputs.cdm import read_cdm
 
 SIMULATED = settings.TARGET == "cuda" and settings.cuda_simulator_enabled()
@@ -459,3 +460,54 @@ def need_cdm():
     except ImportError:
         return False
     return True
+
+
+def _fengyun_omms(tmp_path, count=80, without=()):
+    """The first ``count`` Fengyun 1C objects as one KVN file of OMMs, each with a
+    covariance of 5 km, 30 km, 5 km along R, T, N at its epoch (none for ``without``)."""
+    from cowell.inputs.test_ndm import omm_text
+
+    tle = from_tle((DATA_DIR / "fengyun-1c-debris.tle").read_text().splitlines()[:3 * count])
+    P = np.diag(np.array([5.0, 30.0, 5.0, 0.0, 0.0, 0.0]) ** 2)
+    path = tmp_path / "fengyun.omm"
+    path.write_text("\n".join(omm_text(s, n, "kvn", None if k in without else P, "RTN")
+                              for k, (s, n) in enumerate(zip(tle.satellites, tle.names))))
+    return path
+
+
+def test_screen_pc_of_an_omm_file_uses_its_covariances(tmp_path, capsys):
+    """--pc on an OMM file without --sigma: the CSV's pc column is the library's route,
+    `OMMCatalog.covariances_at` the catalog's epoch, `encounters`, `probability`; an object
+    without a covariance is named, exit 2, before anything is screened."""
+    need("ccsds_ndm")
+    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
+    from hapsira_cowell.inputs.omm import read_omms
+
+    path = _fengyun_omms(tmp_path)
+    out = tmp_path / "omm.csv"
+    flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
+             "--pc", "--hbr", "50m", "--target", CLI_TARGET]
+    assert cli.main([*flags, "--out", str(out)]) == 0
+    assert "highest Pc (foster, HBR 50 m):" in capsys.readouterr().out
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 3
+    omms = read_omms(path)
+    epoch = omms.epochs.max()
+    r, v, ok = omms.states_at(epoch)
+    P, status = omms.covariances_at(epoch)
+    assert ok.all() and (status == 0).all()
+    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
+                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
+    expected = encounters(K_EARTH, r, v, table, P).probability(0.05)
+    pc = np.array([float(row["pc"]) for row in rows])
+    np.testing.assert_allclose(pc, expected, rtol=1e-12, atol=1e-300)
+    assert pc.max() > 0
+    assert [row["name_i"] for row in rows] == [omms.names[int(row["i"])] for row in rows]
+    # an object without a covariance: named, exit 2
+    missing = _fengyun_omms(tmp_path, 4, without=(2,))
+    assert cli.main(["screen", str(missing), "--pc", "--out", str(tmp_path / "x.csv")]) == 2
+    message = capsys.readouterr().err
+    assert "--pc: 1 of the OMM file's objects have no covariance at the epoch" in message
+    assert f"{omms.names[2]} (#{omms.satnums[2]}), its OMM has none" in message
+    assert not (tmp_path / "x.csv").exists()
