@@ -412,21 +412,24 @@ def omm_covariances(args, catalog):
     there (none in their OMM, or a failed propagation), before anything is screened."""
     if args.sigma is not None or catalog.omms is None or not (args.pc or args.cdm):
         return
-    from ..inputs.omm import NO_COVARIANCE
     from ..propagation.results import STATUS_MESSAGES
 
-    P, status = catalog.omms.covariances_at(catalog.epoch)
-    missing = np.flatnonzero(catalog.initial_ok & (status != 0))
-    if missing.size:
+    def refuse(missing, why):
         first = int(missing[0])
-        why = ("its OMM has none" if status[first] == NO_COVARIANCE else
-               f"its propagation to the epoch failed: "
+        raise UsageError(f"{'--pc' if args.pc else '--cdm'}: {missing.size} of the OMM "
+                         f"file's objects have no covariance at the epoch (first: "
+                         f"{object_label(catalog, first)}, {why(first)}); give every "
+                         "object one with --sigma R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
+
+    given = np.isfinite(catalog.omms.covariances).all(axis=(1, 2))
+    missing = np.flatnonzero(catalog.initial_ok & ~given)
+    if missing.size:  # said before anything is propagated
+        refuse(missing, lambda first: "its OMM has none")
+    P, status = catalog.omms.covariances_at(catalog.epoch)
+    failed = np.flatnonzero(catalog.initial_ok & (status != 0))
+    if failed.size:
+        refuse(failed, lambda first: "its propagation to the epoch failed: "
                f"{STATUS_MESSAGES.get(int(status[first]), status[first])}")
-        flag = "--pc" if args.pc else "--cdm"
-        raise UsageError(f"{flag}: {missing.size} of the OMM file's objects have no "
-                         f"covariance at the epoch (first: {object_label(catalog, first)}, "
-                         f"{why}); give every object one with --sigma "
-                         "R,T,N[,RDOT,TDOT,NDOT] (m, m/s)")
     catalog.covariances = P
     catalog.notes.append("covariances: the OMMs' own, carried to the epoch with two-body + "
                          "J2 (OMMCatalog.covariances_at)")

@@ -493,6 +493,17 @@ def test_screen_pc_of_an_omm_file_uses_its_covariances(tmp_path, capsys):
         rows = list(csv.DictReader(handle))
     assert len(rows) > 3
     omms = read_omms(path)
+    pc = np.array([float(row["pc"]) for row in rows])
+    assert pc.max() > 0 and np.isfinite(pc).all()
+    assert [row["name_i"] for row in rows] == [omms.names[int(row["i"])] for row in rows]
+    # an object without a covariance: named, exit 2, before anything is propagated
+    missing = _fengyun_omms(tmp_path, 4, without=(2,))
+    assert cli.main(["screen", str(missing), "--pc", "--out", str(tmp_path / "x.csv"),
+                     "--target", CLI_TARGET]) == 2
+    message = capsys.readouterr().err
+    assert "--pc: 1 of the OMM file's objects have no covariance at the epoch" in message
+    assert f"{omms.names[2]} (#{omms.satnums[2]}), its OMM has none" in message
+    assert not (tmp_path / "x.csv").exists()
     epoch = omms.epochs.max()
     r, v, ok = omms.states_at(epoch)
     P, status = omms.covariances_at(epoch)
@@ -500,14 +511,4 @@ def test_screen_pc_of_an_omm_file_uses_its_covariances(tmp_path, capsys):
     table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
                                ("i", "j", "tca_s", "miss_km", "speed_km_s")))
     expected = encounters(K_EARTH, r, v, table, P).probability(0.05)
-    pc = np.array([float(row["pc"]) for row in rows])
     np.testing.assert_allclose(pc, expected, rtol=1e-12, atol=1e-300)
-    assert pc.max() > 0
-    assert [row["name_i"] for row in rows] == [omms.names[int(row["i"])] for row in rows]
-    # an object without a covariance: named, exit 2
-    missing = _fengyun_omms(tmp_path, 4, without=(2,))
-    assert cli.main(["screen", str(missing), "--pc", "--out", str(tmp_path / "x.csv")]) == 2
-    message = capsys.readouterr().err
-    assert "--pc: 1 of the OMM file's objects have no covariance at the epoch" in message
-    assert f"{omms.names[2]} (#{omms.satnums[2]}), its OMM has none" in message
-    assert not (tmp_path / "x.csv").exists()
