@@ -12,13 +12,16 @@ from sgp4.api import WGS72, Satrec
 from . import ndm
 from .tle import TLECatalog, single_epoch
 
-__all__ = ["COVARIANCE_FRAMES", "NO_COVARIANCE", "OMMCatalog", "read_omms"]
+__all__ = ["COVARIANCE_FRAMES", "NO_COVARIANCE", "NO_STATE", "OMMCatalog", "read_omms"]
 
 #: The covariance frames read: TEME (the elements' frame) as it is, RTN (also written
 #: RSW) turned into TEME at the epoch
 COVARIANCE_FRAMES = ("TEME", "RTN", "RSW")
 #: `OMMCatalog.covariances_at`'s status of an object whose message has no covariance
 NO_COVARIANCE = 2
+#: `OMMCatalog.covariances_at`'s status of an object SGP4 gives no state at the epoch
+#: (`states_at`'s ``ok`` False)
+NO_STATE = 3
 _COVARIANCE = ("x", "y", "z", "x_dot", "y_dot", "z_dot")
 _DEG = np.pi / 180.0
 _MINUTES_PER_DAY = 1440.0
@@ -52,7 +55,11 @@ class OMMCatalog(TLECatalog):
         epoch is later), from ``cowell(..., stm=True)`` with `screen`'s force model
         (two-body + J2, `hapsira_cowell.conjunctions.two_body_j2`) from its TEME state
         at its epoch (``r``, ``v``): the linear model `encounters` then carries the
-        covariances on to each TCA with.
+        covariances on to each TCA with. The mean at ``epoch`` is SGP4's (`states_at`),
+        which that path misses by kilometres after a day (drag, SGP4's theory), mostly
+        along the orbit: the matrix is set in SGP4's state's RTN frame as it is in the
+        path's (``from_rtn(r_sgp4, v_sgp4, to_rtn(r_path, v_path, Phi P0 Phi^T))``), so
+        that an along-track error stays along the track.
 
         Parameters
         ----------
@@ -69,7 +76,8 @@ class OMMCatalog(TLECatalog):
             propagation failed.
         status : ndarray of int64, (N,)
             0 where ``P`` was carried (or the object is at ``epoch``), `NO_COVARIANCE`
-            (2) where its message has no covariance, and ``cowell``'s negative codes
+            (2) where its message has no covariance, `NO_STATE` (3) where SGP4 gives no
+            state at ``epoch`` (`states_at`'s ``ok``), and ``cowell``'s negative codes
             (`hapsira_cowell.propagation.results.STATUS_MESSAGES`) where the
             propagation failed; one object's failure leaves the others alone.
         """
@@ -77,7 +85,7 @@ class OMMCatalog(TLECatalog):
 
         from ..constants import K_EARTH
         from ..propagation.conjunctions import _rows, two_body_j2
-        from ..propagation.covariance import congruence
+        from ..propagation.covariance import congruence, from_rtn, to_rtn
         from ..units import UnitsWarning
 
         epoch = single_epoch(epoch)
@@ -101,7 +109,13 @@ class OMMCatalog(TLECatalog):
             stm = np.asarray(res.stm, dtype=np.float64)
             status[moving] = res.status
             stm[res.status != 0] = np.nan
-            P[moving] = congruence(stm, self.covariances[moving])[:, 0]
+            carried = congruence(stm, self.covariances[moving])[:, 0]
+            r, v, ok = self.states_at(epoch)
+            lost = moving[(res.status == 0) & ~ok[moving]]
+            status[lost] = NO_STATE
+            # NaN rows (a failed propagation, no SGP4 state) stay NaN
+            P[moving] = from_rtn(r[moving], v[moving],
+                                 to_rtn(res.rr[:, 0], res.vv[:, 0], carried))
         return P, status
 
     def __repr__(self):
