@@ -469,7 +469,7 @@ def _fengyun_omms(tmp_path, count=80, without=()):
 
     tle = from_tle((DATA_DIR / "fengyun-1c-debris.tle").read_text().splitlines()[:3 * count])
     P = np.diag(np.array([5.0, 30.0, 5.0, 0.0, 0.0, 0.0]) ** 2)
-    path = tmp_path / "fengyun.omm"
+    path = tmp_path / f"fengyun-{count}-{len(without)}.omm"
     path.write_text("\n".join(omm_text(s, n, "kvn", None if k in without else P, "RTN")
                               for k, (s, n) in enumerate(zip(tle.satellites, tle.names))))
     return path
@@ -510,5 +510,18 @@ def test_screen_pc_of_an_omm_file_uses_its_covariances(tmp_path, capsys):
     assert ok.all() and (status == 0).all()
     table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
                                ("i", "j", "tca_s", "miss_km", "speed_km_s")))
-    expected = encounters(K_EARTH, r, v, table, P).probability(0.05)
-    np.testing.assert_allclose(pc, expected, rtol=1e-12, atol=1e-300)
+    enc = encounters(K_EARTH, r, v, table, P)
+    np.testing.assert_allclose(pc, enc.probability(0.05), rtol=1e-12, atol=1e-300)
+    # --cdm: the OMMs' covariances at each TCA, COVARIANCE_METHOD = CALCULATED
+    cdm = tmp_path / "cdm"
+    assert cli.main([*flags, "--out", str(tmp_path / "c.csv"), "--cdm", str(cdm)]) == 0
+    first = int(np.argmin(table.tca))
+    names = [f for f in os.listdir(cdm) if f.startswith(
+        f"CDM_{omms.satnums[int(table.i[first])]}_{omms.satnums[int(table.j[first])]}_")]
+    message = read_cdm(cdm / sorted(names)[0])
+    assert len(os.listdir(cdm)) == len(rows)
+    segment = message.body.segment[0]
+    assert segment.metadata.covariance_method.value == "CALCULATED"
+    ct_t = segment.data.covariance_matrix.ct_t.value  # m^2
+    assert [float(row["tca_s"]) for row in rows].count(table.tca[first]) == 1
+    np.testing.assert_allclose(ct_t, enc.P1_rtn[first, 1, 1] * 1e6, rtol=1e-9)
