@@ -128,8 +128,8 @@ def build_parser():
                    "each approach's probability against its miss distance, log scale)")
     s.add_argument("--cdm", default=None, metavar="DIR",
                    help="also write one CCSDS Conjunction Data Message per approach into "
-                   "DIR (made if missing; needs --sigma or an OMM file's covariances, and pip install "
-                   "'hapsira-cowell[cdm]')")
+                   "DIR (made if missing; needs --sigma or an OMM file's covariances, "
+                   "and pip install 'hapsira-cowell[cdm]')")
     s.add_argument("--sigma", default=None, metavar="R,T,N[,RDOT,TDOT,NDOT]",
                    help="each object's standard deviations at the epoch along its radial, "
                    "transverse and normal axes, m (and m/s; velocity 0 if left out): the "
@@ -138,8 +138,8 @@ def build_parser():
                    "covariances, carried to the epoch (CALCULATED)")
     s.add_argument("--pc", action="store_true",
                    help="also compute each approach's probability of collision from --sigma's "
-                   "covariance (or an OMM file's) and --hbr (a pc column in the CSV, COLLISION_PROBABILITY in "
-                   "the CDMs, the summary ranked by it)")
+                   "covariance (or an OMM file's) and --hbr (a pc column in the CSV, "
+                   "COLLISION_PROBABILITY in the CDMs, the summary ranked by it)")
     s.add_argument("--pc-method", choices=("foster", "chan", "max", "monte_carlo",
                                            "monte_carlo_epoch"),
                    default="foster",
@@ -291,7 +291,8 @@ def _validate(args):
         if args.catalog is not None:
             _lib("catalog").check_file(args.catalog, args.max_input_mb)
         # an OMM file brings its covariances: --pc and --cdm need no --sigma
-        args.omm = args.catalog is not None and _lib("catalog").file_kind(args.catalog) == "omm"
+        args.omm = (args.catalog is not None
+                    and _lib("catalog").file_kind(args.catalog) == "omm")
         screening.check_cdm_options(args)
     elif args.command == "pc":
         screening = _lib("screening")

@@ -5,9 +5,10 @@ epoch.
 per-object drag numbers and the common epoch. A TLE (or OMM) catalog's objects,
 each at its own epoch, are brought to one epoch with SGP4 (the catalog's latest, or
 the one asked for); an OMM catalog keeps its `OMMCatalog` (``omms``), whose
-covariances ``--pc`` and ``--cdm`` carry to that epoch. `DEFAULT_CATALOG` is a small real catalog shipped with the
-package: the 119 tracked fragments of Iridium 33 (CelesTrak, epochs of
-February 2025), what ``hapsira-cowell propagate`` runs without a file.
+covariances ``--pc`` and ``--cdm`` carry to that epoch. `DEFAULT_CATALOG` is a small
+real catalog shipped with the package: the 119 tracked fragments of Iridium 33
+(CelesTrak, epochs of February 2025), what ``hapsira-cowell propagate`` runs without
+a file.
 """
 
 import csv

@@ -25,8 +25,8 @@ from .inputs import UsageError
 
 __all__ = ["DEFAULT_HBR", "check_cdm_catalog", "check_cdm_options", "describe",
            "encounters_of", "identical_line", "miss_histogram", "object_label",
-           "omm_covariances", "parse_distance", "parse_sigma", "pc_filter", "probabilities", "run_screen",
-           "write_cdm_files", "write_csv"]
+           "omm_covariances", "parse_distance", "parse_sigma", "pc_filter", "probabilities",
+           "run_screen", "write_cdm_files", "write_csv"]
 
 #: ``--hbr``'s default, km: the combined hard-body radius of the validation cases of NASA
 #: CARA's Pc2D_Foster (20 m); not a property of any catalog's objects.
@@ -316,7 +316,8 @@ SAMPLED = ("monte_carlo", "monte_carlo_epoch")
 
 def check_pc_options(args):
     """``--pc``'s options checked before the catalog is read: ``--pc`` needs ``--sigma``
-    (parsed here) unless the catalog is an OMM file (``args.omm``: its own covariances); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
+    (parsed here) unless the catalog is an OMM file (``args.omm``: its own
+    covariances); ``--hbr``, ``--pc-method`` and ``--pc-above`` need ``--pc``;
     ``--pc-samples`` and ``--pc-seed`` need ``--pc-method monte_carlo`` or
     ``monte_carlo_epoch`` (without ``--pc-seed``, a fresh seed is drawn here, for the
     summary to print)."""
