@@ -432,8 +432,6 @@ def omm_covariances(args, catalog):
         refuse(failed, lambda first: "its propagation to the epoch failed: "
                f"{STATUS_MESSAGES.get(int(status[first]), status[first])}")
     catalog.covariances = P
-    catalog.notes.append("covariances: the OMMs' own, carried to the epoch with two-body + "
-                         "J2 (OMMCatalog.covariances_at)")
 
 
 def encounters_of(catalog, table, sigma):
