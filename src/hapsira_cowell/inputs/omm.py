@@ -81,12 +81,8 @@ class OMMCatalog(TLECatalog):
             (`hapsira_cowell.propagation.results.STATUS_MESSAGES`) where the
             propagation failed; one object's failure leaves the others alone.
         """
-        import warnings
-
         from ..constants import K_EARTH
-        from ..propagation.conjunctions import _rows, two_body_j2
-        from ..propagation.covariance import congruence, from_rtn, to_rtn
-        from ..units import UnitsWarning
+        from ..propagation.covariance import carry, from_rtn, to_rtn
 
         epoch = single_epoch(epoch)
         n = len(self)
@@ -98,24 +94,14 @@ class OMMCatalog(TLECatalog):
         P[there], status[there] = self.covariances[there], 0
         moving = np.flatnonzero(given & (tofs != 0))
         if moving.size:
-            from ..propagation.propagator import cowell
-
-            rows = None if params is None else _rows(params, n)[moving]
-            with warnings.catch_warnings():  # seconds, whatever they look like; failures
-                warnings.simplefilter("ignore", UnitsWarning)  # are the status's to say
-                res = cowell(K_EARTH, self.r[moving], self.v[moving], tofs[moving, None],
-                             rtol, atol, f=two_body_j2 if f is None else f, params=rows,
-                             stm=True)
-            stm = np.asarray(res.stm, dtype=np.float64)
-            status[moving] = res.status
-            stm[res.status != 0] = np.nan
-            carried = congruence(stm, self.covariances[moving])[:, 0]
+            carried, r_path, v_path, done = carry(K_EARTH, self.r, self.v, self.covariances,
+                                                  tofs, moving, f, params, rtol, atol)
+            status[moving] = done
             r, v, ok = self.states_at(epoch)
-            lost = moving[(res.status == 0) & ~ok[moving]]
+            lost = moving[(done == 0) & ~ok[moving]]
             status[lost] = NO_STATE
             # NaN rows (a failed propagation, no SGP4 state) stay NaN
-            P[moving] = from_rtn(r[moving], v[moving],
-                                 to_rtn(res.rr[:, 0], res.vv[:, 0], carried))
+            P[moving] = from_rtn(r[moving], v[moving], to_rtn(r_path, v_path, carried))
         return P, status
 
     def __repr__(self):

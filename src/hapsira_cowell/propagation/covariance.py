@@ -20,7 +20,8 @@ from hapsira_core.ivp import checks
 from ..units import is_quantity, to_value
 from .forms import check_states
 
-__all__ = ["from_rtn", "propagate", "rtn_basis", "sample", "sample_covariance", "to_rtn"]
+__all__ = ["carry", "from_rtn", "propagate", "rtn_basis", "sample", "sample_covariance",
+           "to_rtn"]
 
 #: Relative tolerances of the checks of a covariance: ``|P - P^T| <= SYMMETRY * max|P|``
 #: and eigenvalues ``>= -DEFINITENESS * max|eigenvalue|`` (rounding, e.g. of a matrix
@@ -124,6 +125,30 @@ def propagate(res, P0):
     P = congruence(stm, np.broadcast_to(values, (stm.shape[0], 6, 6)))
     P = P[0] if one_object else P
     return P if unit is None else P << unit
+
+
+def carry(k, r0, v0, P0, tofs, which, f=None, params=None, rtol=1e-11, atol=1e-12):
+    """The covariances ``P0`` (N, 6, 6) of the objects ``which`` (indices) of the states
+    ``r0``, ``v0`` (N, 3) carried over their times of flight ``tofs`` (N,) s, none 0,
+    forward or backward, as ``Phi P0 Phi^T`` with the state transition matrix of
+    ``cowell(..., stm=True)`` (``f`` default `conjunctions.two_body_j2`; ``params`` the
+    rows of all N objects). Returns the carried matrices (NaN where the propagation
+    failed), the path's positions and velocities at the end, and ``cowell``'s status,
+    each for ``which``."""
+    import warnings
+
+    from ..units import UnitsWarning
+    from .conjunctions import _rows, two_body_j2
+    from .propagator import cowell
+
+    rows = None if params is None else _rows(params, len(r0))[which]
+    with warnings.catch_warnings():  # seconds, whatever they look like; failures
+        warnings.simplefilter("ignore", UnitsWarning)  # are the status's to say
+        res = cowell(k, r0[which], v0[which], tofs[which, None], rtol, atol,
+                     f=two_body_j2 if f is None else f, params=rows, stm=True)
+    stm = np.asarray(res.stm, dtype=np.float64)
+    stm[res.status != 0] = np.nan
+    return congruence(stm, P0[which])[:, 0], res.rr[:, 0], res.vv[:, 0], res.status
 
 
 def sample(r0, v0, P0, clones, seed=None):
