@@ -703,18 +703,12 @@ def probability(r1, v1, c1, r2, v2, c2, hbr, method="foster", *, full=False, k=K
                              f"{whole.shape[0]}")
         covariances.append(whole)
     blocks = [np.broadcast_to(c[..., :3, :3].reshape(-1, 9), (n, 9)) for c in covariances]
-    radius = np.asarray(to_value(hbr, u.km, "hbr"), dtype=np.float64)
-    if radius.ndim > 1 or (radius.ndim == 1 and radius.shape[0] != n):
-        raise ValueError(f"hbr: expected a number or shape ({n},), got {radius.shape}")
-    if not np.all(np.isfinite(radius)) or np.any(radius <= 0):
-        bad = radius.ravel()[~(np.isfinite(radius.ravel()) & (radius.ravel() > 0))][0]
-        raise ValueError(f"hbr: expected positive hard-body radii (km), got {bad}")
+    radius = _radii(hbr, n)
     speed = np.linalg.norm(vectors[3] - vectors[1], axis=1)
     if np.any(speed == 0):
         raise ValueError(f"v1, v2: equal velocities in approach "
                          f"{_named(np.flatnonzero(speed == 0))}: no encounter plane")
     gm = float(to_value(k, u.km ** 3 / u.s ** 2, "k"))
-    radius = np.broadcast_to(radius, (n,))
     table = np.concatenate(vectors + blocks + [radius[:, None]], axis=1)
     out = np.empty((n, 7))
     if n:
