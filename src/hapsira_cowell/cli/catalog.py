@@ -200,6 +200,17 @@ def _read_tle(path, epoch):
     for warning in caught:
         if "malformed TLE" not in str(warning.message):
             notes.append(f"warning: {warning.message}")
+    epoch, r0, v0, took, failed = _sgp4_states(catalog, epoch)
+    notes += [took] + failed
+    ids = [_designator(s) or name for s, name in zip(catalog.satellites, catalog.names)]
+    return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids,
+                   numbers=catalog.satnums)
+
+
+def _sgp4_states(catalog, epoch):
+    """A TLE or OMM catalog's states at ``epoch`` (None: its latest) through SGP4:
+    ``(epoch, r0, v0, took, failed)``, ``took`` the note saying where they went and
+    ``failed`` a note on the objects SGP4 could not bring there (empty: none)."""
     if epoch is None:
         epoch = catalog.epochs.max()
         where = f"the catalog's latest epoch, {epoch.utc.iso} UTC"
@@ -207,14 +218,12 @@ def _read_tle(path, epoch):
         where = f"{epoch.utc.iso} UTC"
     r0, v0, ok = catalog.states_at(epoch)
     spread = (catalog.epochs.max() - catalog.epochs.min()).to_value("s")
-    notes.append(f"SGP4 took the objects to {where} "
-                 f"(epochs spread over {format_duration(spread) if spread > 0 else '0 s'})")
-    if not ok.all():
-        notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
-                     "(decayed or diverged): their states are NaN, status -3")
-    ids = [_designator(s) or name for s, name in zip(catalog.satellites, catalog.names)]
-    return Catalog(catalog.names, r0, v0, "TLE", "TEME", epoch=epoch, notes=notes, ids=ids,
-                   numbers=catalog.satnums)
+    took = (f"SGP4 took the objects to {where} "
+            f"(epochs spread over {format_duration(spread) if spread > 0 else '0 s'})")
+    failed = [] if ok.all() else [
+        f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
+        "(decayed or diverged): their states are NaN, status -3"]
+    return epoch, r0, v0, took, failed
 
 
 def _read_omm(path, epoch):
@@ -229,20 +238,9 @@ def _read_omm(path, epoch):
     except ValueError as error:
         raise UsageError(f"catalog {label}: not an OMM file of SGP4 elements "
                          f"({str(error).replace(os.fspath(path) + ': ', '')})") from None
-    if epoch is None:
-        epoch = catalog.epochs.max()
-        where = f"the catalog's latest epoch, {epoch.utc.iso} UTC"
-    else:
-        where = f"{epoch.utc.iso} UTC"
-    r0, v0, ok = catalog.states_at(epoch)
-    spread = (catalog.epochs.max() - catalog.epochs.min()).to_value("s")
+    epoch, r0, v0, took, failed = _sgp4_states(catalog, epoch)
     given = int(np.isfinite(catalog.covariances).all(axis=(1, 2)).sum())
-    notes = [f"SGP4 took the objects to {where} (epochs spread over "
-             f"{format_duration(spread) if spread > 0 else '0 s'}); {given} of {len(catalog)} "
-             "OMMs carry a covariance"]
-    if not ok.all():
-        notes.append(f"SGP4 could not propagate {int((~ok).sum())} objects to that epoch "
-                     "(decayed or diverged): their states are NaN, status -3")
+    notes = [f"{took}; {given} of {len(catalog)} OMMs carry a covariance"] + failed
     ids = [d or name for d, name in zip(catalog.designators, catalog.names)]
     return Catalog(catalog.names, r0, v0, "OMM", "TEME", epoch=epoch, notes=notes, ids=ids,
                    numbers=catalog.satnums, omms=catalog)
