@@ -358,13 +358,29 @@ def test_screen_pc_is_the_library_probability_ranked_filtered_and_in_the_cdms(tm
         assert same == [rel.collision_probability]
 
 
+def _csv_encounters(path, out):
+    """The rows of the screen's CSV ``out`` of the catalog ``path`` (more than 3), its pc
+    columns, and the library's `encounters` of its approaches with the covariance of
+    ``--sigma 20000,60000,20000``."""
+    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
+    from hapsira_cowell.covariance import from_rtn
+
+    with open(out) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) > 3
+    column = {c: np.array([float(row[c]) for row in rows]) for c in ("pc", "pc_low", "pc_high")}
+    catalog = read_catalog(path)
+    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
+                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
+    sigma = np.array([20000.0, 60000.0, 20000.0, 0, 0, 0]) * 1e-3
+    return rows, column, encounters(K_EARTH, catalog.r0, catalog.v0, table,
+                                    from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+
+
 def test_screen_pc_monte_carlo_epoch_is_the_librarys_with_its_seed(tmp_path, capsys):
     """--pc-method monte_carlo_epoch: the CSV's pc, pc_low and pc_high are the library's
     Monte Carlo from the epoch (`Encounters.probability`, its default windows) with
     --pc-samples clone pairs and --pc-seed; the summary says them."""
-    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
-    from hapsira_cowell.covariance import from_rtn
-
     path = _fengyun(tmp_path)
     flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
              "--sigma", "20000,60000,20000", "--pc", "--hbr", "5km", "--pc-method",
@@ -374,16 +390,7 @@ def test_screen_pc_monte_carlo_epoch_is_the_librarys_with_its_seed(tmp_path, cap
     printed = capsys.readouterr().out
     assert ("highest Pc (monte_carlo_epoch, 300 samples per approach, seed 5, HBR 5000 m; "
             "95% intervals):") in printed
-    with open(out) as handle:
-        rows = list(csv.DictReader(handle))
-    assert len(rows) > 3
-    column = {c: np.array([float(row[c]) for row in rows]) for c in ("pc", "pc_low", "pc_high")}
-    catalog = read_catalog(path)
-    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
-                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
-    sigma = np.array([20000.0, 60000.0, 20000.0, 0, 0, 0]) * 1e-3
-    enc = encounters(K_EARTH, catalog.r0, catalog.v0, table,
-                     from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+    rows, column, enc = _csv_encounters(path, out)
     epoch = enc.probability(5.0, "monte_carlo_epoch", samples=300, seed=5, full=True)
     np.testing.assert_array_equal(column["pc"], epoch.pc)
     np.testing.assert_array_equal(np.stack([column["pc_low"], column["pc_high"]], 1),
@@ -396,9 +403,6 @@ def test_screen_pc_monte_carlo_is_the_library_sampling_with_its_seed(tmp_path, c
     Carlo probability and 95% interval with --pc-samples and --pc-seed (the same draws);
     the summary says the samples and the seed, which repeats the run; the CDMs carry the
     Pc as MONTE-CARLO."""
-    from hapsira_cowell.conjunctions import ConjunctionTable, encounters
-    from hapsira_cowell.covariance import from_rtn
-
     path = _fengyun(tmp_path)
     flags = ["screen", str(path), "--days", str(1800 / 86400), "--threshold", "100km",
              "--sigma", "20000,60000,20000", "--pc", "--hbr", "5km", "--pc-method",
@@ -408,16 +412,7 @@ def test_screen_pc_monte_carlo_is_the_library_sampling_with_its_seed(tmp_path, c
     printed = capsys.readouterr().out
     assert ("highest Pc (monte_carlo, 20000 samples per approach, seed 7, HBR 5000 m; 95% "
             "intervals):") in printed
-    with open(out) as handle:
-        rows = list(csv.DictReader(handle))
-    assert len(rows) > 3
-    column = {c: np.array([float(row[c]) for row in rows]) for c in ("pc", "pc_low", "pc_high")}
-    catalog = read_catalog(path)
-    table = ConjunctionTable(*(np.array([float(row[c]) for row in rows]) for c in
-                               ("i", "j", "tca_s", "miss_km", "speed_km_s")))
-    sigma = np.array([20000.0, 60000.0, 20000.0, 0, 0, 0]) * 1e-3
-    enc = encounters(K_EARTH, catalog.r0, catalog.v0, table,
-                     from_rtn(catalog.r0, catalog.v0, np.diag(sigma ** 2)))
+    rows, column, enc = _csv_encounters(path, out)
     with pytest.warns(UserWarning):  # a long encounter among them, as the CSV's flags say
         mc = enc.probability(5.0, "monte_carlo", samples=20000, seed=7, full=True)
         foster = enc.probability(5.0)
