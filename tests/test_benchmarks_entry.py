@@ -172,7 +172,8 @@ def test_the_summary_reads_ours_and_the_peers_from_the_script_s_record(name):
 
 
 def test_plot_draws_an_existing_result_without_running_it(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("matplotlib")
+    # pyplot imported first: on a new machine its font cache is built with fc-list
+    pytest.importorskip("matplotlib.pyplot")
     monkeypatch.setattr(front.subprocess, "run", None)  # nothing runs
     png = tmp_path / "stiff.png"
     assert front.main(["--plot", str(RESULTS / "stiff_2core_radau_quiet.json"),
