@@ -205,18 +205,31 @@ def sample_cloud(k, r0, v0, times, f, rows, rtol, atol):
     return states[:, :, :3], states[:, :, 3:]
 
 
-def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False):
+def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False, buffer=None):
     """States ``(N, M, 6)`` (km, km/s; C-ordered, as the solver writes them) of the cloud
     at ``times`` (s from the screen's t0), from ``r0``, ``v0`` at ``times[0]``, integrated
     as `cowell` does (DOP853 on ``orbit_rhs(f)``, GM first in the params row),
     continuously over ``times``. ``on_device``: left in the target's own memory (cuda:
     a device array, which `broad_phase` reads there and `take_states` gathers from):
-    the 48 bytes per object and sample never cross to the host and back."""
+    the 48 bytes per object and sample never cross to the host and back. ``buffer``: a
+    float64 numpy array of at least ``N * M * 6`` numbers (C-ordered, flat or not) whose
+    start the states are written to and returned as a view of (not with
+    ``on_device``): `screen` samples every chunk into one, whose pages are faulted in
+    once rather than each chunk (docs/log.md, "Huge pages in the propagation")."""
     n = r0.shape[0]
     y0 = np.concatenate((r0, v0), axis=1)
     p = np.concatenate((np.full((n, 1), float(k)), rows), axis=1)
+    out = None
+    if buffer is not None:
+        size = n * len(times) * 6
+        if on_device or buffer.size < size:
+            raise ValueError(f"buffer: expected a host array of at least {size} numbers "
+                             f"({n} objects x {len(times)} times x 6), got {buffer.size}"
+                             + (" with on_device" if on_device else ""))
+        out = buffer.reshape(-1)[:size].reshape(n, len(times), 6)
     states, status = states_at(orbit_rhs(f), (float(times[0]), float(times[-1])), y0,
-                               times, rtol=rtol, atol=atol, params=p, on_device=on_device)
+                               times, rtol=rtol, atol=atol, params=p, on_device=on_device,
+                               out=out)
     if np.any(status < 0):
         bad = np.flatnonzero(status < 0)
         raise ValueError(f"r0, v0: objects {bad[:10].tolist()} failed to propagate "
@@ -1288,13 +1301,17 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
                  windows=windows, grid_pairs=0, chord_tests=0, candidates=0, dt=dt)
     r, v = r0, v0
     items = None
+    # on the host every chunk's samples go to one buffer (fresh ones were faulted in
+    # each chunk, mostly as system time); no chunk keeps a view of the last one's
+    buffer = None if two_kernels() else np.empty(n * (min(chunk, windows) + 1) * 6)
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
         now = clock()
         local = times[start:stop + 1]
         # each chunk on from the last one's final sample, f's t on the screen's axis
         # on cuda the samples stay in the GPU's memory for the broad phase
-        states = sample_states(k, r, v, local, f, rows, rtol, atol, on_device=two_kernels())
+        states = sample_states(k, r, v, local, f, rows, rtol, atol, on_device=two_kernels(),
+                               buffer=buffer)
         last = take_states(states, np.arange(n), len(local) - 1)
         r, v = last[:, :3], last[:, 3:]
         stats["propagate_s"] += clock() - now
