@@ -902,7 +902,7 @@ def _sorted_windows(samples, conf, items, windows, n, size):
             sorted_entries.reshape(windows, row), starts]
 
 
-def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
+def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None, work=None):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
     ``samples``: ``(N, W + 1, 6)`` states (positions, velocities) ``dt`` apart, as
@@ -931,7 +931,9 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     The rows stay where the kernel wrote them and are compacted there
     (``active.compact_rows``: on cuda only the candidates cross to the host, not an
     entry's 20 bytes of row and counts). ``items``: an `Items`, for ``per_slot`` (made
-    here without it: `screen` keeps one for all its chunks).
+    here without it: `screen` keeps one for all its chunks). ``work``: a dict the host
+    targets' working rows are kept in from call to call (`screen` keeps one for all its
+    chunks, so that their pages are faulted in once); without it they are made here.
     """
     if not in_target_memory(samples):
         samples = np.ascontiguousarray(samples, dtype=np.float64)
@@ -966,8 +968,7 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
         row = n
         sizes = {"n": n, "eight": 8, "e": CELLS * n, "h1": size + 1}
         batch = min(HOST_BATCH * numba.get_num_threads(), windows)
-        work = [empty((batch, *(sizes[d] for d in core)), dtype)
-                for _, dtype, core in _WINDOW_ARRAYS]
+        work = _working_rows(work, batch, sizes)
         every = np.arange(windows, dtype=np.int64).reshape(-1, 1)
 
         def run(rows, cap):
@@ -989,6 +990,21 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     w, rest = np.divmod(keys, n * n)
     i, j = np.divmod(rest, n)
     return i, j, w, int(sums[1]), int(sums[2])
+
+
+def _working_rows(kept, batch, sizes):
+    """`_grid_window`'s working rows (`_WINDOW_ARRAYS`) for ``batch`` windows of the
+    ``sizes`` of `broad_phase`: those in ``kept`` (a dict) where they have room (the
+    kernel takes their first rows), else new ones, put there."""
+    key = tuple(sorted(sizes.items()))
+    if kept is not None and key in kept and kept[key][0].shape[0] >= batch:
+        return kept[key]
+    rows = [active.device_empty((batch, *(sizes[d] for d in core)), dtype)
+            for _, dtype, core in _WINDOW_ARRAYS]
+    if kept is not None:
+        kept.clear()  # another cloud's rows: not needed again
+        kept[key] = rows
+    return rows
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -1304,6 +1320,7 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
     # on the host every chunk's samples go to one buffer (fresh ones were faulted in
     # each chunk, mostly as system time); no chunk keeps a view of the last one's
     buffer = None if two_kernels() else np.empty(n * (min(chunk, windows) + 1) * 6)
+    work = {}  # the broad phase's working rows on the host, likewise
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
         now = clock()
@@ -1320,7 +1337,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
             # the (window, object) and (window, entry) items of the broad phase's
             # kernels, in the target's memory once for all chunks
             items = Items()
-        i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items)
+        i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items,
+                                           work=work)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid

@@ -614,7 +614,8 @@ def test_samples_stay_in_the_targets_memory_and_rows_are_gathered_there():
 def test_samples_go_to_one_buffer_chunk_after_chunk(monkeypatch):
     """`sample_states` with a ``buffer`` writes the same numbers to its start and returns
     them as a view of it; `screen` on the host targets samples every chunk into one
-    buffer (its pages faulted in once), with the table of fresh arrays bit for bit."""
+    buffer and keeps the broad phase's working rows (their pages faulted in once), with
+    the table of fresh arrays bit for bit."""
     r, v = background(5, seed=6)
     times = np.linspace(0.0, 60.0, 3)
     rows = np.zeros((5, 0))
@@ -633,17 +634,30 @@ def test_samples_go_to_one_buffer_chunk_after_chunk(monkeypatch):
         pair_r, pair_v = planted_pair(tca, miss, 6900 + 150 * q, 0.5 + 0.1 * q, 1.3, 0.9 * q)
         r, v = np.concatenate((r, pair_r)), np.concatenate((v, pair_v))
     original, buffers = conjunctions.sample_states, []
+    grid, works, rows = conjunctions.broad_phase, [], []
 
     def sampling(*args, buffer=None, **kwargs):
         buffers.append(buffer)
         return original(*args, buffer=buffer, **kwargs)
 
+    def broad(*args, work=None, **kwargs):
+        works.append(work)
+        found = grid(*args, work=work, **kwargs)
+        rows.append([id(a) for kept in work.values() for a in kept])
+        return found
+
     monkeypatch.setattr(conjunctions, "sample_states", sampling)
+    monkeypatch.setattr(conjunctions, "broad_phase", broad)
     chunked = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
     assert len(buffers) > 2 and all(b is buffers[0] for b in buffers)
     assert (buffers[0] is None) == conjunctions.two_kernels()
+    assert len(works) == len(buffers) and all(w is works[0] for w in works)
+    if not conjunctions.two_kernels():  # one set of rows, made at the first chunk
+        assert len(works[0]) == 1 and all(ids == rows[0] for ids in rows)
     monkeypatch.setattr(conjunctions, "sample_states",
                         lambda *args, buffer=None, **kwargs: original(*args, **kwargs))
+    monkeypatch.setattr(conjunctions, "broad_phase",
+                        lambda *args, work=None, **kwargs: grid(*args, **kwargs))
     fresh = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
     assert len(fresh) == len(chunked) == 2
     for column in fresh.columns:
