@@ -215,17 +215,19 @@ def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False, buffer
     float64 numpy array of at least ``N * M * 6`` numbers (C-ordered, flat or not) whose
     start the states are written to and returned as a view of (not with
     ``on_device``): `screen` samples every chunk into one, whose pages are faulted in
-    once rather than each chunk (docs/log.md, "Huge pages in the propagation")."""
+    once rather than each chunk (docs/log.md, "the screen's samples and working rows")."""
     n = r0.shape[0]
     y0 = np.concatenate((r0, v0), axis=1)
     p = np.concatenate((np.full((n, 1), float(k)), rows), axis=1)
     out = None
     if buffer is not None:
         size = n * len(times) * 6
-        if on_device or buffer.size < size:
+        if on_device:
+            raise ValueError("buffer: not with on_device (the states stay in the target's "
+                             "memory)")
+        if buffer.size < size:
             raise ValueError(f"buffer: expected a host array of at least {size} numbers "
-                             f"({n} objects x {len(times)} times x 6), got {buffer.size}"
-                             + (" with on_device" if on_device else ""))
+                             f"({n} objects x {len(times)} times x 6), got {buffer.size}")
         out = buffer.reshape(-1)[:size].reshape(n, len(times), 6)
     states, status = states_at(orbit_rhs(f), (float(times[0]), float(times[-1])), y0,
                                times, rtol=rtol, atol=atol, params=p, on_device=on_device,

@@ -630,6 +630,9 @@ def test_samples_go_to_one_buffer_chunk_after_chunk(monkeypatch):
                                          r"numbers \(5 objects x 3 times x 6\), got 60"):
         conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
                                    buffer=np.empty(60))
+    with pytest.raises(ValueError, match="buffer: not with on_device"):
+        conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
+                                   on_device=True, buffer=buffer)
     for q, (tca, miss) in enumerate(PLANTED[:2]):
         pair_r, pair_v = planted_pair(tca, miss, 6900 + 150 * q, 0.5 + 0.1 * q, 1.3, 0.9 * q)
         r, v = np.concatenate((r, pair_r)), np.concatenate((v, pair_v))
