@@ -28,6 +28,7 @@ GM. ``--json`` writes the times, threads and the agreement.
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,18 @@ def population(n, data):
     return np.concatenate(rs)[:n], np.concatenate(vs)[:n]
 
 
+def _usage():
+    """This process's user and system CPU seconds (all threads) and minor page faults."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return np.array([used.ru_utime, used.ru_stime, used.ru_minflt])
+
+
+def _spent(before):
+    """`_usage` since ``before``, as the result's fields."""
+    user, system, faults = _usage() - before
+    return {"user_s": float(user), "sys_s": float(system), "minor_faults": int(faults)}
+
+
 def run_ours(r, v, days, threshold, dt=None, force="two_body_j2", chunks=(None,)):
     """Our screen on the active target: seconds per phase, threads, the table's columns.
     With several ``chunks`` (windows per chunk; None: the default) the screen runs once
@@ -89,13 +102,13 @@ def run_ours(r, v, days, threshold, dt=None, force="two_body_j2", chunks=(None,)
     for chunk in chunks:
         stats = {}
         load = os.getloadavg()[0]
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, usage = time.perf_counter(), time.process_time(), _usage()
         table = conjunctions.screen(K_EARTH, r, v, (0.0, days * 86400.0), threshold, f=f,
                                     dt=dt, stats=stats, chunk=chunk)
         total, cpu = time.perf_counter() - started, time.process_time() - cpu
         runs.append(({"target": settings.TARGET, "force": force, "threads": threads,
                       "compile_s": compile_s, "chunk": chunk, "total_s": total, "cpu_s": cpu,
-                      "load_before": load,
+                      **_spent(usage), "load_before": load,
                       # "identical": the pairs of identical objects (rows), counted
                       **{k: (float(x) if isinstance(x, float) else
                              len(x) if isinstance(x, np.ndarray) else int(x))
@@ -144,7 +157,7 @@ def run_cascade(r, v, days, threshold, ct=CASCADE_CT, n_par_ct=1, threads=None):
     build_s = time.perf_counter() - started
     final = days * 86400.0 / unit_t
     load = os.getloadavg()[0]
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu, usage = time.perf_counter(), time.process_time(), _usage()
     while sim.time < final:
         outcome = sim.propagate_until(final)
         if outcome != csc.outcome.time_limit:
@@ -158,7 +171,7 @@ def run_cascade(r, v, days, threshold, ct=CASCADE_CT, n_par_ct=1, threads=None):
                "speed": np.linalg.norm(dv, axis=1) * length / unit_t}
     result = {"version": csc.__version__, "threads": csc.get_nthreads(), "ct_s": ct,
               "n_par_ct": n_par_ct, "build_s": build_s, "total_s": total, "cpu_s": cpu,
-              "load_before": load, "approaches": len(conj)}
+              **_spent(usage), "load_before": load, "approaches": len(conj)}
     return result, columns
 
 
@@ -237,6 +250,18 @@ def _side(args, population, worker, target=None):
     return json.loads(Path(out + ".json").read_text()), columns
 
 
+def huge_pages():
+    """The kernel's transparent huge page modes and numpy's request for them (its
+    ``NUMPY_MADVISE_HUGEPAGE``, unset: numpy asks for them on large arrays)."""
+    modes = {}
+    for name in ("enabled", "defrag"):
+        try:
+            modes[name] = Path(f"/sys/kernel/mm/transparent_hugepage/{name}").read_text().strip()
+        except OSError:
+            modes[name] = None
+    return dict(modes, numpy_madvise_hugepage=os.environ.get("NUMPY_MADVISE_HUGEPAGE"))
+
+
 def against_cascade(args):
     """Our screen on each target and cascade on one population; the lists matched."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -248,7 +273,8 @@ def against_cascade(args):
               "threshold_km": args.threshold, "dynamics": "two-body (Kepler), GM "
               f"{K_EARTH} km^3/s^2", "population": "debris catalogs of HAPSIRA_TEST_DATA at "
               "their latest epoch (SGP4), rotated copies beyond them", "cpu_count":
-              os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              os.cpu_count(), "huge_pages": huge_pages(), "label": args.label,
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "ours": [], "agreement": {}}
     with tempfile.TemporaryDirectory() as folder:
         pop = str(Path(folder) / "population.npz")
@@ -260,7 +286,8 @@ def against_cascade(args):
             print(f"ours, {target} ({result['threads']} thread(s)): compile/load "
                   f"{result['compile_s']:.1f} s, propagation {result['propagate_s']:.2f} s, "
                   f"broad phase {result['broad_s']:.2f} s, refinement {result['narrow_s']:.2f} "
-                  f"s, total {result['total_s']:.2f} s ({result['cpu_s']:.2f} s CPU), "
+                  f"s, total {result['total_s']:.2f} s ({result['cpu_s']:.2f} s CPU: user "
+                  f"{result['user_s']:.2f}, system {result['sys_s']:.2f}), "
                   f"{result['windows']} windows, {result['candidates']} candidates, "
                   f"{result['approaches']} approaches", flush=True)
         result, theirs = _side(args, pop, "cascade")
@@ -268,7 +295,8 @@ def against_cascade(args):
         print(f"cascade {result['version']} ({result['threads']} threads, ct "
               f"{result['ct_s']:g} s, n_par_ct {result['n_par_ct']}): build/JIT "
               f"{result['build_s']:.1f} s, total {result['total_s']:.2f} s "
-              f"({result['cpu_s']:.2f} s CPU), {result['approaches']} approaches", flush=True)
+              f"({result['cpu_s']:.2f} s CPU: user {result['user_s']:.2f}, system "
+              f"{result['sys_s']:.2f}), {result['approaches']} approaches", flush=True)
         for target, ours in tables.items():
             agreement = compare(ours, theirs, args.threshold, span)
             report["agreement"][target] = agreement
@@ -322,7 +350,8 @@ def main(argv=None):
     print(f"propagation {result['propagate_s']:.2f} s, broad phase {result['broad_s']:.2f} s "
           f"({result['broad_cpu_s']:.2f} s CPU), "
           f"refinement {result['narrow_s']:.2f} s, total {result['total_s']:.2f} s wall "
-          f"({result['cpu_s']:.2f} s CPU time of this process, all threads)")
+          f"({result['cpu_s']:.2f} s CPU time of this process, all threads: user "
+          f"{result['user_s']:.2f}, system {result['sys_s']:.2f})")
     print(f"grid pairs {result['grid_pairs']}, chord-tested (boxes overlapping) "
           f"{result.get('chord_tests', 'n/a')}, candidates refined {result['candidates']}, "
           f"approaches {result['approaches']}")

@@ -9,6 +9,9 @@ sends Dask arrays to the Dask front and everything else here.
 
 import math
 
+import numpy as np
+
+from ..ivp.api import check_output
 from ..ivp.call import Call
 from ..ivp.layout import INFO
 
@@ -140,15 +143,22 @@ def solve_ivp(fun, t_span, y0, method="DOP853", t_eval=None, rtol=1e-3, atol=1e-
 
 
 def states_at(fun, t_span, y0, t_eval, *, method="DOP853", rtol=1e-3, atol=1e-6,
-              params=None, on_device=False):
+              params=None, on_device=False, out=None):
     """The states ``(N, M, n)`` at the output times ``t_eval`` and the statuses ``(N,)``
     of `solve_ivp` with these arguments (no events, sensitivities or dense output), for a
     caller whose next kernel reads the states: with ``on_device`` (a target with memory
     of its own) they stay there, a device array (`hapsira_core.ivp.api.Problem.run`),
-    and only the statuses cross to the host. Checked as `solve_ivp` checks them; the same
-    kernel and numbers. `hapsira_cowell.conjunctions.screen` samples a cloud so."""
+    and only the statuses cross to the host. ``out``: a C-ordered float64 ``(N, M, n)``
+    array (the target's with ``on_device``) the states are written to and returned as,
+    for a caller that samples chunk after chunk: its pages are faulted in once, not
+    each chunk. Checked as `solve_ivp` checks them; the same kernel and numbers.
+    `hapsira_cowell.conjunctions.screen` samples a cloud so."""
     call, y0, rows = Call.check("numpy", fun, t_span, y0, method, t_eval, rtol, atol,
                                 params=params)
     y0, rows = call.inputs(y0, rows)
-    raw = call.run(y0, rows, on_device=("y",) if on_device else ())
+    if out is not None:
+        check_output(out, (y0.shape[0], call.times.shape[-1], call.width), np.float64, "out",
+                     on_host=not on_device)
+    raw = call.run(y0, rows, on_device=("y",) if on_device else (),
+                   into=None if out is None else {"y": out})
     return raw["y"], raw["info"][:, INFO.status]

@@ -240,7 +240,7 @@ class Problem:
                 "y_events": outputs["y_events"][:, :ev, :y_records],
                 "n_events": outputs["n_events"][:, :ev]}
 
-    def run(self, y0, params, t0, tf, rtol, atol, progress=False, on_device=()):
+    def run(self, y0, params, t0, tf, rtol, atol, progress=False, on_device=(), into=None):
         """Run the kernel on numpy arrays (or, on cuda, device arrays for ``y0``;
         ``y0`` may also be `hapsira_core.kernels.kernel.Columns`).
 
@@ -252,12 +252,18 @@ class Problem:
         ``targets.active.device_empty``: a cuda device array, numpy on the host targets),
         never copied to the host (``"y"`` for a caller whose next kernel reads the states
         there: `hapsira_cowell.conjunctions.screen`); not with step records.
+        ``into``: ``{name: array}``, outputs the kernel writes in place of fresh ones
+        (`checked_into`; numpy arrays, or for names in ``on_device`` the target's),
+        for a caller that runs chunk after chunk into the same memory (the screen's
+        samples: fresh arrays are faulted in afresh each time); not with step records.
         """
         if not self.step_records:
             return self.trim(self._run(y0, params, t0, tf, rtol, atol, progress,
-                                       on_device=on_device))
+                                       on_device=on_device, into=into))
         if on_device:
             raise ValueError("on_device: not with step records")
+        if into:
+            raise ValueError("into: not with step records")
         fewest = self.fewest_steps(t0, tf)
         if fewest:  # records that cannot fit are refused before the counting pass
             self._check_memory(self.output_shapes(y0.shape[0], fewest), y0.shape[0], fewest,
@@ -299,19 +305,22 @@ class Problem:
         memory.check(host_shapes, n_objects, self.t_eval.shape[-1], what=what)
 
     def _run(self, y0, params, t0, tf, rtol, atol, progress, steps=0, records=None,
-             on_device=()):
+             on_device=(), into=None):
         """One run of the kernel: its outputs (untrimmed); with step records, room for
         ``steps`` steps per object and the records ``records`` (`layout.ICONF`);
-        ``on_device``: as for `run`."""
+        ``on_device``, ``into``: as for `run`."""
         from ..targets import active
 
         shapes = self.output_shapes(y0.shape[0], steps)
         unknown = set(on_device) - set(shapes)
         if unknown:
             raise ValueError(f"on_device: no output named {sorted(unknown)}")
-        host_shapes = {name: shape for name, shape in shapes.items() if name not in on_device}
+        into = checked_into(into, shapes, on_device)
+        host_shapes = {name: shape for name, shape in shapes.items()
+                       if name not in on_device and name not in into}
         self._check_memory(host_shapes, y0.shape[0], steps, records)
-        outputs = {name: (np.empty if name in host_shapes else active.device_empty)(shape, dtype)
+        outputs = {name: into[name] if name in into else
+                   (np.empty if name in host_shapes else active.device_empty)(shape, dtype)
                    for name, (shape, dtype) in shapes.items()}
         t_eval, *rows = self.shared_inputs(t0, tf, rtol, atol, records)
         if self.step_records & RECORD_STATES:  # no output times: a state per breakpoint
@@ -349,6 +358,34 @@ class Problem:
                               sample=sample)
                 raise RuntimeError(f"{int(aborted.sum())} objects' kernels raised")  # not reached
         return outputs
+
+
+def checked_into(into, shapes, on_device=()):
+    """``into`` (`Problem.run`) checked against the run's output ``shapes`` (``{name:
+    (shape, dtype)}``) by `check_output`: a numpy array unless its name is in
+    ``on_device``. Returns it as a dict (empty for None)."""
+    into = dict(into or {})
+    for name, array in into.items():
+        if name not in shapes:
+            raise ValueError(f"into: no output named {name!r}; the outputs are "
+                             f"{sorted(shapes)}")
+        check_output(array, *shapes[name], f"into[{name!r}]", name not in on_device)
+    return into
+
+
+def check_output(array, shape, dtype, what, on_host=True):
+    """That ``array``, which a kernel is to write, has ``shape`` and ``dtype``, and
+    (``on_host``) is a C-ordered writable numpy array; a ValueError naming ``what``."""
+    if tuple(array.shape) != tuple(shape) or np.dtype(array.dtype) != np.dtype(dtype):
+        raise ValueError(f"{what}: expected a {np.dtype(dtype)} array of shape "
+                         f"{tuple(shape)}, got {np.dtype(array.dtype)} {tuple(array.shape)}")
+    if not on_host:
+        return
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"{what}: expected a numpy array (the output is on the host), got "
+                         f"{type(array).__name__}")
+    if not (array.flags.c_contiguous and array.flags.writeable):
+        raise ValueError(f"{what}: expected a C-ordered writable array")
 
 
 def integrate(method, fun, y0, t0, tf, t_eval, rtol, atol, params, events, max_steps,

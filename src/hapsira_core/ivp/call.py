@@ -310,12 +310,13 @@ class Call:
                        end_states=self.end_states, jac=self.jac,
                        step_records=self.step_records)
 
-    def run(self, y0, rows, t0=None, tf=None, times=None, on_device=()):
-        """The kernel's trimmed outputs on numpy arrays (`Problem.run`); ``t0``, ``tf``,
-        ``times``: a chunk's own (Dask), else the call's."""
+    def run(self, y0, rows, t0=None, tf=None, times=None, on_device=(), into=None):
+        """The kernel's trimmed outputs on numpy arrays (`Problem.run`, ``on_device`` and
+        ``into`` as there); ``t0``, ``tf``, ``times``: a chunk's own (Dask), else the
+        call's."""
         return self.problem(times).run(
             y0, rows, self.t0 if t0 is None else t0, self.tf if tf is None else tf,
-            self.rtol, self.atol, self.progress, on_device)
+            self.rtol, self.atol, self.progress, on_device, into)
 
     def result(self, raw, rows, cls=IVPResult, launch=None, sequence=list, times=None):
         """``cls`` from the kernel's trimmed outputs: with ``stm`` the matrices

@@ -205,18 +205,33 @@ def sample_cloud(k, r0, v0, times, f, rows, rtol, atol):
     return states[:, :, :3], states[:, :, 3:]
 
 
-def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False):
+def sample_states(k, r0, v0, times, f, rows, rtol, atol, on_device=False, buffer=None):
     """States ``(N, M, 6)`` (km, km/s; C-ordered, as the solver writes them) of the cloud
     at ``times`` (s from the screen's t0), from ``r0``, ``v0`` at ``times[0]``, integrated
     as `cowell` does (DOP853 on ``orbit_rhs(f)``, GM first in the params row),
     continuously over ``times``. ``on_device``: left in the target's own memory (cuda:
     a device array, which `broad_phase` reads there and `take_states` gathers from):
-    the 48 bytes per object and sample never cross to the host and back."""
+    the 48 bytes per object and sample never cross to the host and back. ``buffer``: a
+    float64 numpy array of at least ``N * M * 6`` numbers (C-ordered, flat or not) whose
+    start the states are written to and returned as a view of (not with
+    ``on_device``): `screen` samples every chunk into one, whose pages are faulted in
+    once rather than each chunk (docs/log.md, "the screen's samples and working rows")."""
     n = r0.shape[0]
     y0 = np.concatenate((r0, v0), axis=1)
     p = np.concatenate((np.full((n, 1), float(k)), rows), axis=1)
+    out = None
+    if buffer is not None:
+        size = n * len(times) * 6
+        if on_device:
+            raise ValueError("buffer: not with on_device (the states stay in the target's "
+                             "memory)")
+        if buffer.size < size:
+            raise ValueError(f"buffer: expected a host array of at least {size} numbers "
+                             f"({n} objects x {len(times)} times x 6), got {buffer.size}")
+        out = buffer.reshape(-1)[:size].reshape(n, len(times), 6)
     states, status = states_at(orbit_rhs(f), (float(times[0]), float(times[-1])), y0,
-                               times, rtol=rtol, atol=atol, params=p, on_device=on_device)
+                               times, rtol=rtol, atol=atol, params=p, on_device=on_device,
+                               out=out)
     if np.any(status < 0):
         bad = np.flatnonzero(status < 0)
         raise ValueError(f"r0, v0: objects {bad[:10].tolist()} failed to propagate "
@@ -889,7 +904,7 @@ def _sorted_windows(samples, conf, items, windows, n, size):
             sorted_entries.reshape(windows, row), starts]
 
 
-def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
+def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None, work=None):
     """Candidate (object i, object j, window w) of one chunk of samples.
 
     ``samples``: ``(N, W + 1, 6)`` states (positions, velocities) ``dt`` apart, as
@@ -918,7 +933,9 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     The rows stay where the kernel wrote them and are compacted there
     (``active.compact_rows``: on cuda only the candidates cross to the host, not an
     entry's 20 bytes of row and counts). ``items``: an `Items`, for ``per_slot`` (made
-    here without it: `screen` keeps one for all its chunks).
+    here without it: `screen` keeps one for all its chunks). ``work``: a dict the host
+    targets' working rows are kept in from call to call (`screen` keeps one for all its
+    chunks, so that their pages are faulted in once); without it they are made here.
     """
     if not in_target_memory(samples):
         samples = np.ascontiguousarray(samples, dtype=np.float64)
@@ -953,8 +970,7 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
         row = n
         sizes = {"n": n, "eight": 8, "e": CELLS * n, "h1": size + 1}
         batch = min(HOST_BATCH * numba.get_num_threads(), windows)
-        work = [empty((batch, *(sizes[d] for d in core)), dtype)
-                for _, dtype, core in _WINDOW_ARRAYS]
+        work = _working_rows(work, batch, sizes)
         every = np.arange(windows, dtype=np.int64).reshape(-1, 1)
 
         def run(rows, cap):
@@ -976,6 +992,21 @@ def broad_phase(samples, dt, k, threshold, cap=None, per_slot=None, items=None):
     w, rest = np.divmod(keys, n * n)
     i, j = np.divmod(rest, n)
     return i, j, w, int(sums[1]), int(sums[2])
+
+
+def _working_rows(kept, batch, sizes):
+    """`_grid_window`'s working rows (`_WINDOW_ARRAYS`) for ``batch`` windows of the
+    ``sizes`` of `broad_phase`: those in ``kept`` (a dict) where they have room (the
+    kernel takes their first rows), else new ones, put there."""
+    key = tuple(sorted(sizes.items()))
+    if kept is not None and key in kept and kept[key][0].shape[0] >= batch:
+        return kept[key]
+    rows = [active.device_empty((batch, *(sizes[d] for d in core)), dtype)
+            for _, dtype, core in _WINDOW_ARRAYS]
+    if kept is not None:
+        kept.clear()  # another cloud's rows: not needed again
+        kept[key] = rows
+    return rows
 
 
 #: how far past its end (a fraction of its length) each window's refinement runs
@@ -1288,13 +1319,18 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
                  windows=windows, grid_pairs=0, chord_tests=0, candidates=0, dt=dt)
     r, v = r0, v0
     items = None
+    # on the host every chunk's samples go to one buffer (fresh ones were faulted in
+    # each chunk, mostly as system time); no chunk keeps a view of the last one's
+    buffer = None if two_kernels() else np.empty(n * (min(chunk, windows) + 1) * 6)
+    work = {}  # the broad phase's working rows on the host, likewise
     for start in range(0, windows, chunk):
         stop = min(windows, start + chunk)
         now = clock()
         local = times[start:stop + 1]
         # each chunk on from the last one's final sample, f's t on the screen's axis
         # on cuda the samples stay in the GPU's memory for the broad phase
-        states = sample_states(k, r, v, local, f, rows, rtol, atol, on_device=two_kernels())
+        states = sample_states(k, r, v, local, f, rows, rtol, atol, on_device=two_kernels(),
+                               buffer=buffer)
         last = take_states(states, np.arange(n), len(local) - 1)
         r, v = last[:, :3], last[:, 3:]
         stats["propagate_s"] += clock() - now
@@ -1303,7 +1339,8 @@ def screen(k, r0, v0, t_span, threshold, *, f=None, params=None, rtol=1e-11, ato
             # the (window, object) and (window, entry) items of the broad phase's
             # kernels, in the target's memory once for all chunks
             items = Items()
-        i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items)
+        i, j, w, grid, chord = broad_phase(states, dt, k, threshold, items=items,
+                                           work=work)
         stats["broad_s"] += clock() - now
         stats["broad_cpu_s"] += time.process_time() - used
         stats["grid_pairs"] += grid

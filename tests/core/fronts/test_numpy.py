@@ -45,3 +45,47 @@ def test_on_device_names_an_output_and_not_step_records():
     with pytest.raises(ValueError, match="on_device: no output named"):
         problem.run(y0, np.array([[1.0, 0.1]]), 0.0, 1.0, np.full(2, 1e-6),
                     np.full(2, 1e-9), on_device=("states",))
+
+
+def test_states_at_writes_a_given_array_and_returns_it():
+    """``out``: the same numbers written there (its stale contents overwritten) and
+    returned as it, run after run into the same memory."""
+    y0 = np.array([[1.0, 0.0], [0.5, 0.2], [-1.0, 0.3]])
+    params = np.array([[4.0, 0.1]])
+    times = np.linspace(0.0, 3.0, 5)
+    fresh, _ = states_at(_pendulum, (0.0, 3.0), y0, times, rtol=1e-9, atol=1e-12,
+                         params=params)
+    out = np.full((3, 5, 2), np.nan)
+    for _ in range(2):
+        states, status = states_at(_pendulum, (0.0, 3.0), y0, times, rtol=1e-9, atol=1e-12,
+                                   params=params, out=out)
+        assert states is out and np.all(status >= 0)
+        np.testing.assert_array_equal(out, fresh)
+
+
+@pytest.mark.parametrize("out, message", [
+    (np.empty((3, 4, 2)), r"out: expected a float64 array of shape \(3, 5, 2\), got "
+                          r"float64 \(3, 4, 2\)"),
+    (np.empty((3, 5, 2), dtype=np.float32), "out: expected a float64 array"),
+    (np.empty((3, 2, 5)).transpose(0, 2, 1), "out: expected a C-ordered writable array"),
+])
+def test_states_at_names_a_wrong_out(out, message):
+    y0 = np.array([[1.0, 0.0], [0.5, 0.2], [-1.0, 0.3]])
+    with pytest.raises(ValueError, match=message):
+        states_at(_pendulum, (0.0, 3.0), y0, np.linspace(0.0, 3.0, 5),
+                  params=np.array([[4.0, 0.1]]), out=out)
+
+
+def test_into_names_an_output_and_not_step_records():
+    y0 = np.array([[1.0, 0.0]])
+    problem = api.Problem("DOP853", _pendulum, 2, (), np.array([1.0]), 10, 1, 1, [_pendulum],
+                          None)
+    run = (y0, np.array([[1.0, 0.1]]), 0.0, 1.0, np.full(2, 1e-6), np.full(2, 1e-9))
+    with pytest.raises(ValueError, match="into: no output named 'states'"):
+        problem.run(*run, into={"states": np.empty((1, 1, 2))})
+    with pytest.raises(ValueError, match=r"into\['y'\]: expected a float64 array"):
+        problem.run(*run, into={"y": np.empty((1, 2, 2))})
+    stepping = api.Problem("DOP853", _pendulum, 2, (), np.array([1.0]), 10, 1, 1,
+                           [_pendulum], None, step_records=1)
+    with pytest.raises(ValueError, match="into: not with step records"):
+        stepping.run(*run, into={"y": np.empty((1, 1, 2))})

@@ -611,6 +611,62 @@ def test_samples_stay_in_the_targets_memory_and_rows_are_gathered_there():
     np.testing.assert_array_equal(last, host[:, 2])
 
 
+def test_samples_go_to_one_buffer_chunk_after_chunk(monkeypatch):
+    """`sample_states` with a ``buffer`` writes the same numbers to its start and returns
+    them as a view of it; `screen` on the host targets samples every chunk into one
+    buffer and keeps the broad phase's working rows (their pages faulted in once), with
+    the table of fresh arrays bit for bit."""
+    r, v = background(5, seed=6)
+    times = np.linspace(0.0, 60.0, 3)
+    rows = np.zeros((5, 0))
+    fresh = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12)
+    buffer = np.full(5 * 4 * 6, np.nan)
+    got = conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
+                                     buffer=buffer)
+    assert got.shape == (5, 3, 6) and np.shares_memory(got, buffer)
+    np.testing.assert_array_equal(got, fresh)
+    assert np.all(np.isnan(buffer[5 * 3 * 6:]))  # its start only
+    with pytest.raises(ValueError, match=r"buffer: expected a host array of at least 90 "
+                                         r"numbers \(5 objects x 3 times x 6\), got 60"):
+        conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
+                                   buffer=np.empty(60))
+    with pytest.raises(ValueError, match="buffer: not with on_device"):
+        conjunctions.sample_states(K_EARTH, r, v, times, two_body_j2, rows, 1e-11, 1e-12,
+                                   on_device=True, buffer=buffer)
+    for q, (tca, miss) in enumerate(PLANTED[:2]):
+        pair_r, pair_v = planted_pair(tca, miss, 6900 + 150 * q, 0.5 + 0.1 * q, 1.3, 0.9 * q)
+        r, v = np.concatenate((r, pair_r)), np.concatenate((v, pair_v))
+    original, buffers = conjunctions.sample_states, []
+    grid, works, rows = conjunctions.broad_phase, [], []
+
+    def sampling(*args, buffer=None, **kwargs):
+        buffers.append(buffer)
+        return original(*args, buffer=buffer, **kwargs)
+
+    def broad(*args, work=None, **kwargs):
+        works.append(work)
+        found = grid(*args, work=work, **kwargs)
+        rows.append([id(a) for kept in work.values() for a in kept])
+        return found
+
+    monkeypatch.setattr(conjunctions, "sample_states", sampling)
+    monkeypatch.setattr(conjunctions, "broad_phase", broad)
+    chunked = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
+    assert len(buffers) > 2 and all(b is buffers[0] for b in buffers)
+    assert (buffers[0] is None) == conjunctions.two_kernels()
+    assert len(works) == len(buffers) and all(w is works[0] for w in works)
+    if not conjunctions.two_kernels():  # one set of rows, made at the first chunk
+        assert len(works[0]) == 1 and all(ids == rows[0] for ids in rows)
+    monkeypatch.setattr(conjunctions, "sample_states",
+                        lambda *args, buffer=None, **kwargs: original(*args, **kwargs))
+    monkeypatch.setattr(conjunctions, "broad_phase",
+                        lambda *args, work=None, **kwargs: grid(*args, **kwargs))
+    fresh = screen(k, r, v, (0.0, 3600.0), 5.0, chunk=7)
+    assert len(fresh) == len(chunked) == 2
+    for column in fresh.columns:
+        assert getattr(fresh, column).tobytes() == getattr(chunked, column).tobytes()
+
+
 def test_the_default_chunk_follows_the_targets_memory(monkeypatch):
     active = conjunctions.active
     monkeypatch.setattr(active, "device_memory", lambda: None)
