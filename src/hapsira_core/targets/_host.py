@@ -585,13 +585,21 @@ def lane_compiler():
             compiler_machinery.LoweringPass.__init__(self)
 
         def run_pass(self, state):
-            import llvmlite.binding as llvm
-
-            numba.core.config.SLP_VECTORIZE = saved.pop() if saved else 0
-            llvm.set_option("", f"-slp-recursion-max-depth={_SLP_DEPTH_DEFAULT}")
+            _vectoriser_back(saved, len(saved) - 1)
             return False
 
     class LaneCompiler(compiler.CompilerBase):
+        def _compile_core(self):
+            # a compile that fails or is interrupted between the two passes (a typing
+            # error in lowering, Ctrl-C) would leave the vectoriser on for every later
+            # compile of the process, the user's functions included (docs/log.md,
+            # "a lane compile that fails")
+            depth = len(saved)
+            try:
+                return super()._compile_core()
+            finally:
+                _vectoriser_back(saved, depth)
+
         def define_pipelines(self):
             pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
             lowering = [cls for cls, _ in pm.passes if cls in (
@@ -603,6 +611,22 @@ def lane_compiler():
 
     _lane_compiler = LaneCompiler
     return LaneCompiler
+
+
+def _vectoriser_back(saved, depth):
+    """numba's SLP setting as it was before the ``depth``-th `lane_compiler` window of
+    ``saved`` (the settings its windows found), LLVM's default SLP depth; nothing where
+    that window is closed already."""
+    import llvmlite.binding as llvm
+
+    if depth < 0:  # (an Off without its On)
+        numba.core.config.SLP_VECTORIZE = 0
+        return
+    if len(saved) <= depth:
+        return
+    numba.core.config.SLP_VECTORIZE = saved[depth]
+    del saved[depth:]
+    llvm.set_option("", f"-slp-recursion-max-depth={_SLP_DEPTH_DEFAULT}")
 
 
 def cpu_features():

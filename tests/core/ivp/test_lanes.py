@@ -324,6 +324,30 @@ def test_attempt_is_packed_vector_code(with_events, records):
 
 
 @host_only
+def test_a_failed_lane_compile_leaves_the_vectoriser_off(monkeypatch):
+    """A compile with the lanes' vectoriser (`_host.lane_compiler`) that fails or is
+    interrupted while the vectoriser is on (here in lowering) turns it back off: left on,
+    every later compile of the process packed the user's ``f`` within one lane, and a
+    joined lane kernel then ran 25% slower (docs/log.md, "a lane compile that fails")."""
+    from numba.core import lowering
+
+    from hapsira_core.targets import _host
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    before = numba.core.config.SLP_VECTORIZE
+    monkeypatch.setattr(lowering.Lower, "lower", interrupted)
+    failing = numba.njit(pipeline_class=_host.lane_compiler())(lambda x: 2.0 * x)
+    with pytest.raises(KeyboardInterrupt):
+        failing(1.0)
+    assert numba.core.config.SLP_VECTORIZE == before
+    monkeypatch.undo()
+    compiled = numba.njit(pipeline_class=_host.lane_compiler())(lambda x: 3.0 * x)
+    assert compiled(1.0) == 3.0 and numba.core.config.SLP_VECTORIZE == before
+
+
+@host_only
 def test_auto_leaves_small_calls_to_the_per_object_kernel(monkeypatch):
     """Under auto a call below AUTO_LANES_MIN_OBJECTS never compiles the lane kernel
     (it compiles twice as long); at or above AUTO_LANES_COMPILE_OBJECTS it runs."""
