@@ -94,9 +94,7 @@ class KernelSpec:
         """The module that defines the kernel's ``body``, with ``fun``, ``events`` and
         ``jac`` the source of the expressions that give the functions; ``g``: the
         expression of the loop's event function where it is not their `switch`."""
-        template = ((_LANES_RECORDS_BODY if self.records else _LANES_BODY) if self.lanes
-                    else _RECORDS_BODY if self.records else _BODY)
-        return template.format(
+        return body_source(self.records, bool(self.lanes)).format(
             method=self.method, n=self.n, keep=self.keep_stages, fun=fun, events=events,
             g=g or f"switch({events}, 4)", event_states=self.event_states, jac=jac,
             lanes=self.lanes)
@@ -334,65 +332,43 @@ def kernel(method, n, fun, event_functions, event_states=False, jac=None, record
     return _built(spec)
 
 
-_BODY = """
-from hapsira_core.ivp.loop import make_solve
-from hapsira_core.jit import hjit, switch
-
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, {g}, {event_states!r},
-                   {jac})
-
-
-@hjit
-def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-         y, info, t_events, y_events, n_events, scratch, work):
-    # no step records: typed stand-ins, never written (records=False)
-    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work, scratch, y_events)
-"""
-
-_LANES_BODY = """
-from hapsira_core.ivp.lanes import make_solve_lanes
-from hapsira_core.jit import hjit
-
-solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes}, {events}, {event_states!r})
+#: The body's parameter for an argument of `arguments` where its name differs.
+_PARAMETER = {"params": "p"}
+#: The step records, which the loop takes after its working rows (``steps``, ``dense``), and
+#: what it is handed in their place without them: typed stand-ins, never written.
+_RECORDS, _NO_RECORDS = ("steps", "dense"), ("scratch", "y_events")
+#: The lane loop's own arguments after the kernel's: the objects of its group.
+_LANE_RANGE = ("first", "last")
 
 
-@hjit
-def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-         y, info, t_events, y_events, n_events, scratch, work, first, last):
-    # no step records: typed stand-ins, never written (records=False)
-    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work, scratch, y_events, first, last)
-"""
-
-_LANES_RECORDS_BODY = """
-from hapsira_core.ivp.lanes import make_solve_lanes
-from hapsira_core.jit import hjit
-
-solve = make_solve_lanes({method!r}, {n}, {fun}, {lanes}, {events}, {event_states!r}, True)
-
-
-@hjit
-def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-         y, info, t_events, y_events, n_events, steps, dense, scratch, work, first, last):
-    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work, steps, dense, first, last)
-"""
-
-_RECORDS_BODY = """
-from hapsira_core.ivp.loop import make_solve
-from hapsira_core.jit import hjit, switch
-
-solve = make_solve({method!r}, {n}, {keep!r}, {fun}, {g}, {event_states!r},
-                   {jac}, True)
-
-
-@hjit
-def body(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-         y, info, t_events, y_events, n_events, steps, dense, scratch, work):
-    solve(y0, t_eval, p, conf, iconf, ev_direction, ev_max, ev_consts,
-          y, info, t_events, y_events, n_events, scratch, work, steps, dense)
-"""
+def body_source(records, lanes):
+    """The source of the kernel's ``body`` (a `KernelSpec.source` template): its
+    parameters are `arguments` (with ``records``), in order, and with ``lanes`` the lane
+    range; it calls the loop (`.loop.make_solve`, `.lanes.make_solve_lanes`) on them,
+    the step records last (stand-ins without them)."""
+    if lanes:
+        header = ("from hapsira_core.ivp.lanes import make_solve_lanes\n"
+                  "from hapsira_core.jit import hjit\n\n"
+                  "solve = make_solve_lanes({{method!r}}, {{n}}, {{fun}}, {{lanes}}, {{events}}, "
+                  "{{event_states!r}}{flag})\n")
+    else:
+        header = ("from hapsira_core.ivp.loop import make_solve\n"
+                  "from hapsira_core.jit import hjit, switch\n\n"
+                  "solve = make_solve({{method!r}}, {{n}}, {{keep!r}}, {{fun}}, {{g}}, "
+                  "{{event_states!r}},\n                   {{jac}}{flag})\n")
+    args = arguments(records=records)
+    inputs = [_PARAMETER.get(a.name, a.name) for a in args if not a.output]
+    rest = [a.name for a in args if a.output]
+    extra = list(_LANE_RANGE if lanes else ())
+    call = [name for name in rest if name not in _RECORDS] \
+        + list(_RECORDS if records else _NO_RECORDS)
+    note = "" if records else \
+        "    # no step records: typed stand-ins, never written (records=False)\n"
+    # (the leading newline keeps the source, and so the cache's keys, as they were)
+    return ("\n" + header.format(flag=", True" if records else "") + "\n\n@hjit\n"
+            f"def body({', '.join(inputs)},\n         {', '.join(rest + extra)}):\n"
+            + note
+            + f"    solve({', '.join(inputs)},\n          {', '.join(call + extra)})\n")
 
 
 def run(kernel, arrays, user_functions, diagnose=None, sample=None):
