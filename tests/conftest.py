@@ -5,7 +5,14 @@ import sys
 
 import pytest
 
-from hapsira_core import settings
+# Under HAPSIRA_LANES=auto a call of 1,024 objects or more whose lane kernel is not
+# compiled yet starts its compile in a background process (20-30 CPU-s each on a 2-core
+# box, outliving the test); tests turn it on where they test it
+# (tests/core/ivp/test_lanes.py). Before hapsira_core reads it, and for the subprocesses
+# that tests start. A value set outside is kept.
+os.environ.setdefault("HAPSIRA_LANES_BACKGROUND", "0")
+
+from hapsira_core import settings  # noqa: E402
 
 # JAX takes 75% of a GPU's memory at its first array unless told otherwise. One test
 # process of tests/cowell/propagation held 108 GB of an H200 from

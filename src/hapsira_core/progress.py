@@ -11,7 +11,7 @@ import logging
 import sys
 import threading
 
-__all__ = ["bar", "check", "compiling", "LOG", "NOTICE_AFTER"]
+__all__ = ["bar", "check", "compiling", "compiling_in_background", "LOG", "NOTICE_AFTER"]
 
 #: The logger of the compile notices (`compiling`): shown on stderr by default, as
 #: Python shows any warning-level record where no logging is configured; silenced with
@@ -38,6 +38,15 @@ def compiling(what):
         yield
     finally:
         timer.cancel()
+
+
+def compiling_in_background(what, why):
+    """Tell the user, on the ``hapsira`` logger, that ``what`` compiles in a background
+    worker process (``why``: what runs meanwhile and after); once per compile started."""
+    from . import settings
+
+    LOG.warning("hapsira: compiling %s in the background (a worker process; cached in %s "
+                "for later processes): %s", what, settings.CACHE_DIR, why)
 
 
 def check(progress):

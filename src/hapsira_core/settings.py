@@ -21,6 +21,10 @@ variable           meaning                             default
 ``HAPSIRA_LANES``  objects per core at once, in SIMD   ``auto`` (cpu, parallel)
                    lanes: ``auto``, ``on``, ``off`` or
                    a width
+``HAPSIRA_LANES_BACKGROUND``  under ``auto``, a lane   ``1`` (cpu, parallel)
+                   kernel not compiled yet compiled in
+                   a background worker process while
+                   calls run per object (``0``/``1``)
 ``HAPSIRA_JOIN``   the solve loop compiled once and     ``on`` (cpu, parallel)
                    joined to each user function
                    (``on``/``off``)
@@ -168,3 +172,10 @@ def _lanes(name, default):
 #: host's vectors in float64 wherever the lane loop applies; ``auto``: that width where
 #: it pays (`hapsira_core.targets._host.LaneKernel.runs_lanes`), else per object.
 LANES = _lanes("HAPSIRA_LANES", "auto")
+#: Whether, under ``HAPSIRA_LANES=auto``, a call of at least
+#: `hapsira_core.targets._host.AUTO_LANES_MIN_OBJECTS` objects whose lane kernel is not
+#: compiled yet (it runs per object) starts that compile in a background worker process
+#: that fills the disk cache (`hapsira_core.ivp.compile_worker.in_background`), so that later
+#: calls run lanes; never without a usable disk cache or for a kernel a new process
+#: cannot import. The test suite turns it off (tests/conftest.py): a compile per call.
+LANES_BACKGROUND = _boolean("HAPSIRA_LANES_BACKGROUND", "1")

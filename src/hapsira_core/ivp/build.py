@@ -329,7 +329,14 @@ def kernel(method, n, fun, event_functions, event_states=False, jac=None, record
     spec = KernelSpec(method, n, fun, tuple(event_functions), event_states, jac=jac,
                       records=records,
                       lanes=lanes(method, fun, tuple(event_functions), records, jac))
-    return _built(spec)
+    made = _built(spec)
+    if spec.lanes and "background" not in vars(made):
+        # how a new process builds this kernel, so that auto may compile its lanes there
+        from . import compile_worker
+        source = compile_worker.kernel_source(method, n, fun, event_functions, event_states,
+                                              jac, records)
+        made.background = None if source is None else compile_worker.Background(made, source)
+    return made
 
 
 #: The body's parameter for an argument of `arguments` where its name differs.

@@ -21,59 +21,25 @@ or an interactive session). A worker that fails (a compile error in a user's
 function) leaves its kernel to that first use, which raises the error the
 in-process compile raises, in the same words; the failure is also logged on the
 ``hapsira`` logger. The user is told once what compiles (`..progress.compiling`).
+
+The workers themselves are `.compile_worker`'s, whose `in_background` starts one and
+returns at once: under ``HAPSIRA_LANES=auto`` a call whose lane kernel is not compiled
+yet runs per object and has its lane kernel compiled so (``HAPSIRA_LANES_BACKGROUND``),
+for the calls after it.
 """
 
 import dataclasses
 import os
-import pickle
 import subprocess
 import sys
 
 from .. import progress, settings
 from ..kernels import cache
+from .compile_worker import (_COMMAND, Need, _job, _last_line, in_background, kernel_source,
+                             missing)
 
-__all__ = ["LANE_COST", "Need", "solver", "named", "every", "missing", "prepare", "workers"]
-
-
-@dataclasses.dataclass
-class Need:
-    """One kernel a call will run: ``kernel`` (this process's object, not compiled
-    yet), ``source`` (Python that binds ``kernel`` to the same kernel in a new process,
-    by import; None: not importable, compiled in this process) and ``objects`` (the
-    objects of the call where known: under ``HAPSIRA_LANES=auto`` a lane kernel runs
-    its per-object kernel for few objects, which is then the one compiled)."""
-
-    kernel: object
-    source: object = None
-    objects: object = None
-    #: how long its compile takes, roughly, beside the others': the longest start first
-    cost: float = 1.0
-
-    def runs(self, kernel=None):
-        """The kernel the call runs: a lane kernel's per-object kernel where it runs that
-        (without ``objects``: the kernel itself)."""
-        kernel = self.kernel if kernel is None else kernel
-        if self.objects is not None and hasattr(kernel, "runs_lanes") \
-                and not kernel.runs_lanes(self.objects):
-            return kernel.scalar
-        return kernel
-
-    def on_disk(self):
-        """Whether the kernel the call runs is compiled here or in the disk cache; without
-        ``objects``, a lane kernel itself (not its per-object twin, which ``auto`` would
-        run in its place)."""
-        kernel = self.runs()
-        if self.objects is None and hasattr(kernel, "lanes_on_disk"):
-            return kernel.lanes_on_disk()
-        return kernel.on_disk()
-
-
-def _importable_source(imports, expression):
-    """``imports`` and ``expression`` as a worker's source, or None where something
-    comes from ``__main__`` (a script's functions are not the worker's)."""
-    if expression is None or any(module == "__main__" for module, _ in imports.values()):
-        return None
-    return f"{cache.import_lines(imports)}\nkernel = {expression}\n"
+__all__ = ["LANE_COST", "Need", "solver", "named", "every", "missing", "prepare", "workers",
+           "in_background"]
 
 
 def solver(fun, n, method="DOP853", events=(), event_states=False, objects=None):
@@ -88,15 +54,9 @@ def solver(fun, n, method="DOP853", events=(), event_states=False, objects=None)
     fun, events = checks.kernel_functions(fun, n, events)
     device = tuple(e.device_function for e in events)
     made = build.kernel(method, n, fun, device, event_states)
-    imports = {}
-    parts = [cache.expression(x, imports) for x in (fun, device)]
-    expression = None if None in parts else (
-        f"_build.kernel({method!r}, {n}, {parts[0]}, {parts[1]}, {bool(event_states)!r})")
-    source = _importable_source(imports, expression)
-    if source is not None:
-        source = "from hapsira_core.ivp import build as _build\n" + source
     # a solver's loop is the longest compile there is, and grows with the state
-    return Need(made, source, objects, cost=10.0 + n)
+    return Need(made, kernel_source(method, n, fun, device, event_states), objects,
+                cost=10.0 + n)
 
 
 def named(module, attribute, objects=None):
@@ -135,19 +95,6 @@ def workers():
     """The cores this process may run on (at most so many workers at once)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else (os.cpu_count() or 1)
-
-
-def missing(needs):
-    """The needs whose kernel is neither compiled here nor in the disk cache (`Need.on_disk`),
-    each kernel once."""
-    found, seen = [], set()
-    for need in needs:
-        kernel = need.runs()
-        if id(kernel) in seen or need.on_disk():
-            continue
-        seen.add(id(kernel))
-        found.append(need)
-    return found
 
 
 def _chains(needs):
@@ -201,23 +148,6 @@ def prepare(needs):
     return sum(need.on_disk() for need in left)
 
 
-def _job(chain):
-    import numba
-
-    from ..targets import active
-    return pickle.dumps({
-        "path": list(sys.path),
-        "settings": {name: value for name, value in vars(settings).items()
-                     if name.isupper() and isinstance(value, (bool, int, float, str, tuple,
-                                                              type(None)))},
-        "numba": {name: getattr(numba.config, name) for name in
-                  ("BOUNDSCHECK", "OPT", "DEBUGINFO_DEFAULT", "FASTMATH")
-                  if hasattr(numba.config, name)},
-        "target": active.NAME,
-        "kernels": [(need.source, need.objects) for need in chain],
-    })
-
-
 def _run(chains, at_once):
     """Run one worker per chain of needs (`_chains`), ``at_once`` at a time;
     ``[(chain, message)]`` of those that failed."""
@@ -226,39 +156,15 @@ def _run(chains, at_once):
     from ..targets import active
 
     env = dict(os.environ, HAPSIRA_TARGET=active.NAME)
-    # the caller's sys.path first: the same hapsira_core and the same user modules
-    command = [sys.executable, "-c",
-               "import pickle, sys; job = pickle.load(sys.stdin.buffer); sys.path[:] = "
-               "job['path']; from hapsira_core.ivp.prepare import _worker; _worker(job)"]
 
     def one(chain):
-        done = subprocess.run(command, input=_job(chain), stdout=subprocess.DEVNULL,
+        done = subprocess.run(_COMMAND, input=_job(chain), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, env=env)
         if done.returncode == 0:
             return None
-        lines = [line for line in done.stderr.decode(errors="replace").splitlines()
-                 if line.strip()]
-        return chain, lines[-1] if lines else f"exit status {done.returncode}"
+        return chain, _last_line(done.stderr, done.returncode)
 
     with ThreadPoolExecutor(at_once) as pool:
         return [failed for failed in pool.map(one, chains) if failed is not None]
 
 
-def _worker(job):
-    """A worker process: compile the kernels of ``job`` (`_job`) into the cache, one after
-    another; the first that fails ends it (its error is the worker's last line)."""
-    import logging
-
-    for name, value in job["settings"].items():
-        setattr(settings, name, value)
-    import numba
-    for name, value in job["numba"].items():
-        setattr(numba.config, name, value)
-    from ..targets import active
-    if active.NAME != job["target"]:
-        raise RuntimeError(f"the worker's target is {active.NAME}, not {job['target']}")
-    logging.getLogger("hapsira").setLevel(logging.ERROR)  # the caller tells the user
-    for source, objects in job["kernels"]:
-        namespace = {}
-        exec(compile(source, "<hapsira compile worker>", "exec"), namespace)
-        Need(namespace["kernel"], objects=objects).runs().compile()

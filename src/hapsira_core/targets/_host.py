@@ -676,11 +676,13 @@ AUTO_LANES_PER_VECTOR = 1
 AUTO_LANES_MIN_OBJECTS = 1024
 
 #: Under ``HAPSIRA_LANES=auto``, a lane kernel that is neither compiled in this process nor
-#: in the disk cache is compiled only for a call of at least this many objects per thread
-#: (one on ``cpu``, numba's thread count on ``parallel``: the compile runs on one core,
-#: the saving is spread over all). It is about where the time lanes save one core equals
-#: a first compile of the lane kernel: below that a first compile does not pay
-#: (docs/benchmarks.md, "Lanes").
+#: in the disk cache is compiled in the call only for a call of at least this many objects
+#: per thread (one on ``cpu``, numba's thread count on ``parallel``: the compile runs on
+#: one core, the saving is spread over all). It is about where the time lanes save one
+#: core equals a first compile of the lane kernel: below that a first compile does not pay
+#: (docs/benchmarks.md, "Lanes"). A smaller call of at least `AUTO_LANES_MIN_OBJECTS` runs
+#: per object and has the lane kernel compiled in the background for the calls after it
+#: (`_Lanes.background`).
 AUTO_LANES_COMPILE_OBJECTS = 1_000_000
 
 
@@ -694,6 +696,10 @@ class _Lanes:
     (``scalar``) and ``auto``'s choice between them (`runs_lanes`)."""
 
     PARALLEL = False
+    #: What compiles the lane kernel in a background worker process
+    #: (`hapsira_core.ivp.compile_worker.Background`: ``start(objects)``, ``running()``), set by
+    #: the kernel's maker where a new process can import it; None: never in the background.
+    background = None
 
     @property
     def scalar(self):
@@ -716,14 +722,15 @@ class _Lanes:
         """Whether a call on ``objects`` objects runs the lane kernel (else the per-object
         one: the same numbers, bit for bit, so this only changes the time). Always, but
         under ``HAPSIRA_LANES=auto``, where it pays: at least `AUTO_LANES_MIN_OBJECTS`
-        objects, and the lane kernel ready (`lanes_ready`) or at least
-        `AUTO_LANES_COMPILE_OBJECTS` objects per thread to pay for its compile. Never
-        compiles anything."""
+        objects, and the lane kernel ready (`lanes_ready`; not while a background worker
+        still compiles it, `background`) or at least `AUTO_LANES_COMPILE_OBJECTS` objects
+        per thread to pay for its compile. Never compiles anything."""
         if settings.LANES != "auto":
             return True
         if objects < AUTO_LANES_MIN_OBJECTS:
             return False
-        if self.lanes_ready():
+        compiling = self.background is not None and self.background.running()
+        if self.lanes_ready() and not compiling:
             return True
         threads = numba.get_num_threads() if self.PARALLEL else 1
         return objects >= AUTO_LANES_COMPILE_OBJECTS * threads
@@ -736,9 +743,14 @@ class _Lanes:
         return settings.LANES == "auto" and self.scalar.on_disk()
 
     def __call__(self, *arrays):
-        if len(arrays) == len(self.args) \
-                and not self.runs_lanes(np.shape(arrays[self.n_inputs])[0]):
-            return self.scalar(*arrays)  # same arrays, same numbers (bit for bit)
+        if len(arrays) == len(self.args):
+            objects = np.shape(arrays[self.n_inputs])[0]
+            if not self.runs_lanes(objects):
+                self.scalar(*arrays)  # same arrays, same numbers (bit for bit)
+                # (after the call: its own compile and run keep the cores)
+                if objects >= AUTO_LANES_MIN_OBJECTS and self.background is not None:
+                    self.background.start(objects)
+                return None
         return super().__call__(*arrays)
 
 

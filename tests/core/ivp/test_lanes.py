@@ -12,6 +12,7 @@ on the orbit workload, and the assembly of both attempts is checked for packed a
 """
 
 import math
+import time
 import types
 
 import numba
@@ -788,3 +789,75 @@ def test_auto_takes_joined_lanes_once_the_generic_lane_loop_is_ready(monkeypatch
     monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path / "empty"))
     assert not spec.build().runs_lanes(9) and not other_spec.build().runs_lanes(9)
     assert (np.asarray(per_object.status) == 0).all()
+
+
+@host_only
+def test_auto_compiles_lanes_in_the_background_for_later_calls(monkeypatch, tmp_path, caplog):
+    """auto with ``HAPSIRA_LANES_BACKGROUND``: a call of at least AUTO_LANES_MIN_OBJECTS
+    objects whose lane kernel is not ready runs per object, then starts its compile in one
+    worker process (told once; a worker that fails is logged and changes nothing); calls
+    while it runs run per object and start no other; once it has ended, calls run the lane
+    kernel from the disk cache, with the same bits. A kernel a new process cannot import
+    is never compiled so."""
+    import logging
+    import sys
+
+    from hapsira_core.ivp import compile_worker as worker
+    from hapsira_core.targets import _host, _join
+
+    monkeypatch.setattr(settings, "CACHE", True)
+    monkeypatch.setattr(settings, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(settings, "LANES", "auto")
+    monkeypatch.setattr(settings, "LANES_BACKGROUND", True)
+    monkeypatch.setattr(build, "KERNELS", {})
+    # (as in a new process: nothing compiled, no background compile started yet)
+    monkeypatch.setattr(_join, "_GENERIC", {})
+    monkeypatch.setattr(_join, "_JOINED", {})
+    monkeypatch.setattr(worker, "_BACKGROUND_STARTED", set())
+    monkeypatch.setattr(worker, "_background", None)
+    monkeypatch.setattr(_host, "AUTO_LANES_MIN_OBJECTS", 4)
+    started = []
+    popen = worker.subprocess.Popen
+    monkeypatch.setattr(worker.subprocess, "Popen",
+                        lambda command, **kw: started.append(command) or popen(command, **kw))
+    caplog.set_level(logging.WARNING, logger="hapsira")
+    fun, y0, params, t0, tf = _ensemble("van_der_pol", 9, seed=13)
+    kwargs = {"method": "RK23", "rtol": 1e-6, "atol": 1e-9, "params": params}
+
+    def log(words):
+        return [r.getMessage() for r in caplog.records if words in r.getMessage()]
+
+    # a worker that fails: logged, the call's result as without it
+    real = worker._COMMAND
+    monkeypatch.setattr(worker, "_COMMAND", [sys.executable, "-c", "raise SystemExit('boom')"])
+    solve_ivp(fun, (t0, tf[:3]), y0[:3], **{**kwargs, "params": params[:3]})
+    assert started == []  # 3 objects: too few to start anything
+    per_object = solve_ivp(fun, (t0, tf), y0, **kwargs)
+    (spec, lane), = [(s, k) for s, k in build.KERNELS.items() if s.lanes]
+    assert lane._compiled is None and len(started) == 1
+    assert len(log("in the background")) == 1
+    worker._background[0].wait(60)
+    for _ in range(600):  # (the watching thread logs it)
+        if log("failed"):
+            break
+        time.sleep(0.05)
+    assert "boom" in log("failed")[0] and "background worker" in log("failed")[0]
+    _assert_same(solve_ivp(fun, (t0, tf), y0, **kwargs), per_object)
+    assert len(started) == 1 and lane._compiled is None  # once per kernel and process
+
+    # the real worker, as in a new process
+    monkeypatch.setattr(worker, "_COMMAND", real)
+    monkeypatch.setattr(worker, "_BACKGROUND_STARTED", set())
+    _assert_same(solve_ivp(fun, (t0, tf), y0, **kwargs), per_object)
+    assert len(started) == 2 and lane.background.running() and not lane.runs_lanes(9)
+    _assert_same(solve_ivp(fun, (t0, tf), y0, **kwargs), per_object)
+    assert len(started) == 2 and lane._compiled is None  # while it runs: per object
+    assert worker._background[0].wait(600) == 0
+    assert lane.runs_lanes(9) and not lane.runs_lanes(3)
+    _assert_same(solve_ivp(fun, (t0, tf), y0, **kwargs), per_object)
+    assert lane._compiled is not None and len(started) == 2  # loaded from the disk cache
+    assert len(log("in the background")) == 2
+
+    # a function defined here (a lambda) cannot be imported by a new process
+    made = build.kernel("RK23", 2, hjit(lambda t, y, p: (y[1], -y[0])), ())
+    assert made.background is None
