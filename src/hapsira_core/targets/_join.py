@@ -586,6 +586,24 @@ class LaneLoop(_host.LaneKernel):
     def _build(self):
         from numba.core.compiler_lock import global_compiler_lock
 
+        with global_compiler_lock, stub_callers_unoptimised("none"):
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+class ObjectLoop(_host.ObjectLoop):
+    """The per-object loop over all the objects of its arrays on one core, compiled in
+    memory, what calls the user's functions left unoptimised and without machine code
+    (`stub_callers_unoptimised`): the generic loop of a joined per-object kernel
+    (`JoinedKernel`) on either host target (parallel runs its entry once per object from
+    the trampoline's ``prange``), which the join optimises once, the user's functions
+    inlined. Optimised here too, the loop went through LLVM's O3 passes twice and was made
+    machine code never run (docs/log.md, "a cheaper generic loop compile")."""
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
         with global_compiler_lock, stub_callers_unoptimised():
             compiled = super()._build()
             compiled.compile(self._signature())
@@ -593,7 +611,7 @@ class LaneLoop(_host.LaneKernel):
 
 
 @contextlib.contextmanager
-def stub_callers_unoptimised():
+def stub_callers_unoptimised(keep=None):
     """While numba compiles inside, a library that calls a stub of a joined kernel
     (`stub`), itself or through what it links, is not
     optimised by LLVM: its optimisation waits for the user's functions (the join).
@@ -614,14 +632,23 @@ def stub_callers_unoptimised():
         return any(f.is_declaration and f.name.startswith(PREFIX)
                    for f in module.functions)
 
+    passes = os.environ.get("HAPSIRA_GENERIC_PASSES", "none") if keep is None else keep
+
     def optimize_functions(self, ll_module):
-        if not calls_stub(ll_module):
+        callers = calls_stub(ll_module) or (passes == "none_t" and any(
+            calls_stub(linked._final_module) for linked in self._linking_libraries))
+        if passes not in ("none", "none_t") or not callers:
             return functions(self, ll_module)
         ll_module.data_layout = self._codegen._data_layout
 
     def optimize_final_module(self):
-        if not calls_stub(self._final_module):
+        if passes == "full" or not calls_stub(self._final_module):
             return final(self)
+        if passes == "cheap":
+            cg = self._codegen
+            pm, pb = cg._module_pass_manager(loop_vectorize=cg._loopvect, slp_vectorize=False,
+                                             opt=cg._opt_level, cost="cheap")
+            pm.run(self._final_module, pb)
 
     def finalize_final_module(self):
         if not calls_stub(self._final_module):
@@ -701,4 +728,4 @@ class JoinedLaneKernel(_host._Lanes, JoinedKernel):
 
 
 __all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "generic_ready",
-           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "PREFIX"]
+           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "ObjectLoop", "PREFIX"]
