@@ -565,7 +565,20 @@ class JoinedKernel(kernel.ObjectKernel):
                 given[...] = used
 
 
-class LaneLoop(_host.LaneKernel):
+class _LeftToTheJoin:
+    """A generic loop's kernel compiled (for its signature) inside
+    `stub_callers_unoptimised`: what calls the user's functions is left to the join."""
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock, stub_callers_unoptimised():
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+class LaneLoop(_LeftToTheJoin, _host.LaneKernel):
     """The lane loop over all the objects of its arrays on one core, compiled in memory,
     what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
     generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
@@ -583,16 +596,8 @@ class LaneLoop(_host.LaneKernel):
     def __init__(self, body, args, recipe=None):
         super().__init__(body, args, recipe, None)
 
-    def _build(self):
-        from numba.core.compiler_lock import global_compiler_lock
 
-        with global_compiler_lock, stub_callers_unoptimised("none"):
-            compiled = super()._build()
-            compiled.compile(self._signature())
-        return compiled
-
-
-class ObjectLoop(_host.ObjectLoop):
+class ObjectLoop(_LeftToTheJoin, _host.ObjectLoop):
     """The per-object loop over all the objects of its arrays on one core, compiled in
     memory, what calls the user's functions left unoptimised and without machine code
     (`stub_callers_unoptimised`): the generic loop of a joined per-object kernel
@@ -601,17 +606,9 @@ class ObjectLoop(_host.ObjectLoop):
     inlined. Optimised here too, the loop went through LLVM's O3 passes twice and was made
     machine code never run (docs/log.md, "a cheaper generic loop compile")."""
 
-    def _build(self):
-        from numba.core.compiler_lock import global_compiler_lock
-
-        with global_compiler_lock, stub_callers_unoptimised():
-            compiled = super()._build()
-            compiled.compile(self._signature())
-        return compiled
-
 
 @contextlib.contextmanager
-def stub_callers_unoptimised(keep=None):
+def stub_callers_unoptimised():
     """While numba compiles inside, a library that calls a stub of a joined kernel
     (`stub`), itself or through what it links, is not
     optimised by LLVM: its optimisation waits for the user's functions (the join).
@@ -632,23 +629,14 @@ def stub_callers_unoptimised(keep=None):
         return any(f.is_declaration and f.name.startswith(PREFIX)
                    for f in module.functions)
 
-    passes = os.environ.get("HAPSIRA_GENERIC_PASSES", "none") if keep is None else keep
-
     def optimize_functions(self, ll_module):
-        callers = calls_stub(ll_module) or (passes == "none_t" and any(
-            calls_stub(linked._final_module) for linked in self._linking_libraries))
-        if passes not in ("none", "none_t") or not callers:
+        if not calls_stub(ll_module):
             return functions(self, ll_module)
         ll_module.data_layout = self._codegen._data_layout
 
     def optimize_final_module(self):
-        if passes == "full" or not calls_stub(self._final_module):
+        if not calls_stub(self._final_module):
             return final(self)
-        if passes == "cheap":
-            cg = self._codegen
-            pm, pb = cg._module_pass_manager(loop_vectorize=cg._loopvect, slp_vectorize=False,
-                                             opt=cg._opt_level, cost="cheap")
-            pm.run(self._final_module, pb)
 
     def finalize_final_module(self):
         if not calls_stub(self._final_module):
