@@ -31,7 +31,6 @@ Writes ``benchmarks/results/<NAME>.json`` (per-run records and medians).
 
 import argparse
 import collections
-import copy
 import hashlib
 import json
 import os
@@ -281,7 +280,8 @@ def main():
     import harness
 
     record.update(machine=harness.machine(),
-                  load_end=[round(x, 2) for x in os.getloadavg()], wall_s=round(time.time() - start))
+                  load_end=[round(x, 2) for x in os.getloadavg()],
+                  wall_s=round(time.time() - start))
     name = args.out or f"generic_cost_{args.mode}"
     with open(os.path.join(HERE, "results", f"{name}.json"), "w") as out:
         json.dump(record, out, indent=1)
