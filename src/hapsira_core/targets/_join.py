@@ -565,7 +565,20 @@ class JoinedKernel(kernel.ObjectKernel):
                 given[...] = used
 
 
-class LaneLoop(_host.LaneKernel):
+class _LeftToTheJoin:
+    """A generic loop's kernel compiled (for its signature) inside
+    `stub_callers_unoptimised`: what calls the user's functions is left to the join."""
+
+    def _build(self):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock, stub_callers_unoptimised():
+            compiled = super()._build()
+            compiled.compile(self._signature())
+        return compiled
+
+
+class LaneLoop(_LeftToTheJoin, _host.LaneKernel):
     """The lane loop over all the objects of its arrays on one core, compiled in memory,
     what calls the user's functions left unoptimised (`stub_callers_unoptimised`): the
     generic loop of a joined lane kernel (`JoinedLaneKernel`) on either host target, which
@@ -583,13 +596,15 @@ class LaneLoop(_host.LaneKernel):
     def __init__(self, body, args, recipe=None):
         super().__init__(body, args, recipe, None)
 
-    def _build(self):
-        from numba.core.compiler_lock import global_compiler_lock
 
-        with global_compiler_lock, stub_callers_unoptimised():
-            compiled = super()._build()
-            compiled.compile(self._signature())
-        return compiled
+class ObjectLoop(_LeftToTheJoin, _host.ObjectLoop):
+    """The per-object loop over all the objects of its arrays on one core, compiled in
+    memory, what calls the user's functions left unoptimised and without machine code
+    (`stub_callers_unoptimised`): the generic loop of a joined per-object kernel
+    (`JoinedKernel`) on either host target (parallel runs its entry once per object from
+    the trampoline's ``prange``), which the join optimises once, the user's functions
+    inlined. Optimised here too, the loop went through LLVM's O3 passes twice and was made
+    machine code never run (docs/log.md, "a cheaper generic loop compile")."""
 
 
 @contextlib.contextmanager
@@ -701,4 +716,4 @@ class JoinedLaneKernel(_host._Lanes, JoinedKernel):
 
 
 __all__ = ["stub", "entry_call", "trampoline", "wrapper", "join", "generic", "generic_ready",
-           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "PREFIX"]
+           "JoinedKernel", "JoinedLaneKernel", "LaneLoop", "ObjectLoop", "PREFIX"]

@@ -60,7 +60,7 @@ class ObjectKernel(_host.ObjectLoop):
 
 class JoinedKernel(_join.JoinedKernel):
     TARGET = NAME
-    LOOP = _host.ObjectLoop
+    LOOP = _join.ObjectLoop
     code_options = staticmethod(_host.joined_code_options)
 
 

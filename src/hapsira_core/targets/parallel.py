@@ -108,7 +108,7 @@ class JoinedKernel(_join.JoinedKernel):
     """The per-object loop joined to the user's functions, as on cpu, run once per
     object on all cores (a ``prange`` over the objects, each call on its rows)."""
     TARGET = NAME
-    LOOP = _host.ObjectLoop
+    LOOP = _join.ObjectLoop
     code_options = staticmethod(_host.joined_code_options)
 
     def _caller(self):

@@ -125,6 +125,47 @@ def test_a_function_returning_another_length_is_named(monkeypatch):
         solve_ivp(decay_two, (0.0, 1.0), np.array([[1.0]]), method="RK45")
 
 
+@needs_join
+def test_the_generic_loop_is_left_to_the_join(monkeypatch):
+    """What calls a stub in a per-object generic loop is neither optimised nor made
+    machine code (the join optimises it once, the user's functions inlined); the kernel
+    joined to it gives the numbers of the kernel compiled at once."""
+    from numba.core import codegen
+
+    from hapsira_core.targets import _join
+
+    assert target.JoinedKernel.LOOP is _join.ObjectLoop
+    monkeypatch.setattr(build, "KERNELS", {})
+    monkeypatch.setattr(_join, "_GENERIC", {})
+    monkeypatch.setattr(_join, "_read_generic", lambda name: None)  # compiled here
+    read = _join._read
+    monkeypatch.setattr(_join, "_read", lambda name: None if "_joined_" in name else read(name))
+    made = []
+    specific = codegen.JITCodeLibrary._finalize_specific
+    monkeypatch.setattr(codegen.JITCodeLibrary, "_finalize_specific",
+                        lambda self: made.append(self) or specific(self))
+    compiled = []
+    compile_generic = _join._compile_generic
+    monkeypatch.setattr(_join, "_compile_generic",
+                        lambda kernel: compiled.append(kernel) or compile_generic(kernel))
+
+    def call():
+        y0 = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+        return solve_ivp(lorenz, (0.0, 1.0), y0, method="RK45", params=[10.0, 28.0, 8 / 3],
+                         rtol=1e-9, atol=1e-9)
+
+    joined, _ = _run("on", monkeypatch, call)
+    assert [type(k) for k in compiled] == [_join.ObjectLoop]
+
+    def calls_stub(library):
+        return any(f.is_declaration and f.name.startswith(_join.PREFIX)
+                   for f in library._final_module.functions)
+
+    assert made and not [library for library in made if calls_stub(library)]
+    classic, _ = _run("off", monkeypatch, call)
+    assert joined.y.tobytes() == classic.y.tobytes()
+
+
 @hjit
 def robertson(t, y, p):  # Robertson's kinetics, the rate constants per object in p
     return (-p[0] * y[0] + p[1] * y[1] * y[2],
