@@ -593,7 +593,7 @@ INVESTIGATIONS = (
     "cuda_host_copies.py", "cuda_output_times.py", "dask_gpu_check.py", "drag_breakdown.py",
     "gpu_check.py", "gpu_memory_per_test.py", "gpu_regression.py", "gpu_timeline.py",
     "guarded_reads.py", "host_profile.py", "join_cost.py", "joined_lanes.py", "generic_cost.py",
-    "lane_join_fresh.py", "mlir_trial.py",
+    "lane_join_fresh.py", "lanes_background.py", "mlir_trial.py",
     "parallel_copies.py", "pinned_copies.py", "register_cap.py", "screen_host.py",
     "screen_profile.py")
 
