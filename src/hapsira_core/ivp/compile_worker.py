@@ -23,7 +23,7 @@ import threading
 from .. import progress, settings
 from ..kernels import cache
 
-__all__ = ["Need", "kernel_source", "missing", "in_background", "compiling_in_background",
+__all__ = ["Need", "kernel_source", "missing", "in_background", "running_in_background",
            "Background", "BACKGROUND_NICE"]
 
 
@@ -142,7 +142,7 @@ def in_background(needs, why="later calls run it"):
     """Start compiling the kernels of ``needs`` (`Need`) that are not in the disk cache
     in one worker process, one after another, and return at once: the number started (0:
     none; see below). The worker fills the disk cache; this process's calls find its
-    kernels there once it has ended (`compiling_in_background` says when not yet).
+    kernels there once it has ended (`running_in_background` says when not yet).
 
     Only with a usable disk cache and for kernels that a new process can import
     (`Need.source`), each kernel once per process; never two workers at once (a call
@@ -197,7 +197,7 @@ def _watch(process, stderr, what):
     stderr.close()
 
 
-def compiling_in_background(kernel):
+def running_in_background(kernel):
     """Whether a background worker of this process is compiling ``kernel`` now."""
     found = _background
     return (found is not None and kernel.cache_name in found[1]
@@ -223,7 +223,7 @@ class Background:
                              "is ready (the same numbers, faster)")
 
     def running(self):
-        return compiling_in_background(self.need.kernel)
+        return running_in_background(self.need.kernel)
 
 
 def _worker(job):
